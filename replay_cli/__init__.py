@@ -1,0 +1,25 @@
+"""replay_cli: offline replay and ablation of reward shaping for GRPO training of SWE agents."""
+
+from replay_cli.api import load, replay, replay_to_report
+from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, build_config
+from replay_cli.engine import ReplayResult, run_replay
+from replay_cli.errors import ConfigError, ReplayError, SchemaError
+from replay_cli.synth import synth_rollouts
+from replay_cli.validation import load_rollouts
+
+__all__ = [
+    "AdvantageParams",
+    "ConfigError",
+    "ReplayConfig",
+    "ReplayError",
+    "ReplayResult",
+    "SchemaError",
+    "ShapingParams",
+    "build_config",
+    "load",
+    "load_rollouts",
+    "replay",
+    "replay_to_report",
+    "run_replay",
+    "synth_rollouts",
+]

@@ -1,0 +1,3 @@
+from replay_cli.cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""Summaries of an input rollout table for `replay-cli inspect` and a report for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.shaping import minutes
+from replay_cli.validation import Rollouts
+
+HEADLINE_METRICS = (
+    ("total_reward/mean", "reward"),
+    ("signal/group_rate", "signal"),
+    ("signal/group_rate_raw", "signal raw"),
+    ("signal/time_only_rate", "time-only"),
+    ("inversion/group_rate", "inversions"),
+    ("adv/abs_max", "max |adv|"),
+    ("adv/explosion_frac", "|adv|>3"),
+)
+
+
+def describe_rollouts(rollouts: Rollouts) -> dict[str, Any]:
+    """Sizes, group shapes, outcome shares and run-time quantiles of a validated input."""
+    lf = rollouts.frame
+    is_train = pl.col(S.SPLIT) == S.SPLIT_TRAIN
+    rt = pl.col(S.RUN_TIME)
+    stats = lf.select(
+        pl.len().alias("rows"),
+        is_train.sum().alias("training rows"),
+        pl.col(S.STEP).n_unique().alias("steps"),
+        pl.struct(S.GROUP_KEYS).filter(is_train).n_unique().alias("groups"),
+        pl.col(S.RESOLVED).filter(is_train).mean().alias("resolved share"),
+        pl.col(S.MASK_SAMPLE).filter(is_train).mean().alias("mask_sample share"),
+        minutes().filter(is_train).mean().alias("mean minutes"),
+        rt.filter(rt.is_finite()).quantile(0.5).alias("run time p50 (s)"),
+        rt.filter(rt.is_finite()).quantile(0.99).alias("run time p99 (s)"),
+        rt.is_null().sum().alias("run time missing"),
+        (rt.is_nan() | rt.is_infinite()).sum().alias("run time NaN/inf"),
+        pl.col(S.ZEROED).sum().alias("zeroed by penalty"),
+    ).collect().row(0, named=True)
+    sizes = (
+        lf.filter(is_train).group_by(S.GROUP_KEYS).len().group_by("len").agg(pl.len().alias("groups")).sort("len")
+    ).collect()
+    stats["group sizes"] = ", ".join(f"{n}×{size}" for size, n in sizes.iter_rows())
+    stats["files"] = len(rollouts.files)
+    stats["extra columns"] = ", ".join(rollouts.extra_columns) or "-"
+    return stats
+
+
+def headline(summary: pl.DataFrame) -> list[tuple[str, list[str]]]:
+    """(label, formatted headline metrics) per config, for the table printed after a run."""
+    out = []
+    for row in summary.iter_rows(named=True):
+        cells = []
+        for key, _ in HEADLINE_METRICS:
+            value = row.get(key)
+            cells.append("-" if value is None else f"{value:.3f}")
+        out.append((row["label"], cells))
+    return out

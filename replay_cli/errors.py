@@ -1,0 +1,21 @@
+"""Exceptions raised by the replay_cli library; the CLI maps every ReplayError to exit code 2."""
+
+
+class ReplayError(Exception):
+    """Base class for errors caused by bad input or usage, not by a bug."""
+
+
+class SchemaError(ReplayError):
+    """The rollout table is missing columns, has wrong types or invalid values."""
+
+
+class ConfigError(ReplayError):
+    """A shaping, advantage or sweep parameter is invalid."""
+
+
+class InputFileError(ReplayError):
+    """An input path is missing, unreadable or not a Parquet file."""
+
+
+class OutputExistsError(ReplayError):
+    """The report directory exists and --force was not given."""

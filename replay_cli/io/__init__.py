@@ -1,0 +1,1 @@
+"""Readers and writers for rollout tables and reports."""

@@ -1,0 +1,210 @@
+"""Trainer metrics (same names as NeMo-RL logs) and the replay diagnostics of spec §5."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.config import ShapingParams
+
+SIGNAL_EPS = 1e-6
+EXPLOSION = 3.0
+FRAGILE_STD = 1e-3
+QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
+
+IS_VAL = "_is_validation"
+TRAINABLE = "_trainable"
+
+TE = "time_efficiency/"
+
+
+def te_names(internal: bool) -> dict[str, str]:
+    """Trainer names of the minutes/deduction metrics: the PR's, or the internal ones (item 5)."""
+    if internal:
+        return {k: f"{TE}{k.replace('/', '_')}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")}
+    return {k: f"{TE}{k}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")}
+
+
+def trainer_exprs(p: ShapingParams) -> dict[str, pl.Expr]:
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean` over one postprocess call's rows.
+
+    Means divide by all rows: skipped rows count 0 deduction but their minutes and calls count.
+    """
+    internal = 5 in p.items
+    names = te_names(internal)
+    minutes, deduction, calls = pl.col(S.MINUTES), pl.col(S.DEDUCTION), pl.col(S.CALLS)
+    trainable = ~pl.col(S.MASKED)
+    ref = p.effective_call_bonus_ref
+    saturated = (calls >= ref).mean() if p.bonus_on and ref is not None else pl.lit(0.0)
+    if internal:
+        signal = (minutes.max() - minutes.min()) > SIGNAL_EPS
+    else:
+        ded = deduction.filter(trainable)
+        signal = (trainable.sum() >= 2) & ((ded.max() - ded.min()) > SIGNAL_EPS)
+    return {
+        names["minutes/mean"]: minutes.mean(),
+        names["minutes/max"]: minutes.max(),
+        names["deduction/mean"]: deduction.mean(),
+        names["deduction/max"]: deduction.max(),
+        f"{TE}calls/mean": calls.cast(pl.Float64).mean(),
+        f"{TE}bonus/mean": pl.col(S.BONUS).mean(),
+        f"{TE}seconds_per_call": minutes.sum() * 60.0 / calls.sum().clip(lower_bound=1),
+        f"{TE}bonus_saturated_frac": saturated.cast(pl.Float64),
+        f"{TE}floored_frac": pl.col(S.FLOORED).cast(pl.Float64).mean(),
+        f"{TE}group_has_signal": signal.cast(pl.Float64),
+        "total_reward/mean": pl.col(S.REWARD_SHAPED).mean(),
+    }
+
+
+def step_rule(name: str) -> pl.Expr:
+    """How the async trainer folds per-group values into a step value: /max max, /min min, else mean."""
+    if name.endswith("/max"):
+        return pl.col(name).max()
+    if name.endswith("/min"):
+        return pl.col(name).min()
+    return pl.col(name).mean()
+
+
+def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
+    """One row per (config, step, group) of training rows: pattern, signal, inversion, trainer metrics."""
+    keys = list(S.CONFIG_GROUP_KEYS)
+    train = rows.filter(~pl.col(IS_VAL))
+    t = pl.col(TRAINABLE)
+    resolved = pl.col(S.RESOLVED)
+    adv_abs, raw_abs = pl.col(S.ADVANTAGE).abs(), pl.col(S.ADV_RAW).abs()
+    n_res = (t & resolved).sum()
+    n_tr = t.sum()
+    shaped = pl.col(S.REWARD_SHAPED)
+    base = train.group_by(keys).agg(
+        pl.len().alias("size"),
+        n_tr.alias("trainable_rows"),
+        n_res.alias("resolved_rows"),
+        pl.when(n_res == 0).then(pl.lit("all_fail")).when(n_res == n_tr).then(pl.lit("all_pass"))
+        .otherwise(pl.lit("mixed")).alias("resolved_pattern"),
+        (t & (adv_abs > SIGNAL_EPS)).any().alias("has_signal"),
+        (t & (raw_abs > SIGNAL_EPS)).any().alias("has_signal_raw"),
+        (shaped.filter(t & resolved).min() < shaped.filter(t & ~resolved).max()).fill_null(False).alias("inverted"),
+        adv_abs.filter(t).max().alias("max_abs_advantage"),
+        *(e.alias(k) for k, e in trainer_exprs(p).items()),
+    )
+    base = base.with_columns((pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal"))
+    pairs = (
+        train.filter(t)
+        .sort([*keys, S.REWARD_SHAPED, S.RESOLVED])
+        .with_columns(
+            (~resolved).cast(pl.Int64).cum_sum().over(keys).alias("_unres_le"),
+            (~resolved).cast(pl.Int64).sum().over(keys).alias("_unres"),
+        )
+        .group_by(keys)
+        .agg(
+            pl.when(resolved).then(pl.col("_unres") - pl.col("_unres_le")).otherwise(0).sum().alias("inverted_pairs"),
+            (resolved.cast(pl.Int64).sum() * (~resolved).cast(pl.Int64).sum()).alias("pairs"),
+        )
+    )
+    return (
+        base.join(pairs, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("inverted_pairs", "pairs").fill_null(0))
+        .sort(keys)
+    )
+
+
+def step_table(rows: pl.LazyFrame, groups: pl.LazyFrame, p: ShapingParams, metrics_by: str) -> pl.LazyFrame:
+    """One row per (config, step): trainer metrics at the trainer's granularity plus validation."""
+    keys = [S.CONFIG_ID, S.STEP]
+    names = list(trainer_exprs(p))
+    train = rows.filter(~pl.col(IS_VAL))
+    if metrics_by == "group":
+        trainer = groups.group_by(keys).agg(step_rule(n) for n in names)
+    else:
+        trainer = train.group_by(keys).agg(e.alias(k) for k, e in trainer_exprs(p).items())
+    adv = pl.col(S.ADVANTAGE)
+    per_step = train.group_by(keys).agg(
+        adv.mean().alias("advantages/mean"),
+        adv.max().alias("advantages/max"),
+        adv.min().alias("advantages/min"),
+        pl.len().alias("rows"),
+    )
+    group_rates = groups.group_by(keys).agg(
+        pl.len().alias("groups"),
+        pl.col("has_signal").mean().alias("signal/group_rate"),
+        pl.col("inverted").mean().alias("inversion/group_rate"),
+    )
+    val = rows.filter(pl.col(IS_VAL)).group_by(keys).agg(
+        pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),
+        pl.col(S.REWARD_SHAPED).mean().alias("validation/total_reward/mean"),
+    )
+    all_steps = rows.select(keys).unique()
+    out = all_steps
+    for part in (trainer, per_step, group_rates, val):
+        out = out.join(part, on=keys, how="left", nulls_equal=True)
+    return out.sort(keys)
+
+
+def diagnostics(rows: pl.DataFrame, groups: pl.DataFrame) -> dict[str, float | None]:
+    """The §5 diagnostics none of the trainers log, for one config (trainable rows, training groups)."""
+    t = rows.filter(pl.col(TRAINABLE))
+    adv, unc, raw = pl.col(S.ADVANTAGE), pl.col(S.ADV_UNCLIPPED), pl.col(S.ADV_RAW)
+    flipped = (adv.abs() > SIGNAL_EPS) & (raw.abs() > SIGNAL_EPS) & (adv.sign() != raw.sign())
+    fragile = (pl.col(S.NORMALIZED) & (pl.col(S.STD) < FRAGILE_STD)) | (
+        pl.col(S.TRIVIAL_PEERS) & (pl.col(S.STD) != 0)
+    )
+    row_stats = t.select(
+        adv.mean().alias("adv/mean"),
+        adv.std().alias("adv/std"),
+        adv.min().alias("adv/min"),
+        adv.max().alias("adv/max"),
+        adv.abs().max().alias("adv/abs_max"),
+        *(adv.quantile(q, interpolation="linear").alias(f"adv/{k}") for k, q in QUANTILES.items()),
+        (adv != unc).mean().alias("adv/clip_frac"),
+        (unc.abs() > EXPLOSION).mean().alias("adv/explosion_frac"),
+        fragile.mean().alias("adv/fragile_std_frac"),
+        adv.filter(pl.col(S.RESOLVED)).mean().alias("adv/resolved_mean"),
+        adv.filter(~pl.col(S.RESOLVED)).mean().alias("adv/unresolved_mean"),
+        flipped.mean().alias("adv/sign_flip_frac"),
+        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED)).abs().mean().alias("baseline/masked_shift"),
+    ).row(0, named=True)
+    pattern = pl.col("resolved_pattern")
+    pairs = groups["pairs"].sum()
+    group_stats = groups.select(
+        pl.col("has_signal").mean().alias("signal/group_rate"),
+        pl.col("has_signal_raw").mean().alias("signal/group_rate_raw"),
+        pl.col("time_only_signal").mean().alias("signal/time_only_rate"),
+        (pattern == "all_fail").mean().alias("groups/all_fail"),
+        (pattern == "mixed").mean().alias("groups/mixed"),
+        (pattern == "all_pass").mean().alias("groups/all_pass"),
+        pl.col("inverted").mean().alias("inversion/group_rate"),
+    ).row(0, named=True)
+    group_stats["inversion/pair_rate"] = groups["inverted_pairs"].sum() / pairs if pairs else None
+    return {**group_stats, **row_stats}
+
+
+def input_stats(rows: pl.DataFrame) -> dict[str, float | int | None]:
+    """`input/*`: sizes, masked share, run-time quantiles (seconds) and invalid run times."""
+    rt = pl.col(S.RUN_TIME)
+    finite = rt.filter(rt.is_finite())
+    train = ~pl.col(IS_VAL)
+    return rows.select(
+        pl.len().alias("input/rows"),
+        pl.struct(S.GROUP_KEYS).filter(train).n_unique().alias("input/groups"),
+        pl.col(S.STEP).n_unique().alias("input/steps"),
+        pl.col(IS_VAL).sum().alias("input/validation_rows"),
+        pl.col(S.MASKED).filter(train).mean().alias("input/masked_frac"),
+        pl.col(S.RESOLVED).filter(train).mean().alias("input/resolved_frac"),
+        *(finite.quantile(q, interpolation="linear").alias(f"input/run_time_{k}") for k, q in
+          (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))),
+        finite.max().alias("input/run_time_max"),
+        (rt.is_nan() | rt.is_infinite()).sum().alias("input/run_time_invalid"),
+        rt.is_null().sum().alias("input/run_time_null"),
+        (rt < 0).sum().alias("input/run_time_negative"),
+        (pl.col(S.CHARGED) & (pl.col(S.REWARD) < 0)).sum().alias("quirk/negative_reward_charged"),
+    ).row(0, named=True)
+
+
+def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:
+    """Each per-step curve as a W&B reader sees it: mean over steps (/max: max, /min: min)."""
+    present = [n for n in names if n in steps.columns]
+    if not present:
+        return {}
+    return steps.select(step_rule(n) for n in present).row(0, named=True)

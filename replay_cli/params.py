@@ -1,0 +1,35 @@
+"""Parse CLI parameter text: numbers with fractions (`1/60`), `none`, and merge flag/override layers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from replay_cli.config import ReplayConfig, build_config
+from replay_cli.errors import ConfigError
+
+NONE_WORDS = {"none", "null", "off", ""}
+
+
+def parse_number(text: str, name: str, *, allow_none: bool = False) -> float | None:
+    """A float, a fraction like `1/60`, or (when allowed) `none`."""
+    value = text.strip()
+    if allow_none and value.lower() in NONE_WORDS:
+        return None
+    try:
+        return float(Fraction(value)) if "/" in value else float(value)
+    except (ValueError, ZeroDivisionError):
+        expected = "a number, a fraction like 1/60" + (" or none" if allow_none else "")
+        raise ConfigError(f"{name} expects {expected}, got {text!r}.") from None
+
+
+def merge_layers(*layers: dict[str, dict[str, Any]], metrics_by: str | None = None) -> ReplayConfig:
+    """Later layers win: defaults < config file < overrides < flags."""
+    merged: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
+    for layer in layers:
+        for section in ("shaping", "advantage"):
+            merged[section].update({k: v for k, v in layer.get(section, {}).items()})
+    values: dict[str, Any] = dict(merged)
+    if metrics_by is not None:
+        values["metrics_by"] = metrics_by
+    return build_config(values)

@@ -1,0 +1,82 @@
+"""The time-efficiency reward as polars expressions: NeMo-RL PR #4029 and the internal variant (spec §3).
+
+Every function returns a `pl.Expr`; parameters accept a Python value or a `pl.Expr` so the same
+code serves one config and a sweep whose parameters are columns.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.config import ShapingParams
+
+Param = float | bool | pl.Expr | None
+
+
+def _lit(value: Param, dtype: pl.DataType | None = None) -> pl.Expr:
+    return value if isinstance(value, pl.Expr) else pl.lit(value, dtype=dtype)
+
+
+def minutes(run_time: pl.Expr = pl.col(S.RUN_TIME)) -> pl.Expr:
+    """`max(run_time, 0) / 60`; null, NaN and ±inf count as 0 minutes (upstream: null only)."""
+    return pl.when(run_time.is_finite()).then(run_time.clip(lower_bound=0.0) / 60.0).otherwise(0.0)
+
+
+def masked(mask_flagged: Param) -> pl.Expr:
+    """Loss-masked: Gym flagged the row and env.should_mask_flagged_samples is on."""
+    return pl.col(S.MASK_SAMPLE) & _lit(mask_flagged)
+
+
+def correct_gate(resolved_only: Param) -> pl.Expr:
+    """`apply_to=correct` gate: resolved and a truthy reward (item 3: resolved alone).
+
+    Truthiness is Python's, so a negative reward passes: the upstream quirk is kept on purpose.
+    """
+    truthy = pl.col(S.REWARD).is_not_null() & (pl.col(S.REWARD) != 0)
+    return pl.col(S.RESOLVED) & (_lit(resolved_only) | truthy)
+
+
+def call_bonus(lambda_call_bonus: Param, call_bonus_ref: Param) -> pl.Expr:
+    """`lambda_call_bonus * min(calls / call_bonus_ref, 1)`; 0 when the bonus is off."""
+    lam, ref = _lit(lambda_call_bonus, pl.Float64()), _lit(call_bonus_ref, pl.Float64())
+    ratio = (pl.col(S.CALLS).cast(pl.Float64) / ref).clip(upper_bound=1.0)
+    return pl.when(lam > 0).then(lam * ratio).otherwise(0.0)
+
+
+def skipped(p: ShapingParams) -> pl.Expr:
+    """Rows the hook leaves untouched: masked, failing the correct gate, or validation (spec §3.2)."""
+    items = p.items
+    is_val = pl.col(S.SPLIT) == S.SPLIT_VALIDATION
+    skip = pl.lit(not p.enabled)
+    skip = skip | (masked(p.mask_flagged) & pl.lit(1 not in items))
+    skip = skip | (pl.lit(p.apply_to == "correct") & ~correct_gate(3 in items))
+    return skip | (is_val & pl.lit(4 not in items))
+
+
+def shaped_columns(p: ShapingParams) -> list[pl.Expr]:
+    """Columns reward_raw, minutes, masked, charged, bonus, floored, deduction, reward_shaped."""
+    base = pl.col(S.REWARD).fill_null(0.0)
+    bonus = call_bonus(p.lambda_call_bonus, p.effective_call_bonus_ref)
+    unclamped = base + bonus - pl.lit(p.lambda_time) * pl.col(S.MINUTES)
+    floor = pl.lit(p.floor, dtype=pl.Float64)
+    below = floor.is_not_null() & (unclamped < floor)
+    new = pl.when(below).then(floor).otherwise(unclamped)
+    # Item 2: the internal hook ran before the zeroing penalties, which then reset the row to 0.0.
+    reset = pl.col(S.ZEROED) & pl.lit(2 in p.items)
+    charged = ~skipped(p) & ~reset
+    return [
+        pl.col(S.REWARD).alias(S.REWARD_RAW),
+        charged.alias(S.CHARGED),
+        pl.when(charged).then(bonus).otherwise(0.0).alias(S.BONUS),
+        (charged & below).alias(S.FLOORED),
+        pl.when(charged).then(base - new).otherwise(0.0).alias(S.DEDUCTION),
+        pl.when(charged).then(new).when(reset).then(0.0).otherwise(base).alias(S.REWARD_SHAPED),
+    ]
+
+
+def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
+    """Add the shaping columns of spec §6 to a canonical rollout frame."""
+    return lf.with_columns(minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED)).with_columns(
+        shaped_columns(p)
+    )

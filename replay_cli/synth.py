@@ -1,0 +1,68 @@
+"""Seeded synthetic SWE-agent rollouts shaped like NeMo-Gym `swe_agents` logs (vectorised numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+
+AGENT_TIMEOUT_S = 1800.0
+
+
+def synth_rollouts(
+    *,
+    steps: int = 8,
+    groups_per_step: int = 32,
+    group_size: int = 8,
+    seed: int = 0,
+    agent_timeout: float = AGENT_TIMEOUT_S,
+    missing_run_time_frac: float = 0.005,
+    validation_groups: int = 0,
+) -> pl.DataFrame:
+    """Rollouts with per-task difficulty, log-normal run times capped at the agent timeout,
+    timeouts and resolved-but-max-iterations rows masked, and call counts tied to run time."""
+    rng = np.random.default_rng(seed)
+    n_groups = steps * groups_per_step
+    # Task difficulty: many hopeless tasks, some easy ones, a spread in between.
+    kind = rng.choice(3, size=n_groups, p=[0.35, 0.2, 0.45])
+    p_solve = np.where(kind == 0, rng.beta(0.3, 12.0, n_groups), np.where(kind == 1, rng.beta(12.0, 1.0, n_groups), rng.beta(1.2, 1.2, n_groups)))
+    task_scale = rng.lognormal(mean=np.log(540.0), sigma=0.45, size=n_groups)  # seconds, per task
+
+    n = n_groups * group_size
+    group = np.repeat(np.arange(n_groups), group_size)
+    resolved = rng.random(n) < p_solve[group]
+    # Failures wander longer; run times are log-normal around the task's scale.
+    run_time = task_scale[group] * np.where(resolved, 1.0, 1.5) * rng.lognormal(0.0, 0.55, n)
+    timed_out = run_time >= agent_timeout
+    run_time = np.minimum(run_time, agent_timeout + rng.uniform(0.0, 30.0, n) * timed_out)
+    resolved &= ~timed_out
+    max_iterations = resolved & (rng.random(n) < 0.03)
+    calls = rng.poisson(np.maximum(run_time / 18.0, 1.0)).astype(np.int64)
+    missing = rng.random(n) < missing_run_time_frac
+
+    frame = pl.DataFrame(
+        {
+            S.STEP: (group // groups_per_step + 1).astype(np.int64),
+            S.GROUP_ID: group.astype(np.int64),
+            S.ROLLOUT_INDEX: np.tile(np.arange(group_size, dtype=np.int64), n_groups),
+            S.REWARD: resolved.astype(np.float64),
+            S.RESOLVED: resolved,
+            S.RUN_TIME: np.round(run_time, 3),
+            S.CALLS: calls,
+            S.MASK_SAMPLE: timed_out | max_iterations,
+            "agent_timed_out": timed_out,
+            "agent_error_kind": pl.Series(np.where(max_iterations, "max_iteration", "")).replace("", None),
+            S.SPLIT: np.full(n, S.SPLIT_TRAIN),
+        }
+    ).with_columns(pl.when(pl.Series(missing)).then(None).otherwise(pl.col(S.RUN_TIME)).alias(S.RUN_TIME))
+    if validation_groups:
+        val = synth_rollouts(
+            steps=steps, groups_per_step=validation_groups, group_size=1, seed=seed + 1, agent_timeout=agent_timeout,
+            missing_run_time_frac=0.0,
+        ).with_columns(
+            pl.lit(S.SPLIT_VALIDATION).alias(S.SPLIT),
+            (pl.col(S.GROUP_ID) + 10_000_000).alias(S.GROUP_ID),
+        )
+        frame = pl.concat([frame, val])
+    return frame

@@ -1,0 +1,218 @@
+"""Load rollout files into the canonical table and validate it, reporting every problem at once."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.errors import SchemaError
+from replay_cli.io.parquet import discover, scan_file
+
+MAX_ROWS_SHOWN = 5
+
+_NUMERIC = (pl.Float32, pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+_INTEGER = _NUMERIC[2:]
+
+# column -> (accepted dtype classes, description for the message)
+_ACCEPTED: dict[str, tuple[tuple[type[pl.DataType], ...], str]] = {
+    S.GROUP_ID: ((*_INTEGER, pl.String, pl.Categorical), "an integer or a string"),
+    S.ROLLOUT_INDEX: (_INTEGER, "an integer"),
+    S.STEP: (_INTEGER, "an integer"),
+    S.REWARD: ((*_NUMERIC, pl.Boolean), "a number"),
+    S.RESOLVED: ((pl.Boolean, *_INTEGER), "a boolean"),
+    S.RUN_TIME: ((*_NUMERIC, pl.Boolean, pl.String, pl.Null), "a number of seconds"),
+    S.CALLS: (_INTEGER, "an integer"),
+    S.MASK_SAMPLE: ((pl.Boolean, *_INTEGER), "a boolean"),
+    S.SPLIT: ((pl.String, pl.Categorical, pl.Enum), "'train' or 'validation'"),
+    S.ZEROED: ((pl.Boolean, *_INTEGER), "a boolean"),
+}
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as recorded in the manifest."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class Rollouts:
+    """The validated canonical rollout table (lazy) and what was learned while loading it."""
+
+    frame: pl.LazyFrame
+    files: list[InputFile]
+    extra_columns: list[str]
+    resolved_derived: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _dtype_problems(path: Path, schema: pl.Schema, group_size: int | None) -> list[str]:
+    problems = []
+    for col in S.REQUIRED:
+        if col not in schema:
+            problems.append(f"{path}: required column '{col}' is missing")
+    if S.GROUP_ID not in schema and group_size is None:
+        problems.append(
+            f"{path}: column '{S.GROUP_ID}' is missing; try --group-size N (consecutive rows) "
+            f"or --map COLUMN={S.GROUP_ID}"
+        )
+    for col, (accepted, what) in _ACCEPTED.items():
+        if col in schema and not isinstance(schema[col], accepted):
+            problems.append(f"{path}: column '{col}' has type {schema[col]}, expected {what}")
+    return problems
+
+
+def load_rollouts(
+    sources: Sequence[str | Path],
+    *,
+    mapping: dict[str, str] | None = None,
+    group_size: int | None = None,
+    strict: bool = False,
+) -> Rollouts:
+    """Scan, normalise and validate rollout files; raise SchemaError listing every problem."""
+    paths = discover(sources)
+    frames, problems, extra = [], [], []
+    for path in paths:
+        lf = scan_file(path, mapping or {})
+        sch = lf.collect_schema()
+        problems.extend(_dtype_problems(path, sch, group_size))
+        extra.extend(c for c in sch.names() if c not in S.CANONICAL and c not in extra)
+        frames.append(lf)
+    if problems:
+        raise SchemaError(_format(len(problems), problems))
+    if group_size is not None and group_size < 1:
+        raise SchemaError(f"--group-size must be at least 1, got {group_size}")
+    for col in (S.SOURCE_ROW, S.SOURCE_FILE):
+        extra.remove(col)
+    has = set().union(*(f.collect_schema().names() for f in frames))
+    normalised = [_normalise(f, has) for f in frames]
+    lf = pl.concat(normalised, how="diagonal_relaxed")
+    lf, notes = _derive(lf, has, group_size)
+    _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
+    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths]
+    return Rollouts(lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes)
+
+
+def _normalise(lf: pl.LazyFrame, has: set[str]) -> pl.LazyFrame:
+    """Cast present canonical columns to their canonical types (per file, before concatenation)."""
+    sch = lf.collect_schema()
+    exprs = []
+    for col, dtype in S.NORMALISED_TYPES.items():
+        if col not in sch:
+            continue
+        if col == S.RUN_TIME:
+            # Upstream float() semantics: a non-numeric string becomes null, then 0 minutes.
+            exprs.append(pl.col(col).cast(pl.Float64, strict=False))
+        elif col == S.SPLIT:
+            exprs.append(pl.col(col).cast(pl.String))
+        elif isinstance(dtype, pl.Boolean) and sch[col] != pl.Boolean:
+            exprs.append(pl.col(col) != 0)
+        else:
+            exprs.append(pl.col(col).cast(dtype))
+    if S.GROUP_ID in sch and isinstance(sch[S.GROUP_ID], pl.Categorical):
+        exprs.append(pl.col(S.GROUP_ID).cast(pl.String))
+    return lf.with_columns(exprs)
+
+
+def _derive(lf: pl.LazyFrame, has: set[str], group_size: int | None) -> tuple[pl.LazyFrame, list[str]]:
+    """Fill optional columns with their defaults (spec §2) and derive groups from row order."""
+    notes: list[str] = []
+    fills: list[pl.Expr] = []
+    if S.STEP not in has:
+        fills.append(pl.lit(0, pl.Int64).alias(S.STEP))
+    if S.GROUP_ID not in has:
+        assert group_size is not None
+        lf = lf.with_row_index("_global_row")
+        fills.append((pl.col("_global_row").cast(pl.Int64) // group_size).alias(S.GROUP_ID))
+        if S.ROLLOUT_INDEX not in has:
+            fills.append((pl.col("_global_row").cast(pl.Int64) % group_size).alias(S.ROLLOUT_INDEX))
+        notes.append(f"groups derived from row order: {group_size} consecutive rows per group")
+    if S.RESOLVED not in has:
+        fills.append((pl.col(S.REWARD) > 0).alias(S.RESOLVED))
+        notes.append("no 'resolved' column: resolved = reward > 0")
+    for col, default in ((S.CALLS, 0), (S.MASK_SAMPLE, False), (S.ZEROED, False), (S.SPLIT, S.SPLIT_TRAIN)):
+        if col not in has:
+            fills.append(pl.lit(default).alias(col))
+    lf = lf.with_columns(fills)
+    if S.ROLLOUT_INDEX not in has and S.GROUP_ID in has:
+        lf = lf.with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID]).alias(S.ROLLOUT_INDEX)
+        )
+    lf = lf.with_columns(
+        pl.col(S.CALLS).fill_null(0),
+        pl.col(S.MASK_SAMPLE).fill_null(False),
+        pl.col(S.ZEROED).fill_null(False),
+        pl.col(S.SPLIT).fill_null(S.SPLIT_TRAIN),
+        pl.col(S.RESOLVED).fill_null(False),
+    )
+    if "_global_row" in lf.collect_schema().names():
+        lf = lf.drop("_global_row")
+    return lf, notes
+
+
+def _checks(group_size: int | None, strict: bool, group_derived: bool) -> dict[tuple[str, str], pl.Expr]:
+    """(column, problem) -> expression that is True on offending rows."""
+    key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
+    checks = {
+        (S.GROUP_ID, "is null"): pl.col(S.GROUP_ID).is_null(),
+        (S.STEP, "is null"): pl.col(S.STEP).is_null(),
+        (S.REWARD, "is NaN or infinite"): ~pl.col(S.REWARD).is_finite(),
+        (S.SPLIT, f"is not '{S.SPLIT_TRAIN}' or '{S.SPLIT_VALIDATION}'"): ~pl.col(S.SPLIT).is_in(
+            [S.SPLIT_TRAIN, S.SPLIT_VALIDATION]
+        ),
+        (S.CALLS, "is negative"): pl.col(S.CALLS) < 0,
+        (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key"): pl.struct(key).is_duplicated(),
+    }
+    if strict:
+        checks[(S.RUN_TIME, "is NaN or infinite (--strict)")] = ~pl.col(S.RUN_TIME).is_finite()
+    if group_derived:
+        block = pl.col(S.GROUP_ID)
+        checks[(S.STEP, f"differs inside a group of {group_size} consecutive rows")] = (
+            pl.col(S.STEP).n_unique().over(block) > 1
+        )
+    return checks
+
+
+def _check_values(lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool) -> None:
+    checks = _checks(group_size, strict, group_derived)
+    cols = [S.SOURCE_FILE, S.SOURCE_ROW]
+    plans = [lf.select(pl.len().alias("rows"))]
+    for expr in checks.values():
+        bad = lf.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
+        plans.append(bad.select(pl.len().alias("n")))
+        plans.append(bad.select(cols).head(MAX_ROWS_SHOWN))
+    results = pl.collect_all(plans)
+    if results[0]["rows"][0] == 0:
+        raise SchemaError("The input has zero rows.\n\nCheck the file or the glob.")
+    problems = []
+    for i, (col, what) in enumerate(checks):
+        n = results[1 + 2 * i]["n"][0]
+        if n:
+            rows = results[2 + 2 * i]
+            where = "; ".join(
+                f"{f} row {r}" for f, r in zip(rows[S.SOURCE_FILE], rows[S.SOURCE_ROW], strict=True)
+            )
+            problems.append(f"column '{col}' {what} in {n} row(s), first: {where}")
+    if problems:
+        raise SchemaError(_format(len(problems), problems))
+
+
+def _format(n: int, problems: list[str]) -> str:
+    head = f"{n} problem{'s' if n > 1 else ''} in the rollout input:"
+    body = "\n".join(f"  - {p}" for p in problems)
+    return f"{head}\n{body}\n\nRows are counted from 0 within each file. See `replay-cli inspect --help`."
