@@ -63,8 +63,9 @@ def shaped_columns(p: ShapingParams) -> list[pl.Expr]:
     below = floor.is_not_null() & (unclamped < floor)
     new = pl.when(below).then(floor).otherwise(unclamped)
     # Item 2: the internal hook ran before the zeroing penalties, which then reset the row to 0.0.
-    reset = pl.col(S.ZEROED) & pl.lit(2 in p.items)
-    charged = ~skipped(p) & ~reset
+    skip = skipped(p)
+    reset = ~skip & pl.col(S.ZEROED) & pl.lit(2 in p.items)
+    charged = ~skip & ~reset
     return [
         pl.col(S.REWARD).alias(S.REWARD_RAW),
         charged.alias(S.CHARGED),

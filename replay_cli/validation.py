@@ -61,7 +61,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _dtype_problems(path: Path, schema: pl.Schema, group_size: int | None) -> list[str]:
+def _dtype_problems(path: str, schema: pl.Schema, group_size: int | None) -> list[str]:
     problems = []
     for col in S.REQUIRED:
         if col not in schema:
@@ -86,13 +86,31 @@ def load_rollouts(
 ) -> Rollouts:
     """Scan, normalise and validate rollout files; raise SchemaError listing every problem."""
     paths = discover(sources)
-    frames, problems, extra = [], [], []
-    for path in paths:
-        lf = scan_file(path, mapping or {})
+    frames = [scan_file(path, mapping or {}) for path in paths]
+    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths]
+    return _build(frames, [str(p) for p in paths], files, group_size, strict)
+
+
+def rollouts_from_frame(
+    frame: pl.DataFrame | pl.LazyFrame, *, group_size: int | None = None, strict: bool = False, name: str = "<frame>"
+) -> Rollouts:
+    """Validate an in-memory table the same way as a file (for notebooks and tests)."""
+    lf = frame.lazy()
+    columns = lf.collect_schema().names()
+    renames = {a: c for a, c in S.ALIASES.items() if a in columns and c not in columns}
+    lf = lf.rename(renames).with_row_index(S.SOURCE_ROW).with_columns(pl.lit(name).alias(S.SOURCE_FILE))
+    return _build([lf], [name], [], group_size, strict)
+
+
+def _build(
+    frames: list[pl.LazyFrame], names: list[str], files: list[InputFile], group_size: int | None, strict: bool
+) -> Rollouts:
+    problems: list[str] = []
+    extra: list[str] = []
+    for name, lf in zip(names, frames, strict=True):
         sch = lf.collect_schema()
-        problems.extend(_dtype_problems(path, sch, group_size))
+        problems.extend(_dtype_problems(name, sch, group_size))
         extra.extend(c for c in sch.names() if c not in S.CANONICAL and c not in extra)
-        frames.append(lf)
     if problems:
         raise SchemaError(_format(len(problems), problems))
     if group_size is not None and group_size < 1:
@@ -100,15 +118,13 @@ def load_rollouts(
     for col in (S.SOURCE_ROW, S.SOURCE_FILE):
         extra.remove(col)
     has = set().union(*(f.collect_schema().names() for f in frames))
-    normalised = [_normalise(f, has) for f in frames]
-    lf = pl.concat(normalised, how="diagonal_relaxed")
+    lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
     lf, notes = _derive(lf, has, group_size)
     _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
-    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths]
     return Rollouts(lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes)
 
 
-def _normalise(lf: pl.LazyFrame, has: set[str]) -> pl.LazyFrame:
+def _normalise(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Cast present canonical columns to their canonical types (per file, before concatenation)."""
     sch = lf.collect_schema()
     exprs = []

@@ -1,0 +1,168 @@
+"""Tests for replay_cli.metrics: trainer metric names and values, granularities and diagnostics."""
+
+import pytest
+
+from factories import replay_frame, rollouts
+
+
+def one_group():
+    return rollouts(
+        reward=[1.0, 1.0, 0.0, 0.0],
+        openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0],
+        mask_sample=[False, False, False, True],
+        calls=[10, 20, 30, 40],
+    )
+
+
+def test_trainer_metrics_of_one_group():
+    step = replay_frame(one_group(), {}).steps.row(0, named=True)
+    assert step["time_efficiency/minutes/mean"] == pytest.approx(25.0)
+    assert step["time_efficiency/minutes/max"] == pytest.approx(40.0)
+    # The masked row is not charged but its minutes count, and it divides the mean.
+    assert step["time_efficiency/deduction/mean"] == pytest.approx((1 / 6 + 1 / 3 + 1 / 2) / 4)
+    assert step["time_efficiency/deduction/max"] == pytest.approx(0.5)
+    assert step["time_efficiency/calls/mean"] == pytest.approx(25.0)
+    assert step["time_efficiency/seconds_per_call"] == pytest.approx(60.0)
+    assert step["time_efficiency/group_has_signal"] == 1.0
+    assert step["time_efficiency/floored_frac"] == 0.0
+    assert step["total_reward/mean"] == pytest.approx((5 / 6 + 2 / 3 - 0.5 + 0.0) / 4)
+
+
+def test_seconds_per_call_guards_zero_calls():
+    step = replay_frame(rollouts(reward=[1.0], calls=[0], openhands_run_time=[120.0]), {}).steps.row(0, named=True)
+    assert step["time_efficiency/seconds_per_call"] == pytest.approx(120.0)
+
+
+def test_bonus_metrics():
+    frame = rollouts(reward=[1.0, 1.0], calls=[28, 100])
+    step = replay_frame(frame, {"lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}).steps.row(0, named=True)
+    assert step["time_efficiency/bonus/mean"] == pytest.approx(0.075)
+    assert step["time_efficiency/bonus_saturated_frac"] == pytest.approx(0.5)
+
+
+def test_group_has_signal_needs_two_trainable_rows():
+    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True])
+    step = replay_frame(frame, {}).steps.row(0, named=True)
+    assert step["time_efficiency/group_has_signal"] == 0.0
+
+
+def test_skipped_correct_rows_count_as_trainable_zero():
+    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[600.0, 600.0])
+    step = replay_frame(frame, {"apply_to": "correct"}).steps.row(0, named=True)
+    assert step["time_efficiency/group_has_signal"] == 1.0
+
+
+def test_internal_names_and_wall_time_signal():
+    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True])
+    step = replay_frame(frame, {"semantics": "internal"}).steps.row(0, named=True)
+    assert "time_efficiency/minutes/mean" not in step
+    assert step["time_efficiency/minutes_mean"] == pytest.approx(15.5)
+    assert step["time_efficiency/minutes_max"] == pytest.approx(30.0)
+    assert step["time_efficiency/deduction_max"] == pytest.approx(0.5)
+    assert step["time_efficiency/group_has_signal"] == 1.0
+
+
+def two_groups():
+    return rollouts(
+        reward=[0.0] * 6,
+        group_id=[0, 0, 1, 1, 1, 1],
+        openhands_run_time=[600.0, 600.0, 2400.0, 2400.0, 2400.0, 2400.0],
+    )
+
+
+def test_group_granularity_averages_group_values_and_maxes_max_keys():
+    step = replay_frame(two_groups(), {}, metrics_by="group").steps.row(0, named=True)
+    assert step["time_efficiency/minutes/mean"] == pytest.approx(25.0)
+    assert step["time_efficiency/minutes/max"] == pytest.approx(40.0)
+    assert step["time_efficiency/group_has_signal"] == 0.0
+
+
+def test_batch_granularity_treats_the_step_as_one_group():
+    step = replay_frame(two_groups(), {}, metrics_by="batch").steps.row(0, named=True)
+    assert step["time_efficiency/minutes/mean"] == pytest.approx(30.0)
+    assert step["time_efficiency/group_has_signal"] == 1.0
+
+
+def test_internal_max_names_are_averaged_across_groups():
+    step = replay_frame(two_groups(), {"semantics": "internal"}, metrics_by="group").steps.row(0, named=True)
+    assert step["time_efficiency/minutes_max"] == pytest.approx(25.0)
+
+
+def test_summary_takes_max_of_max_curves_and_mean_of_the_rest():
+    frame = rollouts(reward=[0.0, 0.0], step=[1, 2], group_id=[0, 1], openhands_run_time=[600.0, 1800.0])
+    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    assert summary["time_efficiency/minutes/max"] == pytest.approx(30.0)
+    assert summary["time_efficiency/minutes/mean"] == pytest.approx(20.0)
+
+
+def test_inversions_and_pairs():
+    frame = rollouts(reward=[1.0, 1.0, 0.0, 0.0], openhands_run_time=[5400.0, 1800.0, 0.0, 0.0])
+    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    assert summary["inversion/group_rate"] == 1.0
+    assert summary["inversion/pair_rate"] == pytest.approx(0.5)
+
+
+def test_ties_are_not_inversions():
+    frame = rollouts(reward=[1.0, 0.0], resolved=[True, False], openhands_run_time=[3600.0, 0.0])
+    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    assert summary["inversion/pair_rate"] == 0.0
+
+
+def test_time_only_signal_in_an_all_fail_group():
+    frame = rollouts(reward=[0.0, 0.0, 0.0, 0.0], openhands_run_time=[600.0, 900.0, 1200.0, 1500.0])
+    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    assert summary["signal/group_rate"] == 1.0
+    assert summary["signal/group_rate_raw"] == 0.0
+    assert summary["signal/time_only_rate"] == 1.0
+    assert summary["groups/all_fail"] == 1.0
+
+
+def test_group_patterns():
+    frame = rollouts(reward=[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], group_id=[0, 0, 1, 1, 2, 2])
+    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    assert (summary["groups/all_pass"], summary["groups/mixed"], summary["groups/all_fail"]) == pytest.approx(
+        (1 / 3, 1 / 3, 1 / 3)
+    )
+
+
+def test_masked_shift():
+    frame = rollouts(reward=[1.0, 0.0, 0.0, 0.0], mask_sample=[False, False, False, True])
+    summary = replay_frame(frame, {"enabled": False}).summary.row(0, named=True)
+    assert summary["baseline/masked_shift"] == pytest.approx(1 / 9, abs=1e-6)
+
+
+def test_clip_and_explosion_fractions():
+    frame = rollouts(reward=[1.0, 1.0, 1.0, 1.0], openhands_run_time=[600.0, 610.0, 620.0, 3000.0])
+    summary = replay_frame(frame, {}, {"clip_low": -3.0, "clip_high": 3.0}).summary.row(0, named=True)
+    assert summary["adv/abs_max"] == 3.0
+    assert summary["adv/explosion_frac"] > 0
+    assert summary["adv/clip_frac"] == summary["adv/explosion_frac"]
+
+
+def test_fragile_std_flags_tiny_normalising_std():
+    # float64: in float32 the E[x^2] - E[x]^2 form cancels a spread this small to std 0, as torch does.
+    frame = rollouts(reward=[1.0, 1.0, 1.0], openhands_run_time=[600.0, 600.06, 600.12])
+    summary = replay_frame(frame, {}, {"precision": "float64"}).summary.row(0, named=True)
+    assert summary["adv/fragile_std_frac"] == 1.0
+
+
+def test_sign_flip():
+    # Raw: the resolved row is ahead. Shaped with a steep lambda under 'correct' it falls below the failures.
+    frame = rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[7200.0, 60.0, 60.0])
+    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    assert summary["adv/sign_flip_frac"] == 1.0
+
+
+def test_resolved_and_unresolved_means():
+    summary = replay_frame(rollouts(reward=[1.0, 0.0]), {"enabled": False}).summary.row(0, named=True)
+    assert summary["adv/resolved_mean"] == 1.0
+    assert summary["adv/unresolved_mean"] == -1.0
+
+
+def test_input_stats():
+    frame = rollouts(reward=[1.0, 0.0, 0.0], mask_sample=[False, True, False], split=["train", "train", "validation"])
+    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    assert summary["input/rows"] == 3
+    assert summary["input/validation_rows"] == 1
+    assert summary["input/masked_frac"] == 0.5
+    assert summary["input/groups"] == 1
