@@ -91,7 +91,9 @@ def demo_configs() -> list[ReplayConfig]:
     return configs
 
 
-def run_demo(out: Path, scratch: Path, argv: list[str] | None = None) -> ReplayResult:
+def run_demo(
+    out: Path, scratch: Path, argv: list[str] | None = None, progress: Callable[[int, int], None] | None = None
+) -> ReplayResult:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to `out`."""
     out = Path(out)
     force = out.is_dir() and (out / "manifest.json").exists()
@@ -99,6 +101,6 @@ def run_demo(out: Path, scratch: Path, argv: list[str] | None = None) -> ReplayR
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
     rollouts = load([data])
-    result = run_replay(rollouts, demo_configs())
+    result = run_replay(rollouts, demo_configs(), progress=progress)
     write_report(out, result, rollouts, force=force, charts=render_all, argv=argv)
     return result

@@ -78,6 +78,7 @@ Sources = Annotated[
     typer.Argument(
         help="Parquet files, globs or directories; trainer overrides (++grpo.time_efficiency.lambda_time=0.0166) may follow.",
         show_default=False,
+        metavar="SRC...",
     ),
 ]
 MapOpt = Annotated[list[str] | None, typer.Option("--map", help="Rename a column: SRC=DST (repeatable).", rich_help_panel=IN)]
@@ -195,7 +196,9 @@ def replay(
 
 @app.command(rich_help_panel="Data")
 def inspect(
-    sources: Annotated[list[str], typer.Argument(help="Parquet files, globs or directories.", show_default=False)],
+    sources: Annotated[
+        list[str], typer.Argument(help="Parquet files, globs or directories.", show_default=False, metavar="SRC...")
+    ],
     map_: MapOpt = None,
     group_size: GroupSizeOpt = None,
     strict: StrictOpt = False,
@@ -231,8 +234,8 @@ def demo(
     ),
 ) -> None:
     """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
-    with user_errors(), tempfile.TemporaryDirectory() as tmp:
-        result = api.run_demo(out, Path(tmp), argv=sys.argv)
+    with user_errors(), tempfile.TemporaryDirectory() as tmp, terminal.progress("replaying demo configs") as tick:
+        result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
         terminal.print_summary(result, out)
         typer.echo(terminal.demo_guide(out))
 

@@ -135,7 +135,9 @@ class ReplayConfig(_Frozen):
             if s.semantics == "internal" or s.internal_items is not None:
                 parts.append(f"{s.semantics}[{','.join(map(str, sorted(s.items)))}]")
         if a.clip_low is not None or a.clip_high is not None:
-            parts.append(f"clip[{a.clip_low},{a.clip_high}]")
+            lo = "-inf" if a.clip_low is None else f"{a.clip_low:g}"
+            hi = "inf" if a.clip_high is None else f"{a.clip_high:g}"
+            parts.append(f"clip[{lo},{hi}]")
         return " ".join(parts)
 
 
@@ -148,5 +150,6 @@ def build_config(values: dict[str, Any]) -> ReplayConfig:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"] if p not in ("shaping", "advantage"))
             msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"  {loc or 'config'}: {msg} (got {err.get('input')!r})")
+            got = f" (got {err.get('input')!r})" if loc else ""
+            lines.append(f"  {loc or 'config'}: {msg}{got}")
         raise ConfigError("Invalid parameters:\n" + "\n".join(lines)) from None

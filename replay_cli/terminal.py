@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from replay_cli.api import load
@@ -49,3 +52,18 @@ def demo_guide(out: Path) -> str:
         f"Then {out}/charts/advantage_distribution.png (explosions) and inversion_vs_lambda.png.\n"
         f"Tables: {out}/summary.parquet (one row per config), steps.parquet, groups.parquet, rollouts.parquet."
     )
+
+
+@contextmanager
+def progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback: a bar on a terminal, silent when stderr is a pipe or file."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield tick

@@ -1,0 +1,175 @@
+"""Tests for replay_cli.cli through typer's CliRunner: exit codes, messages and the written reports."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_replay_writes_every_table(synth_path, tmp_path):
+    out = tmp_path / "report"
+    result = run("replay", synth_path, "--out", out, "--lambda-time", "1/30", "--apply-to", "correct")
+    assert result.exit_code == 0, result.output
+    assert "λ=0.03333 correct" in result.output
+    assert {p.name for p in out.iterdir()} == {
+        "rollouts.parquet", "groups.parquet", "steps.parquet", "summary.parquet", "manifest.json"
+    }
+    rows = pl.read_parquet(out / "rollouts.parquet")
+    for col in ("config_id", "reward_raw", "reward_shaped", "minutes", "bonus", "deduction", "charged", "floored",
+                "masked", "baseline", "std", "advantage_unclipped", "advantage", "advantage_raw",
+                "agent_timed_out", "agent_error_kind"):
+        assert col in rows.columns, col
+    summary = pl.read_parquet(out / "summary.parquet").row(0, named=True)
+    assert summary["lambda_time"] == pytest.approx(1 / 30)
+    assert summary["apply_to"] == "correct"
+    charged = rows.filter(pl.col("charged"))
+    assert charged["resolved"].all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][0]["sha256"]
+    assert manifest["configs"][0]["shaping"]["apply_to"] == "correct"
+
+
+def test_hydra_overrides_equal_flags(synth_path, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run("replay", synth_path, "--out", a, "--apply-to", "correct", "--clip-low", "-3", "--no-normalize").exit_code == 0
+    result = run(
+        "replay", synth_path, "--out", b, "++grpo.time_efficiency.apply_to=correct", "++grpo.advantage_clip_low=-3",
+        "++grpo.adv_estimator.normalize_rewards=false",
+    )
+    assert result.exit_code == 0, result.output
+    ra, rb = pl.read_parquet(a / "rollouts.parquet"), pl.read_parquet(b / "rollouts.parquet")
+    assert ra["advantage"].to_list() == rb["advantage"].to_list()
+    assert ra["config_id"][0] == rb["config_id"][0]
+
+
+def test_flags_win_over_overrides(synth_path, tmp_path):
+    out = tmp_path / "r"
+    result = run("replay", synth_path, "--out", out, "++grpo.time_efficiency.apply_to=correct", "--apply-to", "all")
+    assert result.exit_code == 0, result.output
+    assert pl.read_parquet(out / "summary.parquet")["apply_to"][0] == "all"
+
+
+def test_mask_flag_override(synth_path, tmp_path):
+    out = tmp_path / "r"
+    assert run("replay", synth_path, "--out", out, "++env.should_mask_flagged_samples=false").exit_code == 0
+    assert not pl.read_parquet(out / "summary.parquet")["mask_flagged"][0]
+
+
+def test_unknown_override_suggests_the_key(synth_path, tmp_path):
+    result = run("replay", synth_path, "--out", tmp_path / "r", "++grpo.time_efficency.lambda_time=0.1")
+    assert result.exit_code == 2
+    assert "Did you mean grpo.time_efficiency.lambda_time?" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_ignore_unknown_overrides(synth_path, tmp_path):
+    result = run("replay", synth_path, "--out", tmp_path / "r", "++policy.model_name=x", "--ignore-unknown-overrides")
+    assert result.exit_code == 0, result.output
+
+
+def test_existing_output_is_refused_without_force(synth_path, tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    result = run("replay", synth_path, "--out", out)
+    assert result.exit_code == 2
+    assert "already exists" in result.output
+    assert run("replay", synth_path, "--out", out, "--force").exit_code == 0
+    assert (out / "summary.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--floor", "abc"], "--floor expects a number"),
+        (["--lambda-call-bonus", "0.1"], "call_bonus_ref must be > 0"),
+        (["--clip-low", "3", "--clip-high", "-3"], "clip_low (3.0) is above clip_high (-3.0)"),
+        (["--lambda-call-bonus", "-1", "--call-bonus-ref", "5"], "greater than or equal to 0"),
+        (["--internal-items", "1,7"], "internal_items [7] unknown"),
+    ],
+)
+def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
+    result = run("replay", synth_path, "--out", tmp_path / "r", *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_choice_is_a_usage_error(synth_path, tmp_path):
+    result = run("replay", synth_path, "--out", tmp_path / "r", "--apply-to", "corect")
+    assert result.exit_code == 2
+
+
+def test_missing_input_exit_2(tmp_path):
+    result = run("replay", tmp_path / "nope.parquet", "--out", tmp_path / "r")
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+
+
+def test_floor_none_and_fractions(synth_path, tmp_path):
+    out = tmp_path / "r"
+    assert run("replay", synth_path, "--out", out, "--floor", "none", "--lambda-time", "1/120").exit_code == 0
+    summary = pl.read_parquet(out / "summary.parquet").row(0, named=True)
+    assert summary["floor"] is None
+    assert summary["lambda_time"] == pytest.approx(1 / 120)
+
+
+def test_inspect(synth_path):
+    result = run("inspect", synth_path)
+    assert result.exit_code == 0, result.output
+    assert "OK: the input is valid." in result.output
+    assert "18×4" in result.output
+
+
+def test_synth_writes_parquet(tmp_path):
+    out = tmp_path / "s.parquet"
+    result = run("synth", out, "--steps", "2", "--groups", "3", "--group-size", "4")
+    assert result.exit_code == 0
+    assert pl.read_parquet(out).height == 24
+    assert run("synth", out).exit_code == 2
+
+
+def test_demo_writes_report_and_charts(tmp_path):
+    out = tmp_path / "demo"
+    result = run("demo", "--out", out)
+    assert result.exit_code == 0, result.output
+    charts = sorted(p.name for p in (out / "charts").iterdir())
+    assert len(charts) >= 3
+    assert pl.read_parquet(out / "summary.parquet").height == len(set(pl.read_parquet(out / "summary.parquet")["config_id"]))
+    assert str(out) in result.output
+    # Running it again replaces its own earlier report.
+    assert run("demo", "--out", out).exit_code == 0
+
+
+def test_demo_refuses_a_foreign_directory(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    result = run("demo", "--out", tmp_path / "mine")
+    assert result.exit_code == 2
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_group_size_for_inputs_without_groups(tmp_path):
+    path = tmp_path / "flat.parquet"
+    pl.DataFrame({"reward": [1.0, 0.0, 0.0, 0.0, 1.0, 1.0], "openhands_run_time": [60.0] * 6}).write_parquet(path)
+    result = run("replay", path, "--out", tmp_path / "r", "--group-size", "3", "--lambda-time", "0")
+    assert result.exit_code == 0, result.output
+    rows = pl.read_parquet(tmp_path / "r" / "rollouts.parquet")
+    assert rows["group_id"].to_list() == [0, 0, 0, 1, 1, 1]
+    assert rows["advantage"][0] == pytest.approx(1.0)
+
+
+def test_map_renames_a_column(tmp_path):
+    path = tmp_path / "m.parquet"
+    pl.DataFrame({"task": [7, 7], "reward": [1.0, 0.0], "secs": [60.0, 120.0]}).write_parquet(path)
+    result = run("replay", path, "--out", tmp_path / "r", "--map", "task=group_id", "--map", "secs=openhands_run_time")
+    assert result.exit_code == 0, result.output
+    assert pl.read_parquet(tmp_path / "r" / "rollouts.parquet")["minutes"].to_list() == [1.0, 2.0]
