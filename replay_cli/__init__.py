@@ -5,7 +5,7 @@ from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, buil
 from replay_cli.engine import ReplayResult, run_replay
 from replay_cli.errors import ConfigError, ReplayError, SchemaError
 from replay_cli.synth import synth_rollouts
-from replay_cli.validation import load_rollouts
+from replay_cli.validation import load_rollouts, rollouts_from_frame
 
 __all__ = [
     "AdvantageParams",
@@ -20,6 +20,7 @@ __all__ = [
     "load_rollouts",
     "replay",
     "replay_to_report",
+    "rollouts_from_frame",
     "run_replay",
     "synth_rollouts",
 ]

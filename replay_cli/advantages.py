@@ -68,7 +68,9 @@ def baseline_and_std(
     return pl.when(few).then(r).otherwise(b), pl.when(few).then(pl.lit(0.0, dt)).otherwise(std)
 
 
-def peers_all_equal(reward: pl.Expr, valid: pl.Expr, keys: Sequence[str], p: AdvantageParams) -> pl.Expr:
+def peers_all_equal(
+    reward: pl.Expr, valid: pl.Expr, keys: Sequence[str], p: AdvantageParams
+) -> pl.Expr:
     """PR #4158 `is_trivial_distribution`: the row's valid peers are all exactly equal.
 
     Peers are the other valid rows (LOO, when the row itself is valid) or all valid rows.

@@ -20,7 +20,9 @@ def parse_items(text: str) -> tuple[int, ...]:
     try:
         return tuple(sorted({int(t) for t in text.replace(" ", "").split(",") if t}))
     except ValueError:
-        raise ConfigError(f"--internal-items expects item numbers like 1,3, got {text!r}.") from None
+        raise ConfigError(
+            f"--internal-items expects item numbers like 1,3, got {text!r}."
+        ) from None
 
 
 def load(
@@ -35,7 +37,9 @@ def load(
     return load_rollouts(sources, mapping=pairs, group_size=group_size, strict=strict)
 
 
-def replay(rollouts: Rollouts, configs: Sequence[ReplayConfig] | ReplayConfig | None = None) -> ReplayResult:
+def replay(
+    rollouts: Rollouts, configs: Sequence[ReplayConfig] | ReplayConfig | None = None
+) -> ReplayResult:
     """Replay one or more configs (default: NeMo-RL defaults with shaping on)."""
     if configs is None:
         configs = [ReplayConfig()]
@@ -61,7 +65,9 @@ def replay_to_report(
     check_out_dir(Path(out), force)
     rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
     result = run_replay(rollouts, configs, progress=progress)
-    write_report(Path(out), result, rollouts, force=force, charts=render_all if charts else None, argv=argv)
+    write_report(
+        Path(out), result, rollouts, force=force, charts=render_all if charts else None, argv=argv
+    )
     return result
 
 
@@ -83,7 +89,14 @@ def demo_configs() -> list[ReplayConfig]:
             configs.append(build_config({"shaping": {"lambda_time": lam, "apply_to": apply_to}}))
     configs.append(
         build_config(
-            {"shaping": {"apply_to": "correct", "floor": 0.05, "lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}}
+            {
+                "shaping": {
+                    "apply_to": "correct",
+                    "floor": 0.05,
+                    "lambda_call_bonus": 0.1,
+                    "call_bonus_ref": 56.0,
+                }
+            }
         )
     )
     configs.append(build_config({"shaping": {}, "advantage": {"clip_low": -3.0, "clip_high": 3.0}}))
@@ -92,7 +105,10 @@ def demo_configs() -> list[ReplayConfig]:
 
 
 def run_demo(
-    out: Path, scratch: Path, argv: list[str] | None = None, progress: Callable[[int, int], None] | None = None
+    out: Path,
+    scratch: Path,
+    argv: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to `out`."""
     out = Path(out)

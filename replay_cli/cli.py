@@ -81,11 +81,20 @@ Sources = Annotated[
         metavar="SRC...",
     ),
 ]
-MapOpt = Annotated[list[str] | None, typer.Option("--map", help="Rename a column: SRC=DST (repeatable).", rich_help_panel=IN)]
-GroupSizeOpt = Annotated[
-    int | None, typer.Option("--group-size", help="No group column: N consecutive rows form a group.", rich_help_panel=IN)
+MapOpt = Annotated[
+    list[str] | None,
+    typer.Option("--map", help="Rename a column: SRC=DST (repeatable).", rich_help_panel=IN),
 ]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="NaN or infinite run times are an error.", rich_help_panel=IN)]
+GroupSizeOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--group-size", help="No group column: N consecutive rows form a group.", rich_help_panel=IN
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option("--strict", help="NaN or infinite run times are an error.", rich_help_panel=IN),
+]
 
 
 def _shaping_flags(
@@ -148,47 +157,142 @@ def _advantage_flags(
 @app.command(rich_help_panel="Replay")
 def replay(
     sources: Sources,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Report directory to create.", rich_help_panel=OUT)],
-    lambda_time: Annotated[str | None, typer.Option(help="Reward cost per agent minute (1/60: an hour costs 1.0).", rich_help_panel=SHAPE)] = None,
-    apply_to: Annotated[ApplyTo | None, typer.Option(help="Charge all rollouts or only correct ones.", rich_help_panel=SHAPE)] = None,
-    floor: Annotated[str | None, typer.Option(help="Lower clamp on the shaped reward, or none.", rich_help_panel=SHAPE)] = None,
-    lambda_call_bonus: Annotated[str | None, typer.Option(help="Saturating tool-call bonus (0 = off).", rich_help_panel=SHAPE)] = None,
-    call_bonus_ref: Annotated[str | None, typer.Option(help="Calls at which the bonus saturates.", rich_help_panel=SHAPE)] = None,
-    semantics: Annotated[Semantics | None, typer.Option(help="nemo-rl (PR #4029) or internal (earlier code).", rich_help_panel=SHAPE)] = None,
-    no_mask_flagged: Annotated[bool, typer.Option("--no-mask-flagged", help="env.should_mask_flagged_samples=false.", rich_help_panel=SHAPE)] = False,
-    internal_items: Annotated[str | None, typer.Option(help="Switch single internal differences on, e.g. 1,3 (spec §3.3).", rich_help_panel=SHAPE)] = None,
-    baseline: Annotated[Baseline | None, typer.Option(help="Leave-one-out or group-mean baseline.", rich_help_panel=ADV)] = None,
-    no_normalize: Annotated[bool, typer.Option("--no-normalize", help="Do not divide by the group std.", rich_help_panel=ADV)] = False,
-    std_guard: Annotated[Guard | None, typer.Option(help="Normalisation guard: legacy (std>0) or trivial (PR #4158).", rich_help_panel=ADV)] = None,
-    exclude_masked: Annotated[bool, typer.Option("--exclude-masked", help="Masked rows do not vote in the baseline (PR #4160).", rich_help_panel=ADV)] = False,
-    clip_low: Annotated[str | None, typer.Option(help="grpo.advantage_clip_low (none = off).", rich_help_panel=ADV)] = None,
-    clip_high: Annotated[str | None, typer.Option(help="grpo.advantage_clip_high (none = off).", rich_help_panel=ADV)] = None,
-    precision: Annotated[Precision | None, typer.Option(help="float32 emulates the trainer; float64 for exact maths.", rich_help_panel=ADV)] = None,
-    metrics_by: Annotated[MetricsBy | None, typer.Option(help="group: async trainer; batch: sync trainer.", rich_help_panel=OUT)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT)] = False,
-    charts: Annotated[bool, typer.Option("--charts/--no-charts", help="Also render PNG charts.", rich_help_panel=OUT)] = False,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Report directory to create.", rich_help_panel=OUT)
+    ],
+    lambda_time: Annotated[
+        str | None,
+        typer.Option(
+            help="Reward cost per agent minute (1/60: an hour costs 1.0).", rich_help_panel=SHAPE
+        ),
+    ] = None,
+    apply_to: Annotated[
+        ApplyTo | None,
+        typer.Option(help="Charge all rollouts or only correct ones.", rich_help_panel=SHAPE),
+    ] = None,
+    floor: Annotated[
+        str | None,
+        typer.Option(help="Lower clamp on the shaped reward, or none.", rich_help_panel=SHAPE),
+    ] = None,
+    lambda_call_bonus: Annotated[
+        str | None,
+        typer.Option(help="Saturating tool-call bonus (0 = off).", rich_help_panel=SHAPE),
+    ] = None,
+    call_bonus_ref: Annotated[
+        str | None, typer.Option(help="Calls at which the bonus saturates.", rich_help_panel=SHAPE)
+    ] = None,
+    semantics: Annotated[
+        Semantics | None,
+        typer.Option(help="nemo-rl (PR #4029) or internal (earlier code).", rich_help_panel=SHAPE),
+    ] = None,
+    no_mask_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--no-mask-flagged",
+            help="env.should_mask_flagged_samples=false.",
+            rich_help_panel=SHAPE,
+        ),
+    ] = False,
+    internal_items: Annotated[
+        str | None,
+        typer.Option(
+            help="Switch single internal differences on, e.g. 1,3 (spec §3.3).",
+            rich_help_panel=SHAPE,
+        ),
+    ] = None,
+    baseline: Annotated[
+        Baseline | None,
+        typer.Option(help="Leave-one-out or group-mean baseline.", rich_help_panel=ADV),
+    ] = None,
+    no_normalize: Annotated[
+        bool,
+        typer.Option("--no-normalize", help="Do not divide by the group std.", rich_help_panel=ADV),
+    ] = False,
+    std_guard: Annotated[
+        Guard | None,
+        typer.Option(
+            help="Normalisation guard: legacy (std>0) or trivial (PR #4158).", rich_help_panel=ADV
+        ),
+    ] = None,
+    exclude_masked: Annotated[
+        bool,
+        typer.Option(
+            "--exclude-masked",
+            help="Masked rows do not vote in the baseline (PR #4160).",
+            rich_help_panel=ADV,
+        ),
+    ] = False,
+    clip_low: Annotated[
+        str | None, typer.Option(help="grpo.advantage_clip_low (none = off).", rich_help_panel=ADV)
+    ] = None,
+    clip_high: Annotated[
+        str | None, typer.Option(help="grpo.advantage_clip_high (none = off).", rich_help_panel=ADV)
+    ] = None,
+    precision: Annotated[
+        Precision | None,
+        typer.Option(
+            help="float32 emulates the trainer; float64 for exact maths.", rich_help_panel=ADV
+        ),
+    ] = None,
+    metrics_by: Annotated[
+        MetricsBy | None,
+        typer.Option(help="group: async trainer; batch: sync trainer.", rich_help_panel=OUT),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT),
+    ] = False,
+    charts: Annotated[
+        bool,
+        typer.Option("--charts/--no-charts", help="Also render PNG charts.", rich_help_panel=OUT),
+    ] = False,
     map_: MapOpt = None,
     group_size: GroupSizeOpt = None,
     strict: StrictOpt = False,
     ignore_unknown_overrides: Annotated[
-        bool, typer.Option("--ignore-unknown-overrides", help="Skip trainer overrides that do not affect the replay.", rich_help_panel=IN)
+        bool,
+        typer.Option(
+            "--ignore-unknown-overrides",
+            help="Skip trainer overrides that do not affect the replay.",
+            rich_help_panel=IN,
+        ),
     ] = False,
 ) -> None:
     """Replay one shaping config and write a report (rollouts, groups, steps, summary, manifest)."""
     with user_errors():
         paths = [s for s in sources if not is_override(s)]
-        overrides, ignored = parse_overrides([s for s in sources if is_override(s)], ignore_unknown=ignore_unknown_overrides)
+        overrides, ignored = parse_overrides(
+            [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown_overrides
+        )
         flags = {
             "shaping": _shaping_flags(
-                lambda_time, apply_to, floor, lambda_call_bonus, call_bonus_ref, semantics, no_mask_flagged, internal_items
+                lambda_time,
+                apply_to,
+                floor,
+                lambda_call_bonus,
+                call_bonus_ref,
+                semantics,
+                no_mask_flagged,
+                internal_items,
             ),
-            "advantage": _advantage_flags(baseline, no_normalize, std_guard, exclude_masked, clip_low, clip_high, precision),
+            "advantage": _advantage_flags(
+                baseline, no_normalize, std_guard, exclude_masked, clip_low, clip_high, precision
+            ),
         }
-        config = merge_layers(overrides, flags, metrics_by=None if metrics_by is None else metrics_by.value)
+        config = merge_layers(
+            overrides, flags, metrics_by=None if metrics_by is None else metrics_by.value
+        )
         if ignored:
             typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
         result = api.replay_to_report(
-            paths, [config], out, force=force, charts=charts, mapping=map_, group_size=group_size, strict=strict,
+            paths,
+            [config],
+            out,
+            force=force,
+            charts=charts,
+            mapping=map_,
+            group_size=group_size,
+            strict=strict,
             argv=sys.argv,
         )
         terminal.print_summary(result, out)
@@ -197,7 +301,10 @@ def replay(
 @app.command(rich_help_panel="Data")
 def inspect(
     sources: Annotated[
-        list[str], typer.Argument(help="Parquet files, globs or directories.", show_default=False, metavar="SRC...")
+        list[str],
+        typer.Argument(
+            help="Parquet files, globs or directories.", show_default=False, metavar="SRC..."
+        ),
     ],
     map_: MapOpt = None,
     group_size: GroupSizeOpt = None,
@@ -214,27 +321,41 @@ def synth(
     steps: Annotated[int, typer.Option(min=1, help="Training steps.")] = 8,
     groups: Annotated[int, typer.Option(min=1, help="Prompt groups per step.")] = 32,
     group_size: Annotated[int, typer.Option(min=1, help="Rollouts per group.")] = 8,
-    validation_groups: Annotated[int, typer.Option(min=0, help="Validation rollouts per step.")] = 0,
+    validation_groups: Annotated[
+        int, typer.Option(min=0, help="Validation rollouts per step.")
+    ] = 0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a seeded synthetic SWE-like rollout table (difficulty per task, log-normal run times, masked timeouts)."""
     with user_errors():
         rows = api.write_synth(
-            out, steps=steps, groups_per_step=groups, group_size=group_size,
-            validation_groups=validation_groups, seed=seed, force=force,
+            out,
+            steps=steps,
+            groups_per_step=groups,
+            group_size=group_size,
+            validation_groups=validation_groups,
+            seed=seed,
+            force=force,
         )
         typer.echo(f"Wrote {rows} rollouts to {out}")
 
 
 @app.command(rich_help_panel="Replay")
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Report directory (replaced if it holds an earlier report).")] = Path(
-        "replay-demo"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Report directory (replaced if it holds an earlier report)."
+        ),
+    ] = Path("replay-demo"),
 ) -> None:
     """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
-    with user_errors(), tempfile.TemporaryDirectory() as tmp, terminal.progress("replaying demo configs") as tick:
+    with (
+        user_errors(),
+        tempfile.TemporaryDirectory() as tmp,
+        terminal.progress("replaying demo configs") as tick,
+    ):
         result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
         terminal.print_summary(result, out)
         typer.echo(terminal.demo_guide(out))

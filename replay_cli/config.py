@@ -35,11 +35,19 @@ class ShapingParams(_Frozen):
     enabled: bool = Field(True, description="Off = replay the raw rewards.")
     lambda_time: float = Field(1 / 60, allow_inf_nan=False, description="Cost per agent minute.")
     apply_to: Literal["all", "correct"] = Field("all", description="Which rows are charged.")
-    floor: float | None = Field(None, allow_inf_nan=False, description="Lower clamp on the shaped reward.")
-    lambda_call_bonus: float = Field(0.0, ge=0, allow_inf_nan=False, description="Saturating tool-call bonus.")
-    call_bonus_ref: float | None = Field(None, gt=0, allow_inf_nan=False, description="Calls that saturate the bonus.")
+    floor: float | None = Field(
+        None, allow_inf_nan=False, description="Lower clamp on the shaped reward."
+    )
+    lambda_call_bonus: float = Field(
+        0.0, ge=0, allow_inf_nan=False, description="Saturating tool-call bonus."
+    )
+    call_bonus_ref: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="Calls that saturate the bonus."
+    )
     mask_flagged: bool = Field(True, description="env.should_mask_flagged_samples.")
-    semantics: Literal["nemo-rl", "internal"] = Field("nemo-rl", description="PR #4029 or the earlier internal code.")
+    semantics: Literal["nemo-rl", "internal"] = Field(
+        "nemo-rl", description="PR #4029 or the earlier internal code."
+    )
     internal_items: tuple[int, ...] | None = Field(
         None,
         description="Items of spec §3.3 that behave the internal way; default: all under "
@@ -51,7 +59,9 @@ class ShapingParams(_Frozen):
         if self.internal_items is not None:
             unknown = sorted(set(self.internal_items) - set(INTERNAL_ITEMS))
             if unknown:
-                raise ValueError(f"internal_items {unknown} unknown; choose from {list(INTERNAL_ITEMS)}")
+                raise ValueError(
+                    f"internal_items {unknown} unknown; choose from {list(INTERNAL_ITEMS)}"
+                )
         if self.bonus_on and self.effective_call_bonus_ref is None:
             raise ValueError("call_bonus_ref must be > 0 when lambda_call_bonus > 0")
         return self
@@ -82,16 +92,27 @@ class AdvantageParams(_Frozen):
     baseline: Literal["loo", "mean"] = Field("loo", description="Leave-one-out or group mean.")
     normalize: bool = Field(True, description="Divide by the (LOO) std where the guard passes.")
     std_guard: Literal["legacy", "trivial"] = Field(
-        "trivial", description="legacy: std > 0 (before PR #4158); trivial: also peers not all equal."
+        "trivial",
+        description="legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
     )
     exclude_masked: bool = Field(False, description="Masked rows do not vote (NeMo-RL PR #4160).")
-    clip_low: float | None = Field(None, allow_inf_nan=False, description="grpo.advantage_clip_low.")
-    clip_high: float | None = Field(None, allow_inf_nan=False, description="grpo.advantage_clip_high.")
-    precision: Literal["float32", "float64"] = Field("float32", description="float32 emulates torch.")
+    clip_low: float | None = Field(
+        None, allow_inf_nan=False, description="grpo.advantage_clip_low."
+    )
+    clip_high: float | None = Field(
+        None, allow_inf_nan=False, description="grpo.advantage_clip_high."
+    )
+    precision: Literal["float32", "float64"] = Field(
+        "float32", description="float32 emulates torch."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> AdvantageParams:
-        if self.clip_low is not None and self.clip_high is not None and self.clip_low > self.clip_high:
+        if (
+            self.clip_low is not None
+            and self.clip_high is not None
+            and self.clip_low > self.clip_high
+        ):
             raise ValueError(f"clip_low ({self.clip_low}) is above clip_high ({self.clip_high})")
         return self
 
@@ -101,7 +122,9 @@ class ReplayConfig(_Frozen):
 
     shaping: ShapingParams = ShapingParams()
     advantage: AdvantageParams = AdvantageParams()
-    metrics_by: Literal["group", "batch"] = Field("group", description="async (group) or sync (batch) trainer.")
+    metrics_by: Literal["group", "batch"] = Field(
+        "group", description="async (group) or sync (batch) trainer."
+    )
 
     @property
     def config_id(self) -> str:

@@ -24,10 +24,19 @@ from replay_cli.shaping import apply_shaping
 from replay_cli.validation import Rollouts
 
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
-_RAW = AdvColumns("_raw_baseline", "_raw_std", "_raw_unclipped", S.ADV_RAW, "_raw_peers", "_raw_norm")
+_RAW = AdvColumns(
+    "_raw_baseline", "_raw_std", "_raw_unclipped", S.ADV_RAW, "_raw_peers", "_raw_norm"
+)
 _REWARD_RAW_FILLED = "_reward_raw_filled"
 _VALID, _VALID_TOGGLED = "_valid", "_valid_toggled"
-PER_CONFIG_NULL_ON_VALIDATION = (S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.ADV_RAW, S.BASELINE_NO_MASKED)
+PER_CONFIG_NULL_ON_VALIDATION = (
+    S.BASELINE,
+    S.STD,
+    S.ADV_UNCLIPPED,
+    S.ADVANTAGE,
+    S.ADV_RAW,
+    S.BASELINE_NO_MASKED,
+)
 
 
 @dataclass
@@ -67,11 +76,17 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     lf = lf.with_columns(
         pl.when(~pl.col(IS_VAL)).then(pl.col(c)).alias(c) for c in PER_CONFIG_NULL_ON_VALIDATION
     )
-    drop = [c for c in (*vars(_RAW).values(), _REWARD_RAW_FILLED, _VALID, _VALID_TOGGLED) if c != S.ADV_RAW]
+    drop = [
+        c
+        for c in (*vars(_RAW).values(), _REWARD_RAW_FILLED, _VALID, _VALID_TOGGLED)
+        if c != S.ADV_RAW
+    ]
     return lf.drop(drop)
 
 
-def _summary_row(cfg: ReplayConfig, rows: pl.DataFrame, groups: pl.DataFrame, steps: pl.DataFrame) -> dict:
+def _summary_row(
+    cfg: ReplayConfig, rows: pl.DataFrame, groups: pl.DataFrame, steps: pl.DataFrame
+) -> dict:
     names = [*trainer_exprs(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
     names += ["validation/accuracy", "validation/total_reward/mean"]
     return {
@@ -98,7 +113,9 @@ def run_replay(
         rows = row_plan(rollouts.frame, cfg).collect()
         lazy = rows.lazy()
         groups_lf = group_table(lazy, cfg.shaping)
-        groups, steps = pl.collect_all([groups_lf, step_table(lazy, groups_lf, cfg.shaping, cfg.metrics_by)])
+        groups, steps = pl.collect_all(
+            [groups_lf, step_table(lazy, groups_lf, cfg.shaping, cfg.metrics_by)]
+        )
         summaries.append(_summary_row(cfg, rows, groups, steps))
         all_rows.append(rows.drop(IS_VAL, TRAINABLE))
         all_groups.append(groups)

@@ -23,8 +23,13 @@ TE = "time_efficiency/"
 def te_names(internal: bool) -> dict[str, str]:
     """Trainer names of the minutes/deduction metrics: the PR's, or the internal ones (item 5)."""
     if internal:
-        return {k: f"{TE}{k.replace('/', '_')}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")}
-    return {k: f"{TE}{k}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")}
+        return {
+            k: f"{TE}{k.replace('/', '_')}"
+            for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
+        }
+    return {
+        k: f"{TE}{k}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
+    }
 
 
 def trainer_exprs(p: ShapingParams) -> dict[str, pl.Expr]:
@@ -81,15 +86,23 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         pl.len().alias("size"),
         n_tr.alias("trainable_rows"),
         n_res.alias("resolved_rows"),
-        pl.when(n_res == 0).then(pl.lit("all_fail")).when(n_res == n_tr).then(pl.lit("all_pass"))
-        .otherwise(pl.lit("mixed")).alias("resolved_pattern"),
+        pl.when(n_res == 0)
+        .then(pl.lit("all_fail"))
+        .when(n_res == n_tr)
+        .then(pl.lit("all_pass"))
+        .otherwise(pl.lit("mixed"))
+        .alias("resolved_pattern"),
         (t & (adv_abs > SIGNAL_EPS)).any().alias("has_signal"),
         (t & (raw_abs > SIGNAL_EPS)).any().alias("has_signal_raw"),
-        (shaped.filter(t & resolved).min() < shaped.filter(t & ~resolved).max()).fill_null(False).alias("inverted"),
+        (shaped.filter(t & resolved).min() < shaped.filter(t & ~resolved).max())
+        .fill_null(False)
+        .alias("inverted"),
         adv_abs.filter(t).max().alias("max_abs_advantage"),
         *(e.alias(k) for k, e in trainer_exprs(p).items()),
     )
-    base = base.with_columns((pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal"))
+    base = base.with_columns(
+        (pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal")
+    )
     pairs = (
         train.filter(t)
         .sort([*keys, S.REWARD_SHAPED, S.RESOLVED])
@@ -99,7 +112,11 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         )
         .group_by(keys)
         .agg(
-            pl.when(resolved).then(pl.col("_unres") - pl.col("_unres_le")).otherwise(0).sum().alias("inverted_pairs"),
+            pl.when(resolved)
+            .then(pl.col("_unres") - pl.col("_unres_le"))
+            .otherwise(0)
+            .sum()
+            .alias("inverted_pairs"),
             (resolved.cast(pl.Int64).sum() * (~resolved).cast(pl.Int64).sum()).alias("pairs"),
         )
     )
@@ -110,7 +127,9 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     )
 
 
-def step_table(rows: pl.LazyFrame, groups: pl.LazyFrame, p: ShapingParams, metrics_by: str) -> pl.LazyFrame:
+def step_table(
+    rows: pl.LazyFrame, groups: pl.LazyFrame, p: ShapingParams, metrics_by: str
+) -> pl.LazyFrame:
     """One row per (config, step): trainer metrics at the trainer's granularity plus validation."""
     keys = [S.CONFIG_ID, S.STEP]
     names = list(trainer_exprs(p))
@@ -131,9 +150,13 @@ def step_table(rows: pl.LazyFrame, groups: pl.LazyFrame, p: ShapingParams, metri
         pl.col("has_signal").mean().alias("signal/group_rate"),
         pl.col("inverted").mean().alias("inversion/group_rate"),
     )
-    val = rows.filter(pl.col(IS_VAL)).group_by(keys).agg(
-        pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),
-        pl.col(S.REWARD_SHAPED).mean().alias("validation/total_reward/mean"),
+    val = (
+        rows.filter(pl.col(IS_VAL))
+        .group_by(keys)
+        .agg(
+            pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),
+            pl.col(S.REWARD_SHAPED).mean().alias("validation/total_reward/mean"),
+        )
     )
     all_steps = rows.select(keys).unique()
     out = all_steps
@@ -163,7 +186,10 @@ def diagnostics(rows: pl.DataFrame, groups: pl.DataFrame) -> dict[str, float | N
         adv.filter(pl.col(S.RESOLVED)).mean().alias("adv/resolved_mean"),
         adv.filter(~pl.col(S.RESOLVED)).mean().alias("adv/unresolved_mean"),
         flipped.mean().alias("adv/sign_flip_frac"),
-        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED)).abs().mean().alias("baseline/masked_shift"),
+        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED))
+        .abs()
+        .mean()
+        .alias("baseline/masked_shift"),
     ).row(0, named=True)
     pattern = pl.col("resolved_pattern")
     pairs = groups["pairs"].sum()
@@ -192,8 +218,10 @@ def input_stats(rows: pl.DataFrame) -> dict[str, float | int | None]:
         pl.col(IS_VAL).sum().alias("input/validation_rows"),
         pl.col(S.MASKED).filter(train).mean().alias("input/masked_frac"),
         pl.col(S.RESOLVED).filter(train).mean().alias("input/resolved_frac"),
-        *(finite.quantile(q, interpolation="linear").alias(f"input/run_time_{k}") for k, q in
-          (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))),
+        *(
+            finite.quantile(q, interpolation="linear").alias(f"input/run_time_{k}")
+            for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+        ),
         finite.max().alias("input/run_time_max"),
         (rt.is_nan() | rt.is_infinite()).sum().alias("input/run_time_invalid"),
         rt.is_null().sum().alias("input/run_time_null"),

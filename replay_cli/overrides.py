@@ -49,7 +49,9 @@ def _convert(key: str, value: Any) -> Any:
     return value
 
 
-def parse_overrides(args: list[str], *, ignore_unknown: bool = False) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def parse_overrides(
+    args: list[str], *, ignore_unknown: bool = False
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Turn override strings into {"shaping": {...}, "advantage": {...}}; returns (values, ignored keys)."""
     values: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
     seen: dict[str, str] = {}
@@ -59,13 +61,19 @@ def parse_overrides(args: list[str], *, ignore_unknown: bool = False) -> tuple[d
             raise ConfigError(f"Deletion overrides are not supported: {arg}")
         key, sep, raw = arg.lstrip("+").partition("=")
         if not sep:
-            raise ConfigError(f"Override {arg!r} has no '='.\n\nExample: ++grpo.time_efficiency.lambda_time=0.0166")
+            raise ConfigError(
+                f"Override {arg!r} has no '='.\n\nExample: ++grpo.time_efficiency.lambda_time=0.0166"
+            )
         if key not in TRAINER_KEYS:
             if ignore_unknown:
                 ignored.append(key)
                 continue
             close = difflib.get_close_matches(key, TRAINER_KEYS, n=1, cutoff=0.6)
-            hint = f"Did you mean {close[0]}?" if close else "Pass --ignore-unknown-overrides to skip trainer keys that do not affect rewards."
+            hint = (
+                f"Did you mean {close[0]}?"
+                if close
+                else "Pass --ignore-unknown-overrides to skip trainer keys that do not affect rewards."
+            )
             raise ConfigError(f"Unknown override key {key!r}.\n\n{hint}")
         try:
             value = yaml.safe_load(raw) if raw != "" else None

@@ -28,7 +28,7 @@ def merge_layers(*layers: dict[str, dict[str, Any]], metrics_by: str | None = No
     merged: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
     for layer in layers:
         for section in ("shaping", "advantage"):
-            merged[section].update({k: v for k, v in layer.get(section, {}).items()})
+            merged[section].update(layer.get(section, {}))
     values: dict[str, Any] = dict(merged)
     if metrics_by is not None:
         values["metrics_by"] = metrics_by

@@ -29,9 +29,16 @@ def signal_vs_lambda(summary: pl.DataFrame) -> Figure:
     shaped = summary.filter(pl.col("enabled")).sort("lambda_time")
     for apply_to in shaped["apply_to"].unique(maintain_order=True):
         part = shaped.filter(pl.col("apply_to") == apply_to)
-        ax.plot(part["lambda_time"] * 60, part["signal/group_rate"], marker="o", label=f"apply_to={apply_to}")
+        ax.plot(
+            part["lambda_time"] * 60,
+            part["signal/group_rate"],
+            marker="o",
+            label=f"apply_to={apply_to}",
+        )
     if summary.height:
-        ax.axhline(summary["signal/group_rate_raw"][0], color="grey", linestyle="--", label="shaping off")
+        ax.axhline(
+            summary["signal/group_rate_raw"][0], color="grey", linestyle="--", label="shaping off"
+        )
     ax.set_title("Groups with a learning signal vs time penalty")
     ax.set_xlabel("lambda_time × 60 (reward cost of a 60-minute rollout)")
     ax.set_ylabel("share of groups with |advantage| > 1e-6")
@@ -47,7 +54,12 @@ def inversion_vs_lambda(summary: pl.DataFrame) -> Figure:
     shaped = summary.filter(pl.col("enabled")).sort("lambda_time")
     for label, part in shaped.group_by(["apply_to", "floor"], maintain_order=True):
         apply_to, floor = label
-        ax.plot(part["lambda_time"] * 60, part["inversion/group_rate"], marker="o", label=f"{apply_to}, floor={floor}")
+        ax.plot(
+            part["lambda_time"] * 60,
+            part["inversion/group_rate"],
+            marker="o",
+            label=f"{apply_to}, floor={floor}",
+        )
     ax.set_title("Reward inversions vs time penalty")
     ax.set_xlabel("lambda_time × 60 (reward cost of a 60-minute rollout)")
     ax.set_ylabel("share of groups with an inversion")
@@ -79,7 +91,9 @@ def minutes_and_deductions(rows: pl.DataFrame, summary: pl.DataFrame) -> Figure:
     left.set_title("Agent wall time per rollout")
     left.set_xlabel("minutes")
     left.set_ylabel("rollouts")
-    for config_id, label in summary.filter(pl.col("enabled")).select(S.CONFIG_ID, "label").iter_rows():
+    for config_id, label in (
+        summary.filter(pl.col("enabled")).select(S.CONFIG_ID, "label").iter_rows()
+    ):
         part = rows.filter((pl.col(S.CONFIG_ID) == config_id) & pl.col(S.CHARGED))
         right.hist(part[S.DEDUCTION].to_numpy(), bins=60, histtype="step", label=label)
     right.set_title("Deduction of charged rollouts")

@@ -23,12 +23,16 @@ TABLES = ("rollouts", "groups", "steps", "summary")
 def check_out_dir(out: Path, force: bool) -> None:
     """Refuse an existing report directory unless force (checked before any work is done)."""
     if out.exists() and not force:
-        raise OutputExistsError(f"Output directory {out} already exists.\n\nPass --force to replace it.")
+        raise OutputExistsError(
+            f"Output directory {out} already exists.\n\nPass --force to replace it."
+        )
     if out.exists() and not out.is_dir():
         raise OutputExistsError(f"Output path {out} exists and is not a directory.")
 
 
-def manifest(result: ReplayResult, rollouts: Rollouts, argv: list[str] | None = None) -> dict[str, Any]:
+def manifest(
+    result: ReplayResult, rollouts: Rollouts, argv: list[str] | None = None
+) -> dict[str, Any]:
     """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
     return {
         "tool": "replay_cli",
@@ -39,7 +43,8 @@ def manifest(result: ReplayResult, rollouts: Rollouts, argv: list[str] | None = 
         "resolved_derived_from_reward": rollouts.resolved_derived,
         "notes": rollouts.notes,
         "configs": [
-            {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")} for c in result.configs
+            {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
+            for c in result.configs
         ],
         "tables": {name: f"{name}.parquet" for name in TABLES},
     }
@@ -71,7 +76,9 @@ def write_report(
         if charts is not None:
             (tmp / "charts").mkdir()
             charts(result, tmp / "charts")
-        (tmp / "manifest.json").write_text(json.dumps(manifest(result, rollouts, argv), indent=2) + "\n")
+        (tmp / "manifest.json").write_text(
+            json.dumps(manifest(result, rollouts, argv), indent=2) + "\n"
+        )
         _swap_into_place(tmp, out, force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -83,7 +90,9 @@ def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
     """rename() the finished directory over the target; an old report is removed only after."""
     if out.exists():
         if not force:
-            raise OutputExistsError(f"Output directory {out} appeared while the report was written.")
+            raise OutputExistsError(
+                f"Output directory {out} appeared while the report was written."
+            )
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, old)
         os.replace(tmp, out)
@@ -92,4 +101,6 @@ def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
         try:
             os.replace(tmp, out)
         except OSError:
-            raise OutputExistsError(f"Output directory {out} appeared while the report was written.") from None
+            raise OutputExistsError(
+                f"Output directory {out} appeared while the report was written."
+            ) from None

@@ -18,8 +18,9 @@ def _lit(value: Param, dtype: pl.DataType | None = None) -> pl.Expr:
     return value if isinstance(value, pl.Expr) else pl.lit(value, dtype=dtype)
 
 
-def minutes(run_time: pl.Expr = pl.col(S.RUN_TIME)) -> pl.Expr:
+def minutes(run_time: pl.Expr | None = None) -> pl.Expr:
     """`max(run_time, 0) / 60`; null, NaN and ±inf count as 0 minutes (upstream: null only)."""
+    run_time = pl.col(S.RUN_TIME) if run_time is None else run_time
     return pl.when(run_time.is_finite()).then(run_time.clip(lower_bound=0.0) / 60.0).otherwise(0.0)
 
 
@@ -78,6 +79,6 @@ def shaped_columns(p: ShapingParams) -> list[pl.Expr]:
 
 def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     """Add the shaping columns of spec §6 to a canonical rollout frame."""
-    return lf.with_columns(minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED)).with_columns(
-        shaped_columns(p)
-    )
+    return lf.with_columns(
+        minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED)
+    ).with_columns(shaped_columns(p))

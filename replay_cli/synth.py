@@ -26,7 +26,11 @@ def synth_rollouts(
     n_groups = steps * groups_per_step
     # Task difficulty: many hopeless tasks, some easy ones, a spread in between.
     kind = rng.choice(3, size=n_groups, p=[0.35, 0.2, 0.45])
-    p_solve = np.where(kind == 0, rng.beta(0.3, 12.0, n_groups), np.where(kind == 1, rng.beta(12.0, 1.0, n_groups), rng.beta(1.2, 1.2, n_groups)))
+    p_solve = np.where(
+        kind == 0,
+        rng.beta(0.3, 12.0, n_groups),
+        np.where(kind == 1, rng.beta(12.0, 1.0, n_groups), rng.beta(1.2, 1.2, n_groups)),
+    )
     task_scale = rng.lognormal(mean=np.log(540.0), sigma=0.45, size=n_groups)  # seconds, per task
 
     n = n_groups * group_size
@@ -52,13 +56,21 @@ def synth_rollouts(
             S.CALLS: calls,
             S.MASK_SAMPLE: timed_out | max_iterations,
             "agent_timed_out": timed_out,
-            "agent_error_kind": pl.Series(np.where(max_iterations, "max_iteration", "")).replace("", None),
+            "agent_error_kind": pl.Series(np.where(max_iterations, "max_iteration", "")).replace(
+                "", None
+            ),
             S.SPLIT: np.full(n, S.SPLIT_TRAIN),
         }
-    ).with_columns(pl.when(pl.Series(missing)).then(None).otherwise(pl.col(S.RUN_TIME)).alias(S.RUN_TIME))
+    ).with_columns(
+        pl.when(pl.Series(missing)).then(None).otherwise(pl.col(S.RUN_TIME)).alias(S.RUN_TIME)
+    )
     if validation_groups:
         val = synth_rollouts(
-            steps=steps, groups_per_step=validation_groups, group_size=1, seed=seed + 1, agent_timeout=agent_timeout,
+            steps=steps,
+            groups_per_step=validation_groups,
+            group_size=1,
+            seed=seed + 1,
+            agent_timeout=agent_timeout,
             missing_run_time_frac=0.0,
         ).with_columns(
             pl.lit(S.SPLIT_VALIDATION).alias(S.SPLIT),

@@ -15,7 +15,18 @@ from replay_cli.io.parquet import discover, scan_file
 
 MAX_ROWS_SHOWN = 5
 
-_NUMERIC = (pl.Float32, pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+_NUMERIC = (
+    pl.Float32,
+    pl.Float64,
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.UInt64,
+)
 _INTEGER = _NUMERIC[2:]
 
 # column -> (accepted dtype classes, description for the message)
@@ -92,18 +103,30 @@ def load_rollouts(
 
 
 def rollouts_from_frame(
-    frame: pl.DataFrame | pl.LazyFrame, *, group_size: int | None = None, strict: bool = False, name: str = "<frame>"
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    group_size: int | None = None,
+    strict: bool = False,
+    name: str = "<frame>",
 ) -> Rollouts:
     """Validate an in-memory table the same way as a file (for notebooks and tests)."""
     lf = frame.lazy()
     columns = lf.collect_schema().names()
     renames = {a: c for a, c in S.ALIASES.items() if a in columns and c not in columns}
-    lf = lf.rename(renames).with_row_index(S.SOURCE_ROW).with_columns(pl.lit(name).alias(S.SOURCE_FILE))
+    lf = (
+        lf.rename(renames)
+        .with_row_index(S.SOURCE_ROW)
+        .with_columns(pl.lit(name).alias(S.SOURCE_FILE))
+    )
     return _build([lf], [name], [], group_size, strict)
 
 
 def _build(
-    frames: list[pl.LazyFrame], names: list[str], files: list[InputFile], group_size: int | None, strict: bool
+    frames: list[pl.LazyFrame],
+    names: list[str],
+    files: list[InputFile],
+    group_size: int | None,
+    strict: bool,
 ) -> Rollouts:
     problems: list[str] = []
     extra: list[str] = []
@@ -145,7 +168,9 @@ def _normalise(lf: pl.LazyFrame) -> pl.LazyFrame:
     return lf.with_columns(exprs)
 
 
-def _derive(lf: pl.LazyFrame, has: set[str], group_size: int | None) -> tuple[pl.LazyFrame, list[str]]:
+def _derive(
+    lf: pl.LazyFrame, has: set[str], group_size: int | None
+) -> tuple[pl.LazyFrame, list[str]]:
     """Fill optional columns with their defaults (spec §2) and derive groups from row order."""
     notes: list[str] = []
     fills: list[pl.Expr] = []
@@ -161,7 +186,12 @@ def _derive(lf: pl.LazyFrame, has: set[str], group_size: int | None) -> tuple[pl
     if S.RESOLVED not in has:
         fills.append((pl.col(S.REWARD) > 0).alias(S.RESOLVED))
         notes.append("no 'resolved' column: resolved = reward > 0")
-    for col, default in ((S.CALLS, 0), (S.MASK_SAMPLE, False), (S.ZEROED, False), (S.SPLIT, S.SPLIT_TRAIN)):
+    for col, default in (
+        (S.CALLS, 0),
+        (S.MASK_SAMPLE, False),
+        (S.ZEROED, False),
+        (S.SPLIT, S.SPLIT_TRAIN),
+    ):
         if col not in has:
             fills.append(pl.lit(default).alias(col))
     lf = lf.with_columns(fills)
@@ -181,7 +211,9 @@ def _derive(lf: pl.LazyFrame, has: set[str], group_size: int | None) -> tuple[pl
     return lf, notes
 
 
-def _checks(group_size: int | None, strict: bool, group_derived: bool) -> dict[tuple[str, str], pl.Expr]:
+def _checks(
+    group_size: int | None, strict: bool, group_derived: bool
+) -> dict[tuple[str, str], pl.Expr]:
     """(column, problem) -> expression that is True on offending rows."""
     key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
     checks = {
@@ -192,7 +224,9 @@ def _checks(group_size: int | None, strict: bool, group_derived: bool) -> dict[t
             [S.SPLIT_TRAIN, S.SPLIT_VALIDATION]
         ),
         (S.CALLS, "is negative"): pl.col(S.CALLS) < 0,
-        (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key"): pl.struct(key).is_duplicated(),
+        (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key"): pl.struct(
+            key
+        ).is_duplicated(),
     }
     if strict:
         checks[(S.RUN_TIME, "is NaN or infinite (--strict)")] = ~pl.col(S.RUN_TIME).is_finite()
@@ -204,7 +238,9 @@ def _checks(group_size: int | None, strict: bool, group_derived: bool) -> dict[t
     return checks
 
 
-def _check_values(lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool) -> None:
+def _check_values(
+    lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool
+) -> None:
     checks = _checks(group_size, strict, group_derived)
     cols = [S.SOURCE_FILE, S.SOURCE_ROW]
     plans = [lf.select(pl.len().alias("rows"))]
@@ -212,7 +248,12 @@ def _check_values(lf: pl.LazyFrame, group_size: int | None, strict: bool, group_
         bad = lf.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
         plans.append(bad.select(pl.len().alias("n")))
         plans.append(bad.select(cols).head(MAX_ROWS_SHOWN))
-    results = pl.collect_all(plans)
+    try:
+        results = pl.collect_all(plans)
+    except pl.exceptions.PolarsError as exc:
+        raise SchemaError(
+            f"Cannot read the rollout input: {exc}\n\nCheck that the files are complete."
+        ) from None
     if results[0]["rows"][0] == 0:
         raise SchemaError("The input has zero rows.\n\nCheck the file or the glob.")
     problems = []

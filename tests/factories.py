@@ -46,10 +46,14 @@ def rollouts(**columns: list[Any]) -> pl.DataFrame:
     if "resolved" not in columns and "reward" in columns:
         data["resolved"] = [r is not None and r > 0 for r in data["reward"]]
     schema = {k: SCHEMA.get(k) for k in data}
-    return pl.DataFrame(data, schema={k: v for k, v in schema.items() if v is not None}, strict=False)
+    return pl.DataFrame(
+        data, schema={k: v for k, v in schema.items() if v is not None}, strict=False
+    )
 
 
-def replay_frame(frame: pl.DataFrame, shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayResult:
+def replay_frame(
+    frame: pl.DataFrame, shaping: dict | None = None, advantage: dict | None = None, **kw: Any
+) -> ReplayResult:
     """Replay one config over an in-memory frame."""
     config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
     return run_replay(rollouts_from_frame(frame), [config])

@@ -32,13 +32,22 @@ def shape_row(row: dict[str, Any], shaping: dict[str, Any]) -> dict[str, Any]:
     minutes = max(rt, 0.0) / 60.0 if rt is not None and math.isfinite(rt) else 0.0
     masked = bool(row.get("mask_sample")) and shaping.get("mask_flagged", True)
     reward = row.get("reward")
-    out = {"minutes": minutes, "masked": masked, "bonus": 0.0, "deduction": 0.0, "charged": False, "floored": False}
+    out = {
+        "minutes": minutes,
+        "masked": masked,
+        "bonus": 0.0,
+        "deduction": 0.0,
+        "charged": False,
+        "floored": False,
+    }
     base = float(reward or 0.0)
     skip = not shaping.get("enabled", True)
     if masked and 1 not in items:
         skip = True
     if shaping.get("apply_to", "all") == "correct":
-        gate = bool(row.get("resolved")) if 3 in items else bool(row.get("resolved")) and bool(reward)
+        gate = (
+            bool(row.get("resolved")) if 3 in items else bool(row.get("resolved")) and bool(reward)
+        )
         if not gate:
             skip = True
     if row.get("split", "train") == "validation" and 4 not in items:
@@ -91,19 +100,31 @@ def grpo_group(
     return out
 
 
-def reference_replay(rows: list[dict[str, Any]], shaping: dict[str, Any], advantage: dict[str, Any]) -> list[dict]:
+def reference_replay(
+    rows: list[dict[str, Any]], shaping: dict[str, Any], advantage: dict[str, Any]
+) -> list[dict]:
     """Shape every row, then compute advantages per (step, group_id) of training rows."""
     shaped = [{**row, **shape_row(row, shaping)} for row in rows]
     groups: dict[tuple, list[int]] = defaultdict(list)
     for idx, row in enumerate(shaped):
         if row.get("split", "train") == "validation":
-            row.update(baseline=None, std=None, advantage_unclipped=None, advantage=None, advantage_raw=None)
+            row.update(
+                baseline=None,
+                std=None,
+                advantage_unclipped=None,
+                advantage=None,
+                advantage_raw=None,
+            )
             continue
         groups[(row.get("step", 0), row["group_id"])].append(idx)
     for members in groups.values():
-        valid = [not shaped[i]["masked"] if advantage.get("exclude_masked") else True for i in members]
+        valid = [
+            not shaped[i]["masked"] if advantage.get("exclude_masked") else True for i in members
+        ]
         stats = grpo_group([shaped[i]["reward_shaped"] for i in members], valid, advantage)
         raw = grpo_group([float(shaped[i]["reward"] or 0.0) for i in members], valid, advantage)
         for i, (b, s, u, a), (_, _, _, a_raw) in zip(members, stats, raw, strict=True):
-            shaped[i].update(baseline=b, std=s, advantage_unclipped=u, advantage=a, advantage_raw=a_raw)
+            shaped[i].update(
+                baseline=b, std=s, advantage_unclipped=u, advantage=a, advantage_raw=a_raw
+            )
     return shaped

@@ -14,7 +14,9 @@ def advantages(rewards, advantage=None, **columns):
 
 def test_loo_lone_success_is_not_normalised():
     rows = advantages([1.0, 0.0, 0.0, 0.0])
-    assert rows["advantage"].to_list() == pytest.approx([1.0, -0.57735, -0.57735, -0.57735], abs=1e-4)
+    assert rows["advantage"].to_list() == pytest.approx(
+        [1.0, -0.57735, -0.57735, -0.57735], abs=1e-4
+    )
     assert rows["std"][0] == 0.0
 
 
@@ -25,7 +27,9 @@ def test_mean_baseline_example():
 
 def test_two_of_four_example():
     rows = advantages([1.0, 1.0, 0.0, 0.0])
-    assert rows["advantage"].to_list() == pytest.approx([1.1547, 1.1547, -1.1547, -1.1547], abs=1e-4)
+    assert rows["advantage"].to_list() == pytest.approx(
+        [1.1547, 1.1547, -1.1547, -1.1547], abs=1e-4
+    )
 
 
 def test_group_of_two_has_std_zero_and_raw_difference():
@@ -99,7 +103,9 @@ def test_masked_rows_vote_in_the_baseline_by_default():
 
 
 def test_exclude_masked_drops_masked_rows_from_the_baseline():
-    rows = advantages([1.0, 1.0, 0.0, 0.0], {"exclude_masked": True}, mask_sample=[False, False, False, True])
+    rows = advantages(
+        [1.0, 1.0, 0.0, 0.0], {"exclude_masked": True}, mask_sample=[False, False, False, True]
+    )
     # Row 2's valid peers are [1, 1] (the masked row 3 does not vote): baseline 1.0.
     assert rows["baseline"][2] == pytest.approx(1.0)
     # The masked row itself is divided by sum(valid) - 1 = 2 over all three valid rows (trainer quirk).
@@ -107,7 +113,12 @@ def test_exclude_masked_drops_masked_rows_from_the_baseline():
 
 
 def test_group_id_reused_at_another_step_is_another_group():
-    frame = rollouts(reward=[1.0, 0.0, 0.0, 0.0], step=[1, 1, 2, 2], group_id=[5, 5, 5, 5], rollout_index=[0, 1, 0, 1])
+    frame = rollouts(
+        reward=[1.0, 0.0, 0.0, 0.0],
+        step=[1, 1, 2, 2],
+        group_id=[5, 5, 5, 5],
+        rollout_index=[0, 1, 0, 1],
+    )
     rows = replay_frame(frame, OFF).rows.sort("step", "rollout_index")
     assert rows["advantage"].to_list() == pytest.approx([1.0, -1.0, 0.0, 0.0])
 

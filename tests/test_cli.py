@@ -17,16 +17,37 @@ def run(*args):
 
 def test_replay_writes_every_table(synth_path, tmp_path):
     out = tmp_path / "report"
-    result = run("replay", synth_path, "--out", out, "--lambda-time", "1/30", "--apply-to", "correct")
+    result = run(
+        "replay", synth_path, "--out", out, "--lambda-time", "1/30", "--apply-to", "correct"
+    )
     assert result.exit_code == 0, result.output
     assert "λ=0.03333 correct" in result.output
     assert {p.name for p in out.iterdir()} == {
-        "rollouts.parquet", "groups.parquet", "steps.parquet", "summary.parquet", "manifest.json"
+        "rollouts.parquet",
+        "groups.parquet",
+        "steps.parquet",
+        "summary.parquet",
+        "manifest.json",
     }
     rows = pl.read_parquet(out / "rollouts.parquet")
-    for col in ("config_id", "reward_raw", "reward_shaped", "minutes", "bonus", "deduction", "charged", "floored",
-                "masked", "baseline", "std", "advantage_unclipped", "advantage", "advantage_raw",
-                "agent_timed_out", "agent_error_kind"):
+    for col in (
+        "config_id",
+        "reward_raw",
+        "reward_shaped",
+        "minutes",
+        "bonus",
+        "deduction",
+        "charged",
+        "floored",
+        "masked",
+        "baseline",
+        "std",
+        "advantage_unclipped",
+        "advantage",
+        "advantage_raw",
+        "agent_timed_out",
+        "agent_error_kind",
+    ):
         assert col in rows.columns, col
     summary = pl.read_parquet(out / "summary.parquet").row(0, named=True)
     assert summary["lambda_time"] == pytest.approx(1 / 30)
@@ -40,9 +61,27 @@ def test_replay_writes_every_table(synth_path, tmp_path):
 
 def test_hydra_overrides_equal_flags(synth_path, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    assert run("replay", synth_path, "--out", a, "--apply-to", "correct", "--clip-low", "-3", "--no-normalize").exit_code == 0
+    assert (
+        run(
+            "replay",
+            synth_path,
+            "--out",
+            a,
+            "--apply-to",
+            "correct",
+            "--clip-low",
+            "-3",
+            "--no-normalize",
+        ).exit_code
+        == 0
+    )
     result = run(
-        "replay", synth_path, "--out", b, "++grpo.time_efficiency.apply_to=correct", "++grpo.advantage_clip_low=-3",
+        "replay",
+        synth_path,
+        "--out",
+        b,
+        "++grpo.time_efficiency.apply_to=correct",
+        "++grpo.advantage_clip_low=-3",
         "++grpo.adv_estimator.normalize_rewards=false",
     )
     assert result.exit_code == 0, result.output
@@ -53,26 +92,46 @@ def test_hydra_overrides_equal_flags(synth_path, tmp_path):
 
 def test_flags_win_over_overrides(synth_path, tmp_path):
     out = tmp_path / "r"
-    result = run("replay", synth_path, "--out", out, "++grpo.time_efficiency.apply_to=correct", "--apply-to", "all")
+    result = run(
+        "replay",
+        synth_path,
+        "--out",
+        out,
+        "++grpo.time_efficiency.apply_to=correct",
+        "--apply-to",
+        "all",
+    )
     assert result.exit_code == 0, result.output
     assert pl.read_parquet(out / "summary.parquet")["apply_to"][0] == "all"
 
 
 def test_mask_flag_override(synth_path, tmp_path):
     out = tmp_path / "r"
-    assert run("replay", synth_path, "--out", out, "++env.should_mask_flagged_samples=false").exit_code == 0
+    assert (
+        run("replay", synth_path, "--out", out, "++env.should_mask_flagged_samples=false").exit_code
+        == 0
+    )
     assert not pl.read_parquet(out / "summary.parquet")["mask_flagged"][0]
 
 
 def test_unknown_override_suggests_the_key(synth_path, tmp_path):
-    result = run("replay", synth_path, "--out", tmp_path / "r", "++grpo.time_efficency.lambda_time=0.1")
+    result = run(
+        "replay", synth_path, "--out", tmp_path / "r", "++grpo.time_efficency.lambda_time=0.1"
+    )
     assert result.exit_code == 2
     assert "Did you mean grpo.time_efficiency.lambda_time?" in result.output
     assert not (tmp_path / "r").exists()
 
 
 def test_ignore_unknown_overrides(synth_path, tmp_path):
-    result = run("replay", synth_path, "--out", tmp_path / "r", "++policy.model_name=x", "--ignore-unknown-overrides")
+    result = run(
+        "replay",
+        synth_path,
+        "--out",
+        tmp_path / "r",
+        "++policy.model_name=x",
+        "--ignore-unknown-overrides",
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -116,7 +175,12 @@ def test_missing_input_exit_2(tmp_path):
 
 def test_floor_none_and_fractions(synth_path, tmp_path):
     out = tmp_path / "r"
-    assert run("replay", synth_path, "--out", out, "--floor", "none", "--lambda-time", "1/120").exit_code == 0
+    assert (
+        run(
+            "replay", synth_path, "--out", out, "--floor", "none", "--lambda-time", "1/120"
+        ).exit_code
+        == 0
+    )
     summary = pl.read_parquet(out / "summary.parquet").row(0, named=True)
     assert summary["floor"] is None
     assert summary["lambda_time"] == pytest.approx(1 / 120)
@@ -143,7 +207,9 @@ def test_demo_writes_report_and_charts(tmp_path):
     assert result.exit_code == 0, result.output
     charts = sorted(p.name for p in (out / "charts").iterdir())
     assert len(charts) >= 3
-    assert pl.read_parquet(out / "summary.parquet").height == len(set(pl.read_parquet(out / "summary.parquet")["config_id"]))
+    assert pl.read_parquet(out / "summary.parquet").height == len(
+        set(pl.read_parquet(out / "summary.parquet")["config_id"])
+    )
     assert str(out) in result.output
     # Running it again replaces its own earlier report.
     assert run("demo", "--out", out).exit_code == 0
@@ -159,7 +225,9 @@ def test_demo_refuses_a_foreign_directory(tmp_path):
 
 def test_group_size_for_inputs_without_groups(tmp_path):
     path = tmp_path / "flat.parquet"
-    pl.DataFrame({"reward": [1.0, 0.0, 0.0, 0.0, 1.0, 1.0], "openhands_run_time": [60.0] * 6}).write_parquet(path)
+    pl.DataFrame(
+        {"reward": [1.0, 0.0, 0.0, 0.0, 1.0, 1.0], "openhands_run_time": [60.0] * 6}
+    ).write_parquet(path)
     result = run("replay", path, "--out", tmp_path / "r", "--group-size", "3", "--lambda-time", "0")
     assert result.exit_code == 0, result.output
     rows = pl.read_parquet(tmp_path / "r" / "rollouts.parquet")
@@ -170,6 +238,15 @@ def test_group_size_for_inputs_without_groups(tmp_path):
 def test_map_renames_a_column(tmp_path):
     path = tmp_path / "m.parquet"
     pl.DataFrame({"task": [7, 7], "reward": [1.0, 0.0], "secs": [60.0, 120.0]}).write_parquet(path)
-    result = run("replay", path, "--out", tmp_path / "r", "--map", "task=group_id", "--map", "secs=openhands_run_time")
+    result = run(
+        "replay",
+        path,
+        "--out",
+        tmp_path / "r",
+        "--map",
+        "task=group_id",
+        "--map",
+        "secs=openhands_run_time",
+    )
     assert result.exit_code == 0, result.output
     assert pl.read_parquet(tmp_path / "r" / "rollouts.parquet")["minutes"].to_list() == [1.0, 2.0]

@@ -29,19 +29,25 @@ def test_trainer_metrics_of_one_group():
 
 
 def test_seconds_per_call_guards_zero_calls():
-    step = replay_frame(rollouts(reward=[1.0], calls=[0], openhands_run_time=[120.0]), {}).steps.row(0, named=True)
+    step = replay_frame(
+        rollouts(reward=[1.0], calls=[0], openhands_run_time=[120.0]), {}
+    ).steps.row(0, named=True)
     assert step["time_efficiency/seconds_per_call"] == pytest.approx(120.0)
 
 
 def test_bonus_metrics():
     frame = rollouts(reward=[1.0, 1.0], calls=[28, 100])
-    step = replay_frame(frame, {"lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}).steps.row(0, named=True)
+    step = replay_frame(frame, {"lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}).steps.row(
+        0, named=True
+    )
     assert step["time_efficiency/bonus/mean"] == pytest.approx(0.075)
     assert step["time_efficiency/bonus_saturated_frac"] == pytest.approx(0.5)
 
 
 def test_group_has_signal_needs_two_trainable_rows():
-    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True])
+    frame = rollouts(
+        reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True]
+    )
     step = replay_frame(frame, {}).steps.row(0, named=True)
     assert step["time_efficiency/group_has_signal"] == 0.0
 
@@ -53,7 +59,9 @@ def test_skipped_correct_rows_count_as_trainable_zero():
 
 
 def test_internal_names_and_wall_time_signal():
-    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True])
+    frame = rollouts(
+        reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True]
+    )
     step = replay_frame(frame, {"semantics": "internal"}).steps.row(0, named=True)
     assert "time_efficiency/minutes/mean" not in step
     assert step["time_efficiency/minutes_mean"] == pytest.approx(15.5)
@@ -84,12 +92,16 @@ def test_batch_granularity_treats_the_step_as_one_group():
 
 
 def test_internal_max_names_are_averaged_across_groups():
-    step = replay_frame(two_groups(), {"semantics": "internal"}, metrics_by="group").steps.row(0, named=True)
+    step = replay_frame(two_groups(), {"semantics": "internal"}, metrics_by="group").steps.row(
+        0, named=True
+    )
     assert step["time_efficiency/minutes_max"] == pytest.approx(25.0)
 
 
 def test_summary_takes_max_of_max_curves_and_mean_of_the_rest():
-    frame = rollouts(reward=[0.0, 0.0], step=[1, 2], group_id=[0, 1], openhands_run_time=[600.0, 1800.0])
+    frame = rollouts(
+        reward=[0.0, 0.0], step=[1, 2], group_id=[0, 1], openhands_run_time=[600.0, 1800.0]
+    )
     summary = replay_frame(frame, {}).summary.row(0, named=True)
     assert summary["time_efficiency/minutes/max"] == pytest.approx(30.0)
     assert summary["time_efficiency/minutes/mean"] == pytest.approx(20.0)
@@ -120,9 +132,11 @@ def test_time_only_signal_in_an_all_fail_group():
 def test_group_patterns():
     frame = rollouts(reward=[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], group_id=[0, 0, 1, 1, 2, 2])
     summary = replay_frame(frame, {}).summary.row(0, named=True)
-    assert (summary["groups/all_pass"], summary["groups/mixed"], summary["groups/all_fail"]) == pytest.approx(
-        (1 / 3, 1 / 3, 1 / 3)
-    )
+    assert (
+        summary["groups/all_pass"],
+        summary["groups/mixed"],
+        summary["groups/all_fail"],
+    ) == pytest.approx((1 / 3, 1 / 3, 1 / 3))
 
 
 def test_masked_shift():
@@ -133,7 +147,9 @@ def test_masked_shift():
 
 def test_clip_and_explosion_fractions():
     frame = rollouts(reward=[1.0, 1.0, 1.0, 1.0], openhands_run_time=[600.0, 610.0, 620.0, 3000.0])
-    summary = replay_frame(frame, {}, {"clip_low": -3.0, "clip_high": 3.0}).summary.row(0, named=True)
+    summary = replay_frame(frame, {}, {"clip_low": -3.0, "clip_high": 3.0}).summary.row(
+        0, named=True
+    )
     assert summary["adv/abs_max"] == 3.0
     assert summary["adv/explosion_frac"] > 0
     assert summary["adv/clip_frac"] == summary["adv/explosion_frac"]
@@ -154,13 +170,19 @@ def test_sign_flip():
 
 
 def test_resolved_and_unresolved_means():
-    summary = replay_frame(rollouts(reward=[1.0, 0.0]), {"enabled": False}).summary.row(0, named=True)
+    summary = replay_frame(rollouts(reward=[1.0, 0.0]), {"enabled": False}).summary.row(
+        0, named=True
+    )
     assert summary["adv/resolved_mean"] == 1.0
     assert summary["adv/unresolved_mean"] == -1.0
 
 
 def test_input_stats():
-    frame = rollouts(reward=[1.0, 0.0, 0.0], mask_sample=[False, True, False], split=["train", "train", "validation"])
+    frame = rollouts(
+        reward=[1.0, 0.0, 0.0],
+        mask_sample=[False, True, False],
+        split=["train", "train", "validation"],
+    )
     summary = replay_frame(frame, {}).summary.row(0, named=True)
     assert summary["input/rows"] == 3
     assert summary["input/validation_rows"] == 1

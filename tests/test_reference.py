@@ -10,7 +10,17 @@ from hypothesis import strategies as st
 from factories import replay_frame
 from reference_impl import reference_replay
 
-COLUMNS = ("reward_shaped", "deduction", "bonus", "minutes", "baseline", "std", "advantage_unclipped", "advantage", "advantage_raw")
+COLUMNS = (
+    "reward_shaped",
+    "deduction",
+    "bonus",
+    "minutes",
+    "baseline",
+    "std",
+    "advantage_unclipped",
+    "advantage",
+    "advantage_raw",
+)
 
 row = st.fixed_dictionaries(
     {
@@ -19,7 +29,9 @@ row = st.fixed_dictionaries(
         "reward": st.sampled_from([0.0, 1.0, 0.5, -0.25, 0.875]),
         "resolved": st.booleans(),
         "openhands_run_time": st.one_of(
-            st.none(), st.sampled_from([math.nan, math.inf, -60.0]), st.integers(0, 60).map(lambda m: m * 60.0)
+            st.none(),
+            st.sampled_from([math.nan, math.inf, -60.0]),
+            st.integers(0, 60).map(lambda m: m * 60.0),
         ),
         "calls": st.integers(0, 120),
         "mask_sample": st.booleans(),
@@ -36,7 +48,9 @@ shaping = st.fixed_dictionaries(
         "lambda_call_bonus": st.sampled_from([0.0, 0.1]),
         "call_bonus_ref": st.sampled_from([None, 56.0, 20.0]),
         "mask_flagged": st.booleans(),
-        "internal_items": st.one_of(st.none(), st.sets(st.sampled_from([1, 2, 3, 4, 5, 8])).map(tuple)),
+        "internal_items": st.one_of(
+            st.none(), st.sets(st.sampled_from([1, 2, 3, 4, 5, 8])).map(tuple)
+        ),
     }
 ).filter(lambda s: s["lambda_call_bonus"] == 0 or s["call_bonus_ref"] is not None)
 advantage = st.fixed_dictionaries(
@@ -58,12 +72,16 @@ def _frame(rows):
         key = (r["step"], r["group_id"])
         r["rollout_index"] = seen.get(key, 0)
         seen[key] = r["rollout_index"] + 1
-    return pl.DataFrame(rows, schema_overrides={"openhands_run_time": pl.Float64, "reward": pl.Float64})
+    return pl.DataFrame(
+        rows, schema_overrides={"openhands_run_time": pl.Float64, "reward": pl.Float64}
+    )
 
 
 def _compare(rows, shaping_params, advantage_params):
     frame = _frame(rows)
-    got = replay_frame(frame, shaping_params, advantage_params).rows.sort("step", "group_id", "rollout_index")
+    got = replay_frame(frame, shaping_params, advantage_params).rows.sort(
+        "step", "group_id", "rollout_index"
+    )
     want = sorted(
         reference_replay(frame.to_dicts(), shaping_params, advantage_params),
         key=lambda r: (r["step"], r["group_id"], r["rollout_index"]),
@@ -79,7 +97,9 @@ def _compare(rows, shaping_params, advantage_params):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(row, min_size=1, max_size=24), shaping_params=shaping, advantage_params=advantage)
+@given(
+    rows=st.lists(row, min_size=1, max_size=24), shaping_params=shaping, advantage_params=advantage
+)
 def test_engine_matches_reference(rows, shaping_params, advantage_params):
     _compare(rows, shaping_params, advantage_params)
 
@@ -91,8 +111,21 @@ def test_engine_matches_reference(rows, shaping_params, advantage_params):
 )
 def test_legacy_guard_matches_reference_on_exact_rewards(rewards, baseline):
     rows = [
-        {"step": 1, "group_id": 0, "reward": r, "resolved": r > 0, "openhands_run_time": 60.0, "calls": 0,
-         "mask_sample": False, "split": "train", "zeroed_by_penalty": False}
+        {
+            "step": 1,
+            "group_id": 0,
+            "reward": r,
+            "resolved": r > 0,
+            "openhands_run_time": 60.0,
+            "calls": 0,
+            "mask_sample": False,
+            "split": "train",
+            "zeroed_by_penalty": False,
+        }
         for r in rewards
     ]
-    _compare(rows, {"enabled": False}, {"std_guard": "legacy", "precision": "float64", "baseline": baseline})
+    _compare(
+        rows,
+        {"enabled": False},
+        {"std_guard": "legacy", "precision": "float64", "baseline": baseline},
+    )

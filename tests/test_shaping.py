@@ -29,7 +29,9 @@ def test_missing_negative_and_invalid_run_times_count_zero_minutes(run_time, min
 
 
 def test_invalid_run_times_are_counted_in_the_report():
-    result = replay_frame(rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[math.nan, math.inf, None]), {})
+    result = replay_frame(
+        rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[math.nan, math.inf, None]), {}
+    )
     summary = result.summary.row(0, named=True)
     assert summary["input/run_time_invalid"] == 2
     assert summary["input/run_time_null"] == 1
@@ -61,7 +63,9 @@ def test_floor_clamps_and_deduction_can_be_negative():
     # base 0, bonus 0.1, time 0.5: new -0.4 is floored to 0.05, so the "deduction" is -0.05.
     rows = shaped(
         {"floor": 0.05, "lambda_call_bonus": 0.1, "call_bonus_ref": 10.0},
-        reward=[0.0], calls=[20], openhands_run_time=[1800.0],
+        reward=[0.0],
+        calls=[20],
+        openhands_run_time=[1800.0],
     )
     assert rows["floored"][0]
     assert rows["reward_shaped"][0] == pytest.approx(0.05)
@@ -71,19 +75,24 @@ def test_floor_clamps_and_deduction_can_be_negative():
 def test_call_bonus_saturates():
     rows = shaped(
         {"lambda_time": 0.0, "lambda_call_bonus": 0.1, "call_bonus_ref": 56.0},
-        reward=[1.0, 1.0], calls=[28, 200],
+        reward=[1.0, 1.0],
+        calls=[28, 200],
     )
     assert rows["bonus"].to_list() == pytest.approx([0.05, 0.1])
 
 
 def test_masked_rows_are_not_charged_and_keep_raw_reward():
-    rows = shaped({}, reward=[0.0, 0.0], mask_sample=[True, False], openhands_run_time=[1800.0, 600.0])
+    rows = shaped(
+        {}, reward=[0.0, 0.0], mask_sample=[True, False], openhands_run_time=[1800.0, 600.0]
+    )
     assert rows["charged"].to_list() == [False, True]
     assert rows["reward_shaped"][0] == 0.0
 
 
 def test_no_mask_flagged_charges_flagged_rows():
-    rows = shaped({"mask_flagged": False}, reward=[0.0], mask_sample=[True], openhands_run_time=[1800.0])
+    rows = shaped(
+        {"mask_flagged": False}, reward=[0.0], mask_sample=[True], openhands_run_time=[1800.0]
+    )
     assert rows["charged"][0]
     assert not rows["masked"][0]
     assert rows["reward_shaped"][0] == pytest.approx(-0.5)
@@ -105,13 +114,20 @@ def test_shaping_off_is_a_raw_replay():
 
 
 def test_internal_item1_charges_masked_rows():
-    rows = shaped({"internal_items": (1,)}, reward=[0.0], mask_sample=[True], openhands_run_time=[1800.0])
+    rows = shaped(
+        {"internal_items": (1,)}, reward=[0.0], mask_sample=[True], openhands_run_time=[1800.0]
+    )
     assert rows["charged"][0]
     assert rows["reward_shaped"][0] == pytest.approx(-0.5)
 
 
 def test_internal_item2_zeroed_rows_end_at_zero():
-    rows = shaped({"internal_items": (2,)}, reward=[0.0], zeroed_by_penalty=[True], openhands_run_time=[1800.0])
+    rows = shaped(
+        {"internal_items": (2,)},
+        reward=[0.0],
+        zeroed_by_penalty=[True],
+        openhands_run_time=[1800.0],
+    )
     assert rows["reward_shaped"][0] == 0.0
     assert rows["deduction"][0] == 0.0
     nemo = shaped({}, reward=[0.0], zeroed_by_penalty=[True], openhands_run_time=[1800.0])
@@ -120,14 +136,19 @@ def test_internal_item2_zeroed_rows_end_at_zero():
 
 def test_internal_item3_gate_is_resolved_alone():
     rows = shaped(
-        {"apply_to": "correct", "internal_items": (3,)}, reward=[0.0], resolved=[True], openhands_run_time=[600.0]
+        {"apply_to": "correct", "internal_items": (3,)},
+        reward=[0.0],
+        resolved=[True],
+        openhands_run_time=[600.0],
     )
     assert rows["charged"][0]
     assert rows["reward_shaped"][0] == pytest.approx(-10 / 60)
 
 
 def test_internal_item4_charges_validation_rows():
-    rows = shaped({"internal_items": (4,)}, reward=[1.0], split=["validation"], openhands_run_time=[600.0])
+    rows = shaped(
+        {"internal_items": (4,)}, reward=[1.0], split=["validation"], openhands_run_time=[600.0]
+    )
     assert rows["charged"][0]
     result = replay_frame(rollouts(reward=[1.0], split=["validation"]), {"semantics": "internal"})
     step = result.steps.row(0, named=True)
@@ -136,7 +157,11 @@ def test_internal_item4_charges_validation_rows():
 
 
 def test_internal_item8_defaults_call_bonus_ref_to_56():
-    rows = shaped({"internal_items": (8,), "lambda_call_bonus": 0.1, "lambda_time": 0.0}, reward=[1.0], calls=[28])
+    rows = shaped(
+        {"internal_items": (8,), "lambda_call_bonus": 0.1, "lambda_time": 0.0},
+        reward=[1.0],
+        calls=[28],
+    )
     assert rows["bonus"][0] == pytest.approx(0.05)
 
 
@@ -149,7 +174,10 @@ def test_nemo_rl_requires_call_bonus_ref_with_a_bonus():
 
 def test_internal_semantics_switches_every_item():
     rows = shaped(
-        {"semantics": "internal"}, reward=[0.0, 0.0], mask_sample=[True, False], zeroed_by_penalty=[False, True],
+        {"semantics": "internal"},
+        reward=[0.0, 0.0],
+        mask_sample=[True, False],
+        zeroed_by_penalty=[False, True],
         openhands_run_time=[1800.0, 1800.0],
     )
     assert rows["reward_shaped"].to_list() == pytest.approx([-0.5, 0.0])

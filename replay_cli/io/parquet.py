@@ -19,7 +19,9 @@ PARQUET_MAGIC = b"PAR1"
 def discover(sources: Sequence[str | Path]) -> list[Path]:
     """Expand paths, globs and directories into a sorted, de-duplicated list of Parquet files."""
     if not sources:
-        raise InputFileError("No input given.\n\nPass one or more Parquet files, globs or directories.")
+        raise InputFileError(
+            "No input given.\n\nPass one or more Parquet files, globs or directories."
+        )
     found: list[Path] = []
     for src in sources:
         text = str(src)
@@ -53,7 +55,11 @@ def _check_parquet(path: Path) -> None:
         fh.seek(max(size - 4, 0))
         tail = fh.read(4)
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        hint = "it may be truncated" if head == PARQUET_MAGIC else "convert it with `replay-cli import`"
+        hint = (
+            "it may be truncated"
+            if head == PARQUET_MAGIC
+            else "convert it with `replay-cli import`"
+        )
         raise InputFileError(f"Input file {path} is not a complete Parquet file ({hint}).")
 
 
@@ -101,6 +107,8 @@ def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:
     for pair in pairs:
         src, sep, dst = pair.partition("=")
         if not sep or not src or not dst:
-            raise SchemaError(f"--map expects SRC=DST, got {pair!r}.\n\nExample: --map task_id=group_id")
+            raise SchemaError(
+                f"--map expects SRC=DST, got {pair!r}.\n\nExample: --map task_id=group_id"
+            )
         out[src.strip()] = dst.strip()
     return out

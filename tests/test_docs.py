@@ -1,0 +1,76 @@
+"""The README documents every command, its set-up commands are the ones CI runs, and its examples run."""
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+import replay_cli as rc
+from replay_cli.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+COMMANDS = get_command(app).commands  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help_and_is_in_the_readme(name):
+    assert COMMANDS[name].help, f"{name} has no help"
+    assert f"replay-cli {name}" in README
+
+
+def test_every_option_has_help(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    for name, command in COMMANDS.items():
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert param.help, f"{name} {param.name} has no help"
+
+
+def test_readme_set_up_is_the_two_commands():
+    block = (
+        re.search(r"## Set-up.*?```bash\n(.*?)```", README, re.DOTALL).group(1).strip().splitlines()
+    )
+    assert block == ["pip install uv && uv run replay-cli demo", "uv run pytest"]
+    assert "uv run pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_flags_exist():
+    replay = COMMANDS["replay"]
+    flags = {opt for p in replay.params for opt in getattr(p, "opts", [])}
+    for flag in set(re.findall(r"`(--[a-z-]+)", README)):
+        if flag in {"--out", "--force"} or flag in flags:
+            continue
+        assert any(
+            flag in {o for p in c.params for o in getattr(p, "opts", [])} for c in COMMANDS.values()
+        ), flag
+
+
+def test_readme_cli_example_runs(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "replay",
+            str(ROOT / "data_samples" / "rollouts_small.parquet"),
+            "--out",
+            str(tmp_path / "report"),
+            "++grpo.time_efficiency.apply_to=correct",
+            "++grpo.advantage_clip_low=-3",
+            "++grpo.advantage_clip_high=3",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    row = re.search(r"│ λ=0.01667 correct clip\[-3,3\] .*│", result.output).group(0)
+    assert row in README
+
+
+def test_readme_library_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    rollouts = rc.load(["data_samples/rollouts_small.parquet"])
+    configs = [rc.build_config({"shaping": {"apply_to": a}}) for a in ("all", "correct")]
+    result = rc.replay(rollouts, configs)
+    assert result.summary.height == 2
+    rc.replay_to_report(["data_samples/rollouts_small.parquet"], configs, tmp_path / "report")
+    assert (tmp_path / "report" / "summary.parquet").exists()

@@ -1,0 +1,151 @@
+"""Tests for replay_cli.validation: aliases, defaults and every input problem reported at once."""
+
+import re
+
+import polars as pl
+import pytest
+
+from replay_cli.errors import InputFileError, SchemaError
+from replay_cli.validation import load_rollouts
+
+
+def write(tmp_path, name="in.parquet", **columns):
+    path = tmp_path / name
+    pl.DataFrame(columns).write_parquet(path)
+    return path
+
+
+def test_aliases_are_recognised(tmp_path):
+    path = write(
+        tmp_path,
+        _ng_task_index=[3, 3],
+        _ng_rollout_index=[0, 1],
+        reward=[1.0, 0.0],
+        run_time_s=[60.0, 120.0],
+        instance_config_mask_sample=[False, True],
+    )
+    frame = load_rollouts([path]).frame.collect()
+    assert frame["group_id"].to_list() == [3, 3]
+    assert frame["rollout_index"].to_list() == [0, 1]
+    assert frame["openhands_run_time"].to_list() == [60.0, 120.0]
+    assert frame["mask_sample"].to_list() == [False, True]
+
+
+def test_defaults_and_derived_resolved(tmp_path):
+    path = write(tmp_path, group_id=["a", "a"], reward=[1.0, 0.0], openhands_run_time=[None, 5.0])
+    loaded = load_rollouts([path])
+    frame = loaded.frame.collect()
+    assert loaded.resolved_derived
+    assert frame["resolved"].to_list() == [True, False]
+    assert frame["step"].to_list() == [0, 0]
+    assert frame["calls"].to_list() == [0, 0]
+    assert frame["split"].to_list() == ["train", "train"]
+    assert any("resolved = reward > 0" in n for n in loaded.notes)
+
+
+def test_directories_and_globs(tmp_path):
+    (tmp_path / "d").mkdir()
+    write(tmp_path / "d", "a.parquet", group_id=[1], reward=[1.0], openhands_run_time=[1.0])
+    write(tmp_path / "d", "b.parquet", group_id=[2], reward=[0.0], openhands_run_time=[1.0])
+    assert load_rollouts([tmp_path / "d"]).frame.collect().height == 2
+    assert load_rollouts([str(tmp_path / "d" / "*.parquet")]).frame.collect().height == 2
+
+
+def test_all_problems_reported_at_once(tmp_path):
+    path = write(tmp_path, group_id=[1, 1], reward=["x", "y"], resolved=["yes", "no"])
+    with pytest.raises(SchemaError) as err:
+        load_rollouts([path])
+    text = str(err.value)
+    assert text.startswith("3 problems in the rollout input:")
+    assert "required column 'openhands_run_time' is missing" in text
+    assert "column 'reward' has type String, expected a number" in text
+    assert "column 'resolved' has type String, expected a boolean" in text
+    assert str(path) in text
+
+
+def test_value_problems_name_rows(tmp_path):
+    path = write(
+        tmp_path,
+        group_id=[1, 1, None, 2],
+        rollout_index=[0, 0, 0, 0],
+        reward=[1.0, float("nan"), 0.0, 0.0],
+        openhands_run_time=[1.0, 1.0, 1.0, 1.0],
+        split=["train", "train", "train", "test"],
+    )
+    with pytest.raises(SchemaError) as err:
+        load_rollouts([path])
+    text = str(err.value)
+    assert f"column 'group_id' is null in 1 row(s), first: {path} row 2" in text
+    assert f"column 'reward' is NaN or infinite in 1 row(s), first: {path} row 1" in text
+    assert "column 'split' is not 'train' or 'validation' in 1 row(s)" in text
+    assert f"duplicate key in 2 row(s), first: {path} row 0; {path} row 1" in text
+
+
+def test_missing_group_column_hints_group_size(tmp_path):
+    path = write(tmp_path, reward=[1.0], openhands_run_time=[1.0])
+    with pytest.raises(SchemaError, match="try --group-size N"):
+        load_rollouts([path])
+
+
+def test_group_size_block_with_two_steps_is_an_error(tmp_path):
+    path = write(
+        tmp_path, step=[1, 2, 2, 2], reward=[1.0, 0.0, 0.0, 1.0], openhands_run_time=[1.0] * 4
+    )
+    with pytest.raises(SchemaError, match="differs inside a group of 2 consecutive rows"):
+        load_rollouts([path], group_size=2)
+
+
+def test_strict_rejects_nan_run_times(tmp_path):
+    path = write(tmp_path, group_id=[1], reward=[1.0], openhands_run_time=[float("inf")])
+    load_rollouts([path])
+    with pytest.raises(SchemaError, match="openhands_run_time' is NaN or infinite"):
+        load_rollouts([path], strict=True)
+
+
+def test_non_numeric_run_time_strings_become_zero_minutes(tmp_path):
+    path = write(tmp_path, group_id=[1, 1], reward=[1.0, 1.0], openhands_run_time=["120", "n/a"])
+    frame = load_rollouts([path]).frame.collect()
+    assert frame["openhands_run_time"].to_list() == [120.0, None]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty"),
+        (b"PAR1garbage", "not a complete Parquet file (it may be truncated)"),
+        (b"a,b\n1,2\n", "import"),
+    ],
+)
+def test_bad_files(tmp_path, content, message):
+    path = tmp_path / "bad.parquet"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError, match=re.escape(message)):
+        load_rollouts([path])
+
+
+def test_corrupt_footer_is_an_input_error(tmp_path):
+    path = tmp_path / "bad.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    with pytest.raises(InputFileError, match="Cannot read"):
+        load_rollouts([path])
+
+
+def test_empty_directory(tmp_path):
+    with pytest.raises(InputFileError, match="holds no"):
+        load_rollouts([tmp_path])
+
+
+def test_zero_rows(tmp_path):
+    path = tmp_path / "empty.parquet"
+    pl.DataFrame(
+        schema={"group_id": pl.Int64, "reward": pl.Float64, "openhands_run_time": pl.Float64}
+    ).write_parquet(path)
+    with pytest.raises(SchemaError, match="zero rows"):
+        load_rollouts([path])
+
+
+def test_inputs_are_not_modified(tmp_path):
+    path = write(tmp_path, group_id=[1, 1], reward=[1.0, 0.0], openhands_run_time=[60.0, 60.0])
+    before = path.read_bytes()
+    load_rollouts([path]).frame.collect()
+    assert path.read_bytes() == before
