@@ -4,67 +4,53 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from replay_cli import api, terminal
-from replay_cli.errors import ReplayError
+from replay_cli.cli_options import (
+    SWITCHES,
+    VALUED,
+    ForceOpt,
+    GroupSizeOpt,
+    IgnoreUnknownOpt,
+    MapOpt,
+    OutOpt,
+    RunConfigOpt,
+    Sources,
+    StrictOpt,
+    list_values,
+    single_values,
+    user_errors,
+)
 from replay_cli.overrides import is_override, parse_overrides
-from replay_cli.params import merge_layers, parse_number
+from replay_cli.runconfig import read_run_config
+from replay_cli.sweep import expand, flatten, read_grid
 
 app = typer.Typer(
-    help="Replay logged GRPO rollouts under any time-efficiency shaping and see what it does to the advantages.",
+    help="Replay logged GRPO rollouts under any time-efficiency shaping and see what it does "
+    "to the advantages.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
 
-IN, SHAPE, ADV, OUT = "Input", "Shaping", "Advantages", "Output"
+
+def _v(name: str) -> Any:
+    help_text, panel = VALUED[name]
+    return typer.Option(help=help_text, rich_help_panel=panel, show_default=False)
 
 
-class ApplyTo(StrEnum):
-    all = "all"
-    correct = "correct"
+def _s(name: str) -> Any:
+    help_text, panel = SWITCHES[name]
+    return typer.Option(
+        help=help_text + " Comma list: true,false.", rich_help_panel=panel, show_default=False
+    )
 
 
-class Semantics(StrEnum):
-    nemo_rl = "nemo-rl"
-    internal = "internal"
-
-
-class Baseline(StrEnum):
-    loo = "loo"
-    mean = "mean"
-
-
-class Guard(StrEnum):
-    legacy = "legacy"
-    trivial = "trivial"
-
-
-class Precision(StrEnum):
-    float32 = "float32"
-    float64 = "float64"
-
-
-class MetricsBy(StrEnum):
-    group = "group"
-    batch = "batch"
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Bad input or usage: one readable message on stderr and exit code 2, no traceback."""
-    try:
-        yield
-    except ReplayError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(2) from None
+Opt = str | None
 
 
 @app.callback()
@@ -73,217 +59,105 @@ def _root() -> None:
     exactly as NeMo-RL would; report advantage distributions and group-signal rates."""
 
 
-Sources = Annotated[
-    list[str],
-    typer.Argument(
-        help="Parquet files, globs or directories; trainer overrides (++grpo.time_efficiency.lambda_time=0.0166) may follow.",
-        show_default=False,
-        metavar="SRC...",
-    ),
-]
-MapOpt = Annotated[
-    list[str] | None,
-    typer.Option("--map", help="Rename a column: SRC=DST (repeatable).", rich_help_panel=IN),
-]
-GroupSizeOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--group-size", help="No group column: N consecutive rows form a group.", rich_help_panel=IN
-    ),
-]
-StrictOpt = Annotated[
-    bool,
-    typer.Option("--strict", help="NaN or infinite run times are an error.", rich_help_panel=IN),
-]
-
-
-def _shaping_flags(
-    lambda_time: str | None,
-    apply_to: ApplyTo | None,
-    floor: str | None,
-    lambda_call_bonus: str | None,
-    call_bonus_ref: str | None,
-    semantics: Semantics | None,
-    no_mask_flagged: bool,
-    internal_items: str | None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if lambda_time is not None:
-        out["lambda_time"] = parse_number(lambda_time, "--lambda-time")
-    if apply_to is not None:
-        out["apply_to"] = apply_to.value
-    if floor is not None:
-        out["floor"] = parse_number(floor, "--floor", allow_none=True)
-    if lambda_call_bonus is not None:
-        out["lambda_call_bonus"] = parse_number(lambda_call_bonus, "--lambda-call-bonus")
-    if call_bonus_ref is not None:
-        out["call_bonus_ref"] = parse_number(call_bonus_ref, "--call-bonus-ref", allow_none=True)
-    if semantics is not None:
-        out["semantics"] = semantics.value
-    if no_mask_flagged:
-        out["mask_flagged"] = False
-    if internal_items is not None:
-        out["internal_items"] = api.parse_items(internal_items)
-    return out
-
-
-def _advantage_flags(
-    baseline: Baseline | None,
-    no_normalize: bool,
-    std_guard: Guard | None,
-    exclude_masked: bool,
-    clip_low: str | None,
-    clip_high: str | None,
-    precision: Precision | None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if baseline is not None:
-        out["baseline"] = baseline.value
-    if no_normalize:
-        out["normalize"] = False
-    if std_guard is not None:
-        out["std_guard"] = std_guard.value
-    if exclude_masked:
-        out["exclude_masked"] = True
-    if clip_low is not None:
-        out["clip_low"] = parse_number(clip_low, "--clip-low", allow_none=True)
-    if clip_high is not None:
-        out["clip_high"] = parse_number(clip_high, "--clip-high", allow_none=True)
-    if precision is not None:
-        out["precision"] = precision.value
-    return out
+def _base_layer(
+    sources: list[str], run_config: Path | None, ignore_unknown: bool
+) -> tuple[list[str], dict[str, Any]]:
+    """Split paths from overrides; defaults < run config file < overrides (flat parameters)."""
+    paths = [s for s in sources if not is_override(s)]
+    overrides, ignored = parse_overrides(
+        [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown
+    )
+    if ignored:
+        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+    base = flatten(read_run_config(run_config)) if run_config is not None else {}
+    base.update(flatten(overrides))
+    return paths, base
 
 
 @app.command(rich_help_panel="Replay")
 def replay(
     sources: Sources,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Report directory to create.", rich_help_panel=OUT)
-    ],
-    lambda_time: Annotated[
-        str | None,
-        typer.Option(
-            help="Reward cost per agent minute (1/60: an hour costs 1.0).", rich_help_panel=SHAPE
-        ),
-    ] = None,
-    apply_to: Annotated[
-        ApplyTo | None,
-        typer.Option(help="Charge all rollouts or only correct ones.", rich_help_panel=SHAPE),
-    ] = None,
-    floor: Annotated[
-        str | None,
-        typer.Option(help="Lower clamp on the shaped reward, or none.", rich_help_panel=SHAPE),
-    ] = None,
-    lambda_call_bonus: Annotated[
-        str | None,
-        typer.Option(help="Saturating tool-call bonus (0 = off).", rich_help_panel=SHAPE),
-    ] = None,
-    call_bonus_ref: Annotated[
-        str | None, typer.Option(help="Calls at which the bonus saturates.", rich_help_panel=SHAPE)
-    ] = None,
-    semantics: Annotated[
-        Semantics | None,
-        typer.Option(help="nemo-rl (PR #4029) or internal (earlier code).", rich_help_panel=SHAPE),
-    ] = None,
+    out: OutOpt,
+    lambda_time: Annotated[Opt, _v("lambda_time")] = None,
+    apply_to: Annotated[Opt, _v("apply_to")] = None,
+    floor: Annotated[Opt, _v("floor")] = None,
+    lambda_call_bonus: Annotated[Opt, _v("lambda_call_bonus")] = None,
+    call_bonus_ref: Annotated[Opt, _v("call_bonus_ref")] = None,
+    semantics: Annotated[Opt, _v("semantics")] = None,
+    internal_items: Annotated[Opt, _v("internal_items")] = None,
     no_mask_flagged: Annotated[
         bool,
         typer.Option(
             "--no-mask-flagged",
             help="env.should_mask_flagged_samples=false.",
-            rich_help_panel=SHAPE,
+            rich_help_panel="Shaping",
         ),
     ] = False,
-    internal_items: Annotated[
-        str | None,
-        typer.Option(
-            help="Switch single internal differences on, e.g. 1,3 (spec §3.3).",
-            rich_help_panel=SHAPE,
-        ),
-    ] = None,
-    baseline: Annotated[
-        Baseline | None,
-        typer.Option(help="Leave-one-out or group-mean baseline.", rich_help_panel=ADV),
-    ] = None,
+    estimator: Annotated[Opt, _v("estimator")] = None,
+    baseline: Annotated[Opt, _v("baseline")] = None,
     no_normalize: Annotated[
         bool,
-        typer.Option("--no-normalize", help="Do not divide by the group std.", rich_help_panel=ADV),
-    ] = False,
-    std_guard: Annotated[
-        Guard | None,
         typer.Option(
-            help="Normalisation guard: legacy (std>0) or trivial (PR #4158).", rich_help_panel=ADV
+            "--no-normalize", help="Do not divide by the group std.", rich_help_panel="Advantages"
         ),
-    ] = None,
+    ] = False,
+    std_guard: Annotated[Opt, _v("std_guard")] = None,
     exclude_masked: Annotated[
         bool,
         typer.Option(
             "--exclude-masked",
             help="Masked rows do not vote in the baseline (PR #4160).",
-            rich_help_panel=ADV,
+            rich_help_panel="Advantages",
         ),
     ] = False,
-    clip_low: Annotated[
-        str | None, typer.Option(help="grpo.advantage_clip_low (none = off).", rich_help_panel=ADV)
-    ] = None,
-    clip_high: Annotated[
-        str | None, typer.Option(help="grpo.advantage_clip_high (none = off).", rich_help_panel=ADV)
-    ] = None,
-    precision: Annotated[
-        Precision | None,
-        typer.Option(
-            help="float32 emulates the trainer; float64 for exact maths.", rich_help_panel=ADV
-        ),
-    ] = None,
-    metrics_by: Annotated[
-        MetricsBy | None,
-        typer.Option(help="group: async trainer; batch: sync trainer.", rich_help_panel=OUT),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT),
-    ] = False,
+    clip_low: Annotated[Opt, _v("clip_low")] = None,
+    clip_high: Annotated[Opt, _v("clip_high")] = None,
+    precision: Annotated[Opt, _v("precision")] = None,
+    metrics_by: Annotated[Opt, _v("metrics_by")] = None,
+    force: ForceOpt = False,
     charts: Annotated[
         bool,
-        typer.Option("--charts/--no-charts", help="Also render PNG charts.", rich_help_panel=OUT),
+        typer.Option(
+            "--charts/--no-charts", help="Also render PNG charts.", rich_help_panel="Output"
+        ),
     ] = False,
+    run_config: RunConfigOpt = None,
     map_: MapOpt = None,
     group_size: GroupSizeOpt = None,
     strict: StrictOpt = False,
-    ignore_unknown_overrides: Annotated[
-        bool,
-        typer.Option(
-            "--ignore-unknown-overrides",
-            help="Skip trainer overrides that do not affect the replay.",
-            rich_help_panel=IN,
-        ),
-    ] = False,
+    ignore_unknown_overrides: IgnoreUnknownOpt = False,
 ) -> None:
-    """Replay one shaping config and write a report (rollouts, groups, steps, summary, manifest)."""
+    """Replay one shaping config and write a report (rollouts, groups, steps, summary, manifest).
+
+    Precedence: flags > ++overrides > --config run.yaml > defaults.
+    """
     with user_errors():
-        paths = [s for s in sources if not is_override(s)]
-        overrides, ignored = parse_overrides(
-            [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown_overrides
+        paths, base = _base_layer(sources, run_config, ignore_unknown_overrides)
+        flags = single_values(
+            {
+                "lambda_time": lambda_time,
+                "apply_to": apply_to,
+                "floor": floor,
+                "lambda_call_bonus": lambda_call_bonus,
+                "call_bonus_ref": call_bonus_ref,
+                "semantics": semantics,
+                "internal_items": internal_items,
+                "estimator": estimator,
+                "baseline": baseline,
+                "std_guard": std_guard,
+                "clip_low": clip_low,
+                "clip_high": clip_high,
+                "precision": precision,
+                "metrics_by": metrics_by,
+            }
         )
-        flags = {
-            "shaping": _shaping_flags(
-                lambda_time,
-                apply_to,
-                floor,
-                lambda_call_bonus,
-                call_bonus_ref,
-                semantics,
-                no_mask_flagged,
-                internal_items,
-            ),
-            "advantage": _advantage_flags(
-                baseline, no_normalize, std_guard, exclude_masked, clip_low, clip_high, precision
-            ),
+        switches = {
+            "mask_flagged": False if no_mask_flagged else None,
+            "normalize": False if no_normalize else None,
         }
-        config = merge_layers(
-            overrides, flags, metrics_by=None if metrics_by is None else metrics_by.value
-        )
-        if ignored:
-            typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+        switches["exclude_masked"] = True if exclude_masked else None
+        flags.update({k: v for k, v in switches.items() if v is not None})
+        (config,) = expand({**base, **flags}, {})
         result = api.replay_to_report(
             paths,
             [config],
@@ -295,6 +169,101 @@ def replay(
             strict=strict,
             argv=sys.argv,
         )
+        terminal.print_summary(result, out)
+
+
+@app.command(rich_help_panel="Replay")
+def sweep(
+    sources: Sources,
+    out: OutOpt,
+    grid: Annotated[
+        Path | None,
+        typer.Option(
+            "--grid",
+            help="YAML: grid (parameter -> list), configs (explicit points), base.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    lambda_time: Annotated[Opt, _v("lambda_time")] = None,
+    apply_to: Annotated[Opt, _v("apply_to")] = None,
+    floor: Annotated[Opt, _v("floor")] = None,
+    lambda_call_bonus: Annotated[Opt, _v("lambda_call_bonus")] = None,
+    call_bonus_ref: Annotated[Opt, _v("call_bonus_ref")] = None,
+    semantics: Annotated[Opt, _v("semantics")] = None,
+    internal_items: Annotated[Opt, _v("internal_items")] = None,
+    enabled: Annotated[Opt, _s("enabled")] = None,
+    mask_flagged: Annotated[Opt, _s("mask_flagged")] = None,
+    estimator: Annotated[Opt, _v("estimator")] = None,
+    baseline: Annotated[Opt, _v("baseline")] = None,
+    normalize: Annotated[Opt, _s("normalize")] = None,
+    std_guard: Annotated[Opt, _v("std_guard")] = None,
+    exclude_masked: Annotated[Opt, _s("exclude_masked")] = None,
+    clip_low: Annotated[Opt, _v("clip_low")] = None,
+    clip_high: Annotated[Opt, _v("clip_high")] = None,
+    precision: Annotated[Opt, _v("precision")] = None,
+    metrics_by: Annotated[Opt, _v("metrics_by")] = None,
+    force: ForceOpt = False,
+    charts: Annotated[
+        bool,
+        typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel="Output"),
+    ] = True,
+    run_config: RunConfigOpt = None,
+    map_: MapOpt = None,
+    group_size: GroupSizeOpt = None,
+    strict: StrictOpt = False,
+    ignore_unknown_overrides: IgnoreUnknownOpt = False,
+) -> None:
+    """Replay the Cartesian product of parameter lists in one pass and write one report.
+
+    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
+    """
+    with user_errors():
+        paths, base = _base_layer(sources, run_config, ignore_unknown_overrides)
+        axes: dict[str, list[Any]] = {}
+        points: list[dict[str, Any]] = []
+        if grid is not None:
+            file_axes, points, file_base = read_grid(grid)
+            base.update(file_base)
+            axes.update(file_axes)
+        axes.update(
+            list_values(
+                {
+                    "lambda_time": lambda_time,
+                    "apply_to": apply_to,
+                    "floor": floor,
+                    "lambda_call_bonus": lambda_call_bonus,
+                    "call_bonus_ref": call_bonus_ref,
+                    "semantics": semantics,
+                    "internal_items": internal_items,
+                    "enabled": enabled,
+                    "mask_flagged": mask_flagged,
+                    "estimator": estimator,
+                    "baseline": baseline,
+                    "normalize": normalize,
+                    "std_guard": std_guard,
+                    "exclude_masked": exclude_masked,
+                    "clip_low": clip_low,
+                    "clip_high": clip_high,
+                    "precision": precision,
+                    "metrics_by": metrics_by,
+                }
+            )
+        )
+        configs = expand(base, axes, points)
+        with terminal.progress(f"replaying {len(configs)} configs") as tick:
+            result = api.replay_to_report(
+                paths,
+                configs,
+                out,
+                force=force,
+                charts=charts,
+                mapping=map_,
+                group_size=group_size,
+                strict=strict,
+                argv=sys.argv,
+                progress=tick,
+            )
         terminal.print_summary(result, out)
 
 
@@ -327,7 +296,8 @@ def synth(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
-    """Write a seeded synthetic SWE-like rollout table (difficulty per task, log-normal run times, masked timeouts)."""
+    """Write a seeded synthetic SWE-like rollout table (difficulty per task, log-normal run times,
+    masked timeouts)."""
     with user_errors():
         rows = api.write_synth(
             out,

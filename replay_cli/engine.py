@@ -103,25 +103,34 @@ def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
     progress: Callable[[int, int], None] | None = None,
+    configs_per_pass: int = 4,
 ) -> ReplayResult:
-    """Replay every config over the rollouts and build the report tables."""
+    """Replay every config over the rollouts and build the report tables.
+
+    The input is read once; configs run in batches through `pl.collect_all`, which evaluates a
+    batch's plans together on the polars thread pool. The batch size bounds peak memory.
+    """
     if not configs:
         raise ValueError("run_replay needs at least one config")
     unique = list({c.config_id: c for c in configs}.values())
+    source = rollouts.frame if len(unique) == 1 else rollouts.frame.collect().lazy()
     all_rows, all_groups, all_steps, summaries = [], [], [], []
-    for i, cfg in enumerate(unique):
-        rows = row_plan(rollouts.frame, cfg).collect()
-        lazy = rows.lazy()
-        groups_lf = group_table(lazy, cfg.shaping)
-        groups, steps = pl.collect_all(
-            [groups_lf, step_table(lazy, groups_lf, cfg.shaping, cfg.metrics_by)]
-        )
-        summaries.append(_summary_row(cfg, rows, groups, steps))
-        all_rows.append(rows.drop(IS_VAL, TRAINABLE))
-        all_groups.append(groups)
-        all_steps.append(steps)
+    for start in range(0, len(unique), configs_per_pass):
+        batch = unique[start : start + configs_per_pass]
+        row_frames = pl.collect_all([row_plan(source, cfg) for cfg in batch])
+        plans = []
+        for cfg, rows in zip(batch, row_frames, strict=True):
+            groups_lf = group_table(rows.lazy(), cfg.shaping)
+            plans += [groups_lf, step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by)]
+        tables = pl.collect_all(plans)
+        for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True)):
+            groups, steps = tables[2 * i], tables[2 * i + 1]
+            summaries.append(_summary_row(cfg, rows, groups, steps))
+            all_rows.append(rows.drop(IS_VAL, TRAINABLE))
+            all_groups.append(groups)
+            all_steps.append(steps)
         if progress is not None:
-            progress(i + 1, len(unique))
+            progress(start + len(batch), len(unique))
     return ReplayResult(
         rows=pl.concat(all_rows, how="diagonal_relaxed"),
         groups=pl.concat(all_groups, how="diagonal_relaxed"),

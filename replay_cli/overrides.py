@@ -49,12 +49,25 @@ def _convert(key: str, value: Any) -> Any:
     return value
 
 
+def trainer_values(pairs: list[tuple[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Known trainer keys -> {"shaping": {...}, "advantage": {...}}; adv_estimator.* beats its fallback."""
+    values: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
+    seen: dict[str, str] = {}
+    for key, value in pairs:
+        section, name = TRAINER_KEYS[key]
+        preferred = _PREFERRED.get(key)
+        if preferred is not None and seen.get(f"{section}.{name}") == preferred:
+            continue
+        values[section][name] = _convert(key, value)
+        seen[f"{section}.{name}"] = key
+    return values
+
+
 def parse_overrides(
     args: list[str], *, ignore_unknown: bool = False
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Turn override strings into {"shaping": {...}, "advantage": {...}}; returns (values, ignored keys)."""
-    values: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
-    seen: dict[str, str] = {}
+    pairs: list[tuple[str, Any]] = []
     ignored: list[str] = []
     for arg in args:
         if arg.startswith("~"):
@@ -79,10 +92,5 @@ def parse_overrides(
             value = yaml.safe_load(raw) if raw != "" else None
         except yaml.YAMLError:
             value = raw
-        section, name = TRAINER_KEYS[key]
-        preferred = _PREFERRED.get(key)
-        if preferred is not None and seen.get(f"{section}.{name}") == preferred:
-            continue
-        values[section][name] = _convert(key, value)
-        seen[f"{section}.{name}"] = key
-    return values, ignored
+        pairs.append((key, value))
+    return trainer_values(pairs), ignored

@@ -152,7 +152,8 @@ def test_existing_output_is_refused_without_force(synth_path, tmp_path):
         (["--lambda-call-bonus", "0.1"], "call_bonus_ref must be > 0"),
         (["--clip-low", "3", "--clip-high", "-3"], "clip_low (3.0) is above clip_high (-3.0)"),
         (["--lambda-call-bonus", "-1", "--call-bonus-ref", "5"], "greater than or equal to 0"),
-        (["--internal-items", "1,7"], "internal_items [7] unknown"),
+        (["--internal-items", "1+7"], "internal_items [7] unknown"),
+        (["--apply-to", "all,correct"], "use `replay-cli sweep`"),
     ],
 )
 def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
@@ -165,6 +166,7 @@ def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
 def test_bad_choice_is_a_usage_error(synth_path, tmp_path):
     result = run("replay", synth_path, "--out", tmp_path / "r", "--apply-to", "corect")
     assert result.exit_code == 2
+    assert "apply_to: Input should be 'all' or 'correct' (got 'corect')" in result.output
 
 
 def test_missing_input_exit_2(tmp_path):
