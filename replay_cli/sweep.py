@@ -14,8 +14,8 @@ from replay_cli.params import NONE_WORDS, parse_number
 
 # flat parameter name -> section of the nested config ("" = top level)
 SECTIONS: dict[str, str] = {
-    **{name: "shaping" for name in ShapingParams.model_fields},
-    **{name: "advantage" for name in AdvantageParams.model_fields},
+    **dict.fromkeys(ShapingParams.model_fields, "shaping"),
+    **dict.fromkeys(AdvantageParams.model_fields, "advantage"),
     "metrics_by": "",
 }
 _NULLABLE_NUMBERS = {"floor", "call_bonus_ref", "clip_low", "clip_high"}
@@ -32,7 +32,7 @@ def parse_value(name: str, value: Any) -> Any:
         )
     flag = "--" + name.replace("_", "-")
     if name in _NUMBERS:
-        if value is None or isinstance(value, int | float) and not isinstance(value, bool):
+        if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
             return None if value is None else float(value)
         return parse_number(str(value), flag, allow_none=name in _NULLABLE_NUMBERS)
     if name in _BOOLS:
@@ -58,7 +58,7 @@ def parse_value(name: str, value: Any) -> Any:
 
 def parse_list(name: str, text: str) -> list[Any]:
     """`--lambda-time 0,1/120,1/60` -> [0.0, 0.00833, 0.01667]."""
-    items = [t for t in text.split(",")]
+    items = text.split(",")
     if not any(t.strip() for t in items):
         raise ConfigError(f"--{name.replace('_', '-')} needs at least one value.")
     return [parse_value(name, t) for t in items]

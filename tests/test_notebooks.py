@@ -16,5 +16,5 @@ def test_notebook_runs(path, monkeypatch):
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     assert code
     for source in code:
-        exec(compile(source, str(path), "exec"), namespace)
+        exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 -- running the notebook is the test
     assert namespace["result"].summary.height == 3
