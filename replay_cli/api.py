@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import polars as pl
+
+from replay_cli import schema as S
 from replay_cli.config import ReplayConfig, build_config
 from replay_cli.engine import ReplayResult, run_replay
-from replay_cli.errors import ConfigError, OutputExistsError
+from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
 from replay_cli.io.parquet import parse_mapping, write_parquet_atomic
 from replay_cli.plots import render_all
 from replay_cli.report import check_out_dir, write_report
@@ -120,3 +123,73 @@ def run_demo(
     result = run_replay(rollouts, demo_configs(), progress=progress)
     write_report(out, result, rollouts, force=force, charts=render_all, argv=argv)
     return result
+
+
+def plot_report(report: Path) -> list[Path]:
+    """Re-render a report's charts into report/charts (the tables are not touched)."""
+    from replay_cli.report import load_report
+
+    return render_all(load_report(report), Path(report) / "charts")
+
+
+def compare_reports(
+    reports: Sequence[Path],
+    out: Path,
+    *,
+    reference: str | None = None,
+    internal: Path | None = None,
+    config_id: str | None = None,
+    force: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Write comparison.parquet (deltas vs a reference config) and, with an internal run's CSV,
+    internal_comparison.parquet plus charts/replayed_vs_internal.png; returns both tables."""
+    from replay_cli import compare
+    from replay_cli.plots import replayed_vs_internal, save
+    from replay_cli.report import load_report, write_directory
+
+    check_out_dir(Path(out), force)
+    summary = compare.load_summaries(reports)
+    deltas = compare.metric_deltas(summary, reference)
+    joined = None
+    tables = {"comparison": deltas}
+    figures = {}
+    if internal is not None:
+        chosen = compare.choose_config(summary, config_id)
+        report = next(r for r in reports if chosen in load_report(r).summary[S.CONFIG_ID].to_list())
+        joined = compare.join_internal(
+            load_report(report).steps, compare.read_internal_csv(internal), chosen
+        )
+        if joined.height == 0:
+            raise InputFileError(
+                f"No metric of {internal} matches a replayed per-step metric on a common step.\n\n"
+                "Check the metric names (train/time_efficiency/..., total_reward/mean) and the steps."
+            )
+        tables["internal_comparison"] = joined
+        figures["replayed_vs_internal"] = replayed_vs_internal(joined)
+    write_directory(
+        Path(out), tables, lambda d: save(figures, d / "charts") if figures else [], force=force
+    )
+    return deltas, joined
+
+
+def explain(
+    sources: Sequence[str | Path],
+    config: ReplayConfig,
+    *,
+    out: Path | None = None,
+    force: bool = False,
+    mapping: Sequence[str] | None = None,
+    group_size: int | None = None,
+    strict: bool = False,
+    argv: list[str] | None = None,
+) -> pl.DataFrame:
+    """Attribution table for one config; written to out/attribution.parquet when out is given."""
+    from replay_cli.attribution import attribute
+    from replay_cli.report import write_directory
+
+    if out is not None:
+        check_out_dir(Path(out), force)
+    table = attribute(load(sources, mapping=mapping, group_size=group_size, strict=strict), config)
+    if out is not None:
+        write_directory(Path(out), {"attribution": table}, None, force=force)
+    return table

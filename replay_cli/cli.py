@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replay_cli import api, terminal
+from replay_cli import api, cli_analysis, terminal
 from replay_cli.cli_options import (
     SWITCHES,
     VALUED,
@@ -21,13 +21,12 @@ from replay_cli.cli_options import (
     RunConfigOpt,
     Sources,
     StrictOpt,
+    base_layer,
     list_values,
     single_values,
     user_errors,
 )
-from replay_cli.overrides import is_override, parse_overrides
-from replay_cli.runconfig import read_run_config
-from replay_cli.sweep import expand, flatten, read_grid
+from replay_cli.sweep import expand, read_grid
 
 app = typer.Typer(
     help="Replay logged GRPO rollouts under any time-efficiency shaping and see what it does "
@@ -57,21 +56,6 @@ Opt = str | None
 def _root() -> None:
     """Replay logged rollouts under any time-efficiency reward shaping and recompute GRPO advantages
     exactly as NeMo-RL would; report advantage distributions and group-signal rates."""
-
-
-def _base_layer(
-    sources: list[str], run_config: Path | None, ignore_unknown: bool
-) -> tuple[list[str], dict[str, Any]]:
-    """Split paths from overrides; defaults < run config file < overrides (flat parameters)."""
-    paths = [s for s in sources if not is_override(s)]
-    overrides, ignored = parse_overrides(
-        [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown
-    )
-    if ignored:
-        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
-    base = flatten(read_run_config(run_config)) if run_config is not None else {}
-    base.update(flatten(overrides))
-    return paths, base
 
 
 @app.command(rich_help_panel="Replay")
@@ -132,7 +116,7 @@ def replay(
     Precedence: flags > ++overrides > --config run.yaml > defaults.
     """
     with user_errors():
-        paths, base = _base_layer(sources, run_config, ignore_unknown_overrides)
+        paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
         flags = single_values(
             {
                 "lambda_time": lambda_time,
@@ -219,7 +203,7 @@ def sweep(
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
     with user_errors():
-        paths, base = _base_layer(sources, run_config, ignore_unknown_overrides)
+        paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
         axes: dict[str, list[Any]] = {}
         points: list[dict[str, Any]] = []
         if grid is not None:
@@ -329,6 +313,11 @@ def demo(
         result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
         terminal.print_summary(result, out)
         typer.echo(terminal.demo_guide(out))
+
+
+app.command(rich_help_panel="Analysis")(cli_analysis.plot)
+app.command(rich_help_panel="Analysis")(cli_analysis.compare)
+app.command(rich_help_panel="Analysis")(cli_analysis.explain)
 
 
 def main() -> None:

@@ -10,7 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from replay_cli.errors import ConfigError, ReplayError
-from replay_cli.sweep import parse_list, parse_value
+from replay_cli.overrides import is_override, parse_overrides
+from replay_cli.runconfig import read_run_config
+from replay_cli.sweep import flatten, parse_list, parse_value
 
 IN, SHAPE, ADV, OUT = "Input", "Shaping", "Advantages", "Output"
 
@@ -125,3 +127,18 @@ def single_values(raw: dict[str, str | None]) -> dict[str, Any]:
 def list_values(raw: dict[str, str | None]) -> dict[str, list[Any]]:
     """Flags of `sweep`: comma lists, one grid axis each."""
     return {name: parse_list(name, text) for name, text in raw.items() if text is not None}
+
+
+def base_layer(
+    sources: list[str], run_config: Path | None, ignore_unknown: bool
+) -> tuple[list[str], dict[str, Any]]:
+    """Split paths from overrides; defaults < run config file < overrides (flat parameters)."""
+    paths = [s for s in sources if not is_override(s)]
+    overrides, ignored = parse_overrides(
+        [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown
+    )
+    if ignored:
+        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+    base = flatten(read_run_config(run_config)) if run_config is not None else {}
+    base.update(flatten(overrides))
+    return paths, base

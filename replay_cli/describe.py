@@ -7,6 +7,7 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.frames import collect
 from replay_cli.shaping import minutes
 from replay_cli.validation import Rollouts
 
@@ -41,7 +42,7 @@ def describe_rollouts(rollouts: Rollouts) -> dict[str, Any]:
             (rt.is_nan() | rt.is_infinite()).sum().alias("run time NaN/inf"),
             pl.col(S.ZEROED).sum().alias("zeroed by penalty"),
         )
-        .collect()
+        .pipe(collect)
         .row(0, named=True)
     )
     sizes = (
@@ -51,7 +52,7 @@ def describe_rollouts(rollouts: Rollouts) -> dict[str, Any]:
         .group_by("len")
         .agg(pl.len().alias("groups"))
         .sort("len")
-    ).collect()
+    ).pipe(collect)
     stats["group sizes"] = ", ".join(f"{n}×{size}" for size, n in sizes.iter_rows())
     stats["files"] = len(rollouts.files)
     stats["extra columns"] = ", ".join(rollouts.extra_columns) or "-"

@@ -10,6 +10,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_grpo, baseline_and_std
 from replay_cli.config import ReplayConfig
+from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
     IS_VAL,
     TRAINABLE,
@@ -113,16 +114,18 @@ def run_replay(
     if not configs:
         raise ValueError("run_replay needs at least one config")
     unique = list({c.config_id: c for c in configs}.values())
-    source = rollouts.frame if len(unique) == 1 else rollouts.frame.collect().lazy()
+    source = rollouts.frame if len(unique) == 1 else rollouts.frame.pipe(collect).lazy()
     all_rows, all_groups, all_steps, summaries = [], [], [], []
     for start in range(0, len(unique), configs_per_pass):
         batch = unique[start : start + configs_per_pass]
-        row_frames = pl.collect_all([row_plan(source, cfg) for cfg in batch])
+        # One chunk per frame: float sums depend on chunk boundaries, and a report must not
+        # depend on how many configs shared a batch.
+        row_frames = [f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])]
         plans = []
         for cfg, rows in zip(batch, row_frames, strict=True):
             groups_lf = group_table(rows.lazy(), cfg.shaping)
             plans += [groups_lf, step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by)]
-        tables = pl.collect_all(plans)
+        tables = collect_all(plans)
         for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True)):
             groups, steps = tables[2 * i], tables[2 * i + 1]
             summaries.append(_summary_row(cfg, rows, groups, steps))

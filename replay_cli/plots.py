@@ -159,6 +159,7 @@ def minutes_and_deductions(rows: pl.DataFrame, summary: pl.DataFrame) -> Figure:
 def step_curves(steps: pl.DataFrame, summary: pl.DataFrame) -> Figure:
     """Per-step curves of the headline metrics, one line per config, as on a W&B panel."""
     import matplotlib as mpl
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = _figure(13.0, 7.0, nrows=2, ncols=2)
     labels = summary.select(S.CONFIG_ID, "label").rows()
@@ -171,6 +172,7 @@ def step_curves(steps: pl.DataFrame, summary: pl.DataFrame) -> Figure:
         ax.set_title(metric)
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside right upper", fontsize="small")
@@ -179,6 +181,8 @@ def step_curves(steps: pl.DataFrame, summary: pl.DataFrame) -> Figure:
 
 def replayed_vs_internal(joined: pl.DataFrame) -> Figure:
     """Replayed per-step metrics beside an internal run's exported curves (columns step, metric, replayed, internal)."""
+    from matplotlib.ticker import MaxNLocator
+
     metrics = joined["metric"].unique(maintain_order=True).to_list()
     ncols = min(2, max(len(metrics), 1))
     nrows = max((len(metrics) + ncols - 1) // ncols, 1)
@@ -191,6 +195,7 @@ def replayed_vs_internal(joined: pl.DataFrame) -> Figure:
         ax.set_title(metric)
         ax.set_xlabel("training step")
         ax.set_ylabel("value")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     for ax in flat[len(metrics) :]:

@@ -13,6 +13,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from replay_cli.engine import ReplayResult
 from replay_cli.errors import OutputExistsError
 from replay_cli.validation import Rollouts
@@ -50,6 +52,31 @@ def manifest(
     }
 
 
+def write_directory(
+    out: Path,
+    tables: dict[str, pl.DataFrame],
+    extra: Callable[[Path], object] | None = None,
+    *,
+    force: bool = False,
+) -> Path:
+    """Write `name.parquet` per table (and whatever `extra` puts in the directory) in a temporary
+    sibling directory, then rename it into place: readers see all of it or nothing."""
+    out = Path(out)
+    check_out_dir(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for name, frame in tables.items():
+            frame.write_parquet(tmp / f"{name}.parquet", row_group_size=256_000)
+        if extra is not None:
+            extra(tmp)
+        _swap_into_place(tmp, out, force)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def write_report(
     out: Path,
     result: ReplayResult,
@@ -59,31 +86,21 @@ def write_report(
     charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
     argv: list[str] | None = None,
 ) -> Path:
-    """Build the whole report in a temporary sibling directory, then move it into place."""
-    out = Path(out)
-    check_out_dir(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        tables = {
-            "rollouts": result.rows,
-            "groups": result.groups,
-            "steps": result.steps,
-            "summary": result.summary,
-        }
-        for name, frame in tables.items():
-            frame.write_parquet(tmp / f"{name}.parquet", row_group_size=256_000)
+    """The report of spec §6: four tables, optional charts/, manifest.json."""
+    tables = {
+        "rollouts": result.rows,
+        "groups": result.groups,
+        "steps": result.steps,
+        "summary": result.summary,
+    }
+
+    def extra(tmp: Path) -> None:
         if charts is not None:
-            (tmp / "charts").mkdir()
             charts(result, tmp / "charts")
-        (tmp / "manifest.json").write_text(
-            json.dumps(manifest(result, rollouts, argv), indent=2) + "\n"
-        )
-        _swap_into_place(tmp, out, force)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+        text = json.dumps(manifest(result, rollouts, argv), indent=2) + "\n"
+        (tmp / "manifest.json").write_text(text)
+
+    return write_directory(out, tables, extra, force=force)
 
 
 def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
@@ -104,3 +121,29 @@ def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
             raise OutputExistsError(
                 f"Output directory {out} appeared while the report was written."
             ) from None
+
+
+def load_report(path: str | Path) -> ReplayResult:
+    """Read a report directory back into a ReplayResult (for `plot`, `compare` and notebooks)."""
+    from replay_cli.config import ReplayConfig
+    from replay_cli.errors import InputFileError
+
+    path = Path(path)
+    missing = [f"{n}.parquet" for n in TABLES if not (path / f"{n}.parquet").exists()]
+    if not (path / "manifest.json").exists():
+        missing.append("manifest.json")
+    if missing:
+        raise InputFileError(f"{path} is not a replay report: missing {', '.join(missing)}.")
+    manifest_data = json.loads((path / "manifest.json").read_text())
+    configs = [
+        ReplayConfig.model_validate({k: c[k] for k in ("shaping", "advantage", "metrics_by")})
+        for c in manifest_data["configs"]
+    ]
+    tables = {name: pl.read_parquet(path / f"{name}.parquet") for name in TABLES}
+    return ReplayResult(
+        rows=tables["rollouts"],
+        groups=tables["groups"],
+        steps=tables["steps"],
+        summary=tables["summary"],
+        configs=configs,
+    )

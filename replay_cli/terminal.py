@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import polars as pl
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -67,3 +68,65 @@ def progress(description: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(task, completed=done, total=total)
 
         yield tick
+
+
+def _fmt(value: object) -> str:
+    return "-" if value is None else f"{value:+.4f}" if isinstance(value, float) else str(value)
+
+
+def print_deltas(deltas: pl.DataFrame) -> None:
+    """Headline metrics of every config as changes from the reference config (all in the Parquet)."""
+    shown = [m for m, _ in HEADLINE_METRICS if m != "signal/group_rate_raw"]
+    short = dict(HEADLINE_METRICS)
+    wide = deltas.filter(pl.col("metric").is_in(shown)).pivot(
+        on="metric", index=["report", "label"], values="delta", aggregate_function="first"
+    )
+    table = Table(title="change from the reference config", title_justify="left")
+    table.add_column("report")
+    table.add_column("config")
+    metrics = [c for c in wide.columns if c not in ("report", "label")]
+    for metric in metrics:
+        table.add_column("Δ " + short[metric], justify="right")
+    for row in wide.iter_rows(named=True):
+        table.add_row(Path(row["report"]).name, row["label"], *(_fmt(row[m]) for m in metrics))
+    _console().print(table)
+
+
+def print_internal(joined: pl.DataFrame) -> None:
+    """Per metric: steps compared and the mean / max absolute difference from the internal run."""
+    stats = joined.group_by("metric", maintain_order=True).agg(
+        pl.len().alias("steps"),
+        pl.col("replayed").mean().alias("replayed mean"),
+        pl.col("internal").mean().alias("internal mean"),
+        pl.col("delta").abs().max().alias("max |delta|"),
+    )
+    table = Table(title="replayed vs internal run", title_justify="left")
+    for column in stats.columns:
+        table.add_column(column)
+    for row in stats.iter_rows():
+        table.add_row(*(_fmt(v) for v in row))
+    _console().print(table)
+
+
+def print_attribution(frame: pl.DataFrame) -> None:
+    """How each internal item changes the attributed metrics relative to nemo-rl."""
+    columns = [c for c in frame.columns if c.startswith("delta ")]
+    table = Table(
+        title="internal vs nemo-rl, one item at a time (change from nemo-rl)", title_justify="left"
+    )
+    table.add_column("step")
+    table.add_column("what")
+    for column in columns:
+        table.add_column(column.removeprefix("delta "), justify="right")
+    for i, row in enumerate(frame.iter_rows(named=True)):
+        if i == 0:  # the reference row: absolute values
+            cells = [
+                "-"
+                if row[c.removeprefix("delta ")] is None
+                else f"{row[c.removeprefix('delta ')]:.4f}"
+                for c in columns
+            ]
+            table.add_row(row["step"], row["description"] + " (values)", *cells)
+        else:
+            table.add_row(row["step"], row["description"], *(_fmt(row[c]) for c in columns))
+    _console().print(table)

@@ -11,6 +11,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.errors import SchemaError
+from replay_cli.frames import collect_all
 from replay_cli.io.parquet import discover, scan_file
 
 MAX_ROWS_SHOWN = 5
@@ -249,7 +250,7 @@ def _check_values(
         plans.append(bad.select(pl.len().alias("n")))
         plans.append(bad.select(cols).head(MAX_ROWS_SHOWN))
     try:
-        results = pl.collect_all(plans)
+        results = collect_all(plans)
     except pl.exceptions.PolarsError as exc:
         raise SchemaError(
             f"Cannot read the rollout input: {exc}\n\nCheck that the files are complete."

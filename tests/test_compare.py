@@ -1,0 +1,127 @@
+"""Tests for replay_cli.compare and the compare / plot commands."""
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli import api
+from replay_cli.cli import app
+from replay_cli.compare import canonical_metric, join_internal, metric_deltas, read_internal_csv
+from replay_cli.errors import InputFileError
+
+from factories import config
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("train/time_efficiency/minutes_mean", "time_efficiency/minutes/mean"),
+        ("time_efficiency/deduction_max", "time_efficiency/deduction/max"),
+        ("train/time_efficiency/deduction/mean", "time_efficiency/deduction/mean"),
+        ("train:total_reward/mean", "total_reward/mean"),
+        ("val:accuracy", "validation/accuracy"),
+        ("time_efficiency/group_has_signal", "time_efficiency/group_has_signal"),
+    ],
+)
+def test_canonical_names(name, canonical):
+    assert canonical_metric(name) == canonical
+
+
+def test_wandb_panel_export(tmp_path):
+    path = tmp_path / "panel.csv"
+    path.write_text(
+        "Step,run-a - train/time_efficiency/minutes_mean,run-a - train/time_efficiency/minutes_mean__MIN,"
+        "run-a - train/time_efficiency/minutes_mean__MAX\n1,12.5,12,13\n2,,,\n3,14,13,15\n"
+    )
+    frame = read_internal_csv(path)
+    assert frame.select("run", "step", "metric", "value").rows() == [
+        ("run-a", 1, "time_efficiency/minutes/mean", 12.5),
+        ("run-a", 3, "time_efficiency/minutes/mean", 14.0),
+    ]
+
+
+def test_long_csv(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text(
+        "step,metric,value\n1,train/total_reward/mean,0.5\n2,train/total_reward/mean,0.25\n"
+    )
+    assert read_internal_csv(path)["value"].to_list() == [0.5, 0.25]
+
+
+@pytest.mark.parametrize(
+    "text", ["a,b\n1,2\n", "Step,nothing\n1,2\n", "step,metric,value\nx,m,1\n"]
+)
+def test_bad_internal_csv(tmp_path, text):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(InputFileError):
+        read_internal_csv(path)
+
+
+def test_join_and_deltas(synth_path, tmp_path):
+    rollouts = api.load([synth_path])
+    base, other = config({"enabled": False}), config({"apply_to": "correct"})
+    result = api.replay(rollouts, [base, other])
+    deltas = metric_deltas(result.summary.with_columns(pl.lit("r").alias("report")))
+    mine = deltas.filter(
+        (pl.col("config_id") == other.config_id) & (pl.col("metric") == "total_reward/mean")
+    )
+    expected = (
+        result.summary.filter(pl.col("config_id") == other.config_id)["total_reward/mean"][0]
+        - result.summary.filter(pl.col("config_id") == base.config_id)["total_reward/mean"][0]
+    )
+    assert mine["delta"][0] == pytest.approx(expected)
+    steps = result.steps.filter(pl.col("config_id") == other.config_id).sort("step")
+    internal = pl.DataFrame(
+        {
+            "run": ["x", "x"],
+            "step": [1, 2],
+            "metric": ["total_reward/mean"] * 2,
+            "value": [0.0, 0.0],
+        }
+    )
+    joined = join_internal(result.steps, internal, other.config_id)
+    assert joined["replayed"].to_list() == pytest.approx(steps["total_reward/mean"][:2].to_list())
+    assert joined["delta"].to_list() == joined["replayed"].to_list()
+
+
+def test_compare_command(synth_path, tmp_path):
+    report = tmp_path / "rep"
+    api.replay_to_report([synth_path], [config({"semantics": "internal"})], report)
+    csv = tmp_path / "internal.csv"
+    csv.write_text(
+        "Step,run - train/time_efficiency/minutes_mean,run - train/total_reward/mean\n1,10,0.2\n2,11,0.3\n"
+    )
+    out = tmp_path / "cmp"
+    result = runner.invoke(app, ["compare", str(report), "--out", str(out), "--internal", str(csv)])
+    assert result.exit_code == 0, result.output
+    joined = pl.read_parquet(out / "internal_comparison.parquet")
+    assert set(joined["metric"]) == {"time_efficiency/minutes/mean", "total_reward/mean"}
+    assert (out / "charts" / "replayed_vs_internal.png").exists()
+    assert (out / "comparison.parquet").exists()
+
+
+def test_compare_unknown_reference(synth_path, tmp_path):
+    report = tmp_path / "rep"
+    api.replay_to_report([synth_path], [config()], report)
+    result = runner.invoke(
+        app, ["compare", str(report), "--out", str(tmp_path / "c"), "--reference", "zzz"]
+    )
+    assert result.exit_code == 2
+    assert "No config matches --reference 'zzz'" in result.output
+
+
+def test_plot_command_rerenders(synth_path, tmp_path):
+    report = tmp_path / "rep"
+    api.replay_to_report([synth_path], [config(), config({"lambda_time": 1 / 30})], report)
+    result = runner.invoke(app, ["plot", str(report)])
+    assert result.exit_code == 0, result.output
+    assert (report / "charts" / "signal_vs_lambda.png").exists()
+
+
+def test_plot_rejects_a_non_report(tmp_path):
+    result = runner.invoke(app, ["plot", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "is not a replay report" in result.output

@@ -1,0 +1,72 @@
+"""Tests for replay_cli.plots: every chart is a Figure with a title and labelled axes."""
+
+import polars as pl
+import pytest
+
+from replay_cli import ReplayResult, api, plots
+
+from factories import config
+
+
+@pytest.fixture
+def result(synth_path):
+    configs = [config({"enabled": False})] + [
+        config({"lambda_time": lam, "apply_to": a})
+        for lam in (1 / 120, 1 / 60)
+        for a in ("all", "correct")
+    ]
+    return api.replay(api.load([synth_path]), configs)
+
+
+def _check(fig):
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        assert ax.get_title()
+        assert ax.get_xlabel()
+        assert ax.get_ylabel()
+
+
+def test_report_figures(result):
+    figures = plots.report_figures(result)
+    assert set(figures) == {
+        "signal_vs_lambda",
+        "inversion_vs_lambda",
+        "explosion_vs_lambda",
+        "advantage_distribution",
+        "minutes_and_deductions",
+        "step_curves",
+    }
+    for fig in figures.values():
+        _check(fig)
+
+
+def test_signal_chart_has_one_line_per_apply_to_and_the_raw_reference(result):
+    fig = plots.signal_vs_lambda(result.summary)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == ["all", "correct", "shaping off"]
+
+
+def test_lambda_charts_skipped_for_one_lambda(result):
+    single = ReplayResult(
+        rows=result.rows,
+        groups=result.groups,
+        steps=result.steps,
+        summary=result.summary.filter(pl.col("lambda_time") == 1 / 60),
+        configs=result.configs,
+    )
+    assert "signal_vs_lambda" not in plots.report_figures(single)
+
+
+def test_replayed_vs_internal():
+    joined = pl.DataFrame(
+        {
+            "step": [1, 2, 1, 2],
+            "metric": ["a", "a", "b", "b"],
+            "replayed": [1.0, 2.0, 3.0, 4.0],
+            "internal": [1.0, 1.5, 3.0, 3.5],
+        }
+    )
+    fig = plots.replayed_vs_internal(joined)
+    _check(fig)
+    assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["a", "b"]
