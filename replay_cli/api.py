@@ -9,11 +9,17 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig, build_config
-from replay_cli.engine import ReplayResult, run_replay
+from replay_cli.engine import DEFAULT_CHUNK_ROWS, ReplayResult, run_replay
 from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
 from replay_cli.io.parquet import parse_mapping, write_parquet_atomic
 from replay_cli.plots import render_all
-from replay_cli.report import check_out_dir, write_report
+from replay_cli.report import (
+    ParquetRowSink,
+    RowsMode,
+    check_out_dir,
+    finish_report,
+    staged_directory,
+)
 from replay_cli.synth import synth_rollouts
 from replay_cli.validation import Rollouts, load_rollouts
 
@@ -58,19 +64,46 @@ def replay_to_report(
     *,
     force: bool = False,
     charts: bool = False,
+    rows: RowsMode = "all",
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
     argv: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
 ) -> ReplayResult:
-    """Load, replay and write a report directory atomically; refuses an existing `out` unless force."""
+    """Load, replay and write a report directory atomically; refuses an existing `out` unless force.
+
+    Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
+    groups, or none), so the result's `rows` is None.
+    """
     check_out_dir(Path(out), force)
     rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
-    result = run_replay(rollouts, configs, progress=progress)
-    write_report(
-        Path(out), result, rollouts, force=force, charts=render_all if charts else None, argv=argv
-    )
+    return _replay_into(out, rollouts, configs, force, charts, rows, argv, progress, chunk_rows)
+
+
+def _replay_into(
+    out: Path,
+    rollouts: Rollouts,
+    configs: Sequence[ReplayConfig],
+    force: bool,
+    charts: bool,
+    rows: RowsMode,
+    argv: list[str] | None,
+    progress: Callable[[int, int], None] | None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> ReplayResult:
+    with staged_directory(Path(out), force) as tmp:
+        sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
+        try:
+            result = run_replay(
+                rollouts, configs, progress=progress, row_sink=sink, chunk_rows=chunk_rows
+            )
+        finally:
+            sink.close()
+        finish_report(
+            tmp, result, rollouts, charts=render_all if charts else None, argv=argv, rows_mode=rows
+        )
     return result
 
 
@@ -120,9 +153,7 @@ def run_demo(
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
     rollouts = load([data])
-    result = run_replay(rollouts, demo_configs(), progress=progress)
-    write_report(out, result, rollouts, force=force, charts=render_all, argv=argv)
-    return result
+    return _replay_into(out, rollouts, demo_configs(), force, True, "all", argv, progress)
 
 
 def plot_report(report: Path) -> list[Path]:

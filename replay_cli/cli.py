@@ -13,19 +13,23 @@ from replay_cli import api, cli_analysis, terminal
 from replay_cli.cli_options import (
     SWITCHES,
     VALUED,
+    ChunkRowsOpt,
     ForceOpt,
     GroupSizeOpt,
     IgnoreUnknownOpt,
     MapOpt,
     OutOpt,
+    RowsOpt,
     RunConfigOpt,
     Sources,
     StrictOpt,
     base_layer,
     list_values,
+    rows_mode,
     single_values,
     user_errors,
 )
+from replay_cli.engine import DEFAULT_CHUNK_ROWS
 from replay_cli.sweep import expand, read_grid
 
 app = typer.Typer(
@@ -99,6 +103,8 @@ def replay(
     precision: Annotated[Opt, _v("precision")] = None,
     metrics_by: Annotated[Opt, _v("metrics_by")] = None,
     force: ForceOpt = False,
+    rows: RowsOpt = "all",
+    chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
     charts: Annotated[
         bool,
         typer.Option(
@@ -152,6 +158,8 @@ def replay(
             group_size=group_size,
             strict=strict,
             argv=sys.argv,
+            rows=rows_mode(rows),  # type: ignore[arg-type]
+            chunk_rows=chunk_rows,
         )
         terminal.print_summary(result, out)
 
@@ -188,6 +196,8 @@ def sweep(
     precision: Annotated[Opt, _v("precision")] = None,
     metrics_by: Annotated[Opt, _v("metrics_by")] = None,
     force: ForceOpt = False,
+    rows: RowsOpt = "all",
+    chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
     charts: Annotated[
         bool,
         typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel="Output"),
@@ -247,6 +257,8 @@ def sweep(
                 strict=strict,
                 argv=sys.argv,
                 progress=tick,
+                rows=rows_mode(rows),  # type: ignore[arg-type]
+                chunk_rows=chunk_rows,
             )
         terminal.print_summary(result, out)
 

@@ -142,3 +142,29 @@ def base_layer(
     base = flatten(read_run_config(run_config)) if run_config is not None else {}
     base.update(flatten(overrides))
     return paths, base
+
+
+RowsOpt = Annotated[
+    str,
+    typer.Option(
+        "--rows",
+        help="Per-row table: all | sample (about 1 group in 20) | none.",
+        rich_help_panel=OUT,
+    ),
+]
+ChunkRowsOpt = Annotated[
+    int,
+    typer.Option(
+        "--chunk-rows",
+        min=1,
+        help="Rows per chunk of whole steps (bounds memory).",
+        rich_help_panel=IN,
+    ),
+]
+
+
+def rows_mode(value: str) -> str:
+    """Check a --rows value."""
+    if value not in ("all", "sample", "none"):
+        raise ConfigError(f"--rows expects all, sample or none, got {value!r}.")
+    return value

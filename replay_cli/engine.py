@@ -1,27 +1,27 @@
-"""Replay configs over a rollout table: shaping, advantages and metrics as one lazy plan per config."""
+"""Replay configs over a rollout table: shaping, advantages and metrics, chunk by chunk of whole steps."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_grpo, baseline_and_std
 from replay_cli.config import ReplayConfig
+from replay_cli.diagnostics import finish as finish_diagnostics
+from replay_cli.diagnostics import row_partials
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
     IS_VAL,
     TRAINABLE,
-    diagnostics,
     group_table,
-    input_stats,
     step_table,
     summarise_steps,
     trainer_exprs,
 )
-from replay_cli.shaping import apply_shaping
+from replay_cli.shaping import apply_shaping, minutes
 from replay_cli.validation import Rollouts
 
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
@@ -40,15 +40,27 @@ PER_CONFIG_NULL_ON_VALIDATION = (
 )
 
 
+RowSink = Callable[[pl.DataFrame], None]
+DEFAULT_CHUNK_ROWS = 1_000_000
+
+
 @dataclass
 class ReplayResult:
-    """The four report tables of spec §6 for one or more configs."""
+    """The report tables of spec §6 for one or more configs.
 
-    rows: pl.DataFrame
+    `rows` is None when the per-row table was streamed to a sink instead of kept in memory.
+    `advantages` (trainable rows) and `deductions` (charged rows) per config_id and the input's
+    `minutes` back the distribution charts and the quantiles.
+    """
+
+    rows: pl.DataFrame | None
     groups: pl.DataFrame
     steps: pl.DataFrame
     summary: pl.DataFrame
     configs: list[ReplayConfig]
+    advantages: dict[str, pl.Series] = field(default_factory=dict)
+    deductions: dict[str, pl.Series] = field(default_factory=dict)
+    minutes: pl.Series | None = None
 
 
 def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
@@ -85,59 +97,146 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     return lf.drop(drop)
 
 
-def _summary_row(
-    cfg: ReplayConfig, rows: pl.DataFrame, groups: pl.DataFrame, steps: pl.DataFrame
-) -> dict:
-    names = [*trainer_exprs(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
-    names += ["validation/accuracy", "validation/total_reward/mean"]
-    return {
-        S.CONFIG_ID: cfg.config_id,
-        "label": cfg.label,
-        **cfg.flat(),
-        **summarise_steps(steps, names),
-        **diagnostics(rows, groups),
-        **input_stats(rows),
-    }
+def plan_chunks(frame: pl.LazyFrame, chunk_rows: int) -> list[tuple[int, int]]:
+    """Contiguous step ranges of at most chunk_rows rows each (a larger step is a chunk alone).
+
+    Groups never span steps, so a chunk of whole steps holds whole groups and whole training
+    batches: every per-group and per-step number is exact inside its chunk.
+    """
+    counts = collect(frame.group_by(S.STEP).len().sort(S.STEP))
+    chunks: list[tuple[int, int]] = []
+    start: int | None = None
+    last, size = 0, 0
+    for step, n in counts.iter_rows():
+        if start is not None and size + n > chunk_rows:
+            chunks.append((start, last))
+            start, size = None, 0
+        if start is None:
+            start = step
+        size += n
+        last = step
+    if start is not None:
+        chunks.append((start, last))
+    return chunks
+
+
+class _Accumulator:
+    """Per-config pieces of a chunked replay, finished into the report tables at the end."""
+
+    def __init__(self, configs: list[ReplayConfig], keep_rows: bool) -> None:
+        self.configs = configs
+        self.keep_rows = keep_rows
+        self.rows: list[pl.DataFrame] = []
+        self.groups: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
+        self.steps: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
+        self.partials: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
+        self.advantages: dict[str, list[pl.Series]] = {c.config_id: [] for c in configs}
+        self.deductions: dict[str, list[pl.Series]] = {c.config_id: [] for c in configs}
+        self.minutes: list[pl.Series] = []
+        self.run_times: list[pl.Series] = []
+
+    def add(
+        self, cfg: ReplayConfig, rows: pl.DataFrame, groups: pl.DataFrame, steps: pl.DataFrame
+    ) -> None:
+        cid = cfg.config_id
+        self.groups[cid].append(groups)
+        self.steps[cid].append(steps)
+        self.partials[cid].append(row_partials(rows))
+        self.advantages[cid].append(rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE])
+        self.deductions[cid].append(rows.filter(pl.col(S.CHARGED))[S.DEDUCTION])
+        if self.keep_rows:
+            self.rows.append(rows.drop(IS_VAL, TRAINABLE))
+
+    def add_input(self, chunk: pl.DataFrame) -> None:
+        self.run_times.append(chunk[S.RUN_TIME])
+        train = chunk.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+        self.minutes.append(train.select(minutes().alias(S.MINUTES))[S.MINUTES])
+
+    def finish(self) -> ReplayResult:
+        run_times = pl.concat(self.run_times)
+        summaries, groups_all, steps_all = [], [], []
+        for cfg in self.configs:
+            cid = cfg.config_id
+            groups = pl.concat(self.groups[cid], how="diagonal_relaxed")
+            steps = pl.concat(self.steps[cid], how="diagonal_relaxed")
+            advantages = pl.concat(self.advantages[cid])
+            names = [
+                *trainer_exprs(cfg.shaping),
+                "advantages/mean",
+                "advantages/max",
+                "advantages/min",
+            ]
+            names += ["validation/accuracy", "validation/total_reward/mean"]
+            summaries.append(
+                {
+                    S.CONFIG_ID: cid,
+                    "label": cfg.label,
+                    **cfg.flat(),
+                    **summarise_steps(steps, names),
+                    **finish_diagnostics(
+                        pl.concat(self.partials[cid]), advantages, groups, steps.height, run_times
+                    ),
+                }
+            )
+            groups_all.append(groups)
+            steps_all.append(steps)
+        return ReplayResult(
+            rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
+            groups=pl.concat(groups_all, how="diagonal_relaxed"),
+            steps=pl.concat(steps_all, how="diagonal_relaxed"),
+            summary=pl.from_dicts(summaries, infer_schema_length=None),
+            configs=self.configs,
+            advantages={c: pl.concat(v) for c, v in self.advantages.items()},
+            deductions={c: pl.concat(v) for c, v in self.deductions.items()},
+            minutes=pl.concat(self.minutes),
+        )
 
 
 def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
     progress: Callable[[int, int], None] | None = None,
+    *,
     configs_per_pass: int = 4,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    row_sink: RowSink | None = None,
 ) -> ReplayResult:
-    """Replay every config over the rollouts and build the report tables.
+    """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
-    The input is read once; configs run in batches through `pl.collect_all`, which evaluates a
-    batch's plans together on the polars thread pool. The batch size bounds peak memory.
+    Each chunk is read once; its configs run in batches through one `collect_all`. Per-row
+    results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
+    Peak memory is about chunk_rows x configs_per_pass rows of results.
     """
     if not configs:
         raise ValueError("run_replay needs at least one config")
     unique = list({c.config_id: c for c in configs}.values())
-    source = rollouts.frame if len(unique) == 1 else rollouts.frame.pipe(collect).lazy()
-    all_rows, all_groups, all_steps, summaries = [], [], [], []
-    for start in range(0, len(unique), configs_per_pass):
-        batch = unique[start : start + configs_per_pass]
-        # One chunk per frame: float sums depend on chunk boundaries, and a report must not
-        # depend on how many configs shared a batch.
-        row_frames = [f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])]
-        plans = []
-        for cfg, rows in zip(batch, row_frames, strict=True):
-            groups_lf = group_table(rows.lazy(), cfg.shaping)
-            plans += [groups_lf, step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by)]
-        tables = collect_all(plans)
-        for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True)):
-            groups, steps = tables[2 * i], tables[2 * i + 1]
-            summaries.append(_summary_row(cfg, rows, groups, steps))
-            all_rows.append(rows.drop(IS_VAL, TRAINABLE))
-            all_groups.append(groups)
-            all_steps.append(steps)
-        if progress is not None:
-            progress(start + len(batch), len(unique))
-    return ReplayResult(
-        rows=pl.concat(all_rows, how="diagonal_relaxed"),
-        groups=pl.concat(all_groups, how="diagonal_relaxed"),
-        steps=pl.concat(all_steps, how="diagonal_relaxed"),
-        summary=pl.from_dicts(summaries, infer_schema_length=None),
-        configs=unique,
-    )
+    acc = _Accumulator(unique, keep_rows=row_sink is None)
+    chunks = plan_chunks(rollouts.frame, chunk_rows)
+    total = len(chunks) * len(unique)
+    done = 0
+    for lo, hi in chunks:
+        chunk = collect(rollouts.frame.filter(pl.col(S.STEP).is_between(lo, hi))).rechunk()
+        acc.add_input(chunk)
+        source = chunk.lazy()
+        for start in range(0, len(unique), configs_per_pass):
+            batch = unique[start : start + configs_per_pass]
+            # One chunk per frame: float sums depend on chunk boundaries.
+            row_frames = [
+                f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])
+            ]
+            plans = []
+            for cfg, rows in zip(batch, row_frames, strict=True):
+                groups_lf = group_table(rows.lazy(), cfg.shaping)
+                plans += [
+                    groups_lf,
+                    step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by),
+                ]
+            tables = collect_all(plans)
+            for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True)):
+                acc.add(cfg, rows, tables[2 * i], tables[2 * i + 1])
+                if row_sink is not None:
+                    row_sink(rows.drop(IS_VAL, TRAINABLE))
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+    return acc.finish()

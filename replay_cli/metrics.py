@@ -10,9 +10,6 @@ from replay_cli import schema as S
 from replay_cli.config import ShapingParams
 
 SIGNAL_EPS = 1e-6
-EXPLOSION = 3.0
-FRAGILE_STD = 1e-3
-QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 
 IS_VAL = "_is_validation"
 TRAINABLE = "_trainable"
@@ -163,71 +160,6 @@ def step_table(
     for part in (trainer, per_step, group_rates, val):
         out = out.join(part, on=keys, how="left", nulls_equal=True)
     return out.sort(keys)
-
-
-def diagnostics(rows: pl.DataFrame, groups: pl.DataFrame) -> dict[str, float | None]:
-    """The §5 diagnostics none of the trainers log, for one config (trainable rows, training groups)."""
-    t = rows.filter(pl.col(TRAINABLE))
-    adv, unc, raw = pl.col(S.ADVANTAGE), pl.col(S.ADV_UNCLIPPED), pl.col(S.ADV_RAW)
-    flipped = (adv.abs() > SIGNAL_EPS) & (raw.abs() > SIGNAL_EPS) & (adv.sign() != raw.sign())
-    fragile = (pl.col(S.NORMALIZED) & (pl.col(S.STD) < FRAGILE_STD)) | (
-        pl.col(S.TRIVIAL_PEERS) & (pl.col(S.STD) != 0)
-    )
-    row_stats = t.select(
-        adv.mean().alias("adv/mean"),
-        adv.std().alias("adv/std"),
-        adv.min().alias("adv/min"),
-        adv.max().alias("adv/max"),
-        adv.abs().max().alias("adv/abs_max"),
-        *(adv.quantile(q, interpolation="linear").alias(f"adv/{k}") for k, q in QUANTILES.items()),
-        (adv != unc).mean().alias("adv/clip_frac"),
-        (unc.abs() > EXPLOSION).mean().alias("adv/explosion_frac"),
-        fragile.mean().alias("adv/fragile_std_frac"),
-        adv.filter(pl.col(S.RESOLVED)).mean().alias("adv/resolved_mean"),
-        adv.filter(~pl.col(S.RESOLVED)).mean().alias("adv/unresolved_mean"),
-        flipped.mean().alias("adv/sign_flip_frac"),
-        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED))
-        .abs()
-        .mean()
-        .alias("baseline/masked_shift"),
-    ).row(0, named=True)
-    pattern = pl.col("resolved_pattern")
-    pairs = groups["pairs"].sum()
-    group_stats = groups.select(
-        pl.col("has_signal").mean().alias("signal/group_rate"),
-        pl.col("has_signal_raw").mean().alias("signal/group_rate_raw"),
-        pl.col("time_only_signal").mean().alias("signal/time_only_rate"),
-        (pattern == "all_fail").mean().alias("groups/all_fail"),
-        (pattern == "mixed").mean().alias("groups/mixed"),
-        (pattern == "all_pass").mean().alias("groups/all_pass"),
-        pl.col("inverted").mean().alias("inversion/group_rate"),
-    ).row(0, named=True)
-    group_stats["inversion/pair_rate"] = groups["inverted_pairs"].sum() / pairs if pairs else None
-    return {**group_stats, **row_stats}
-
-
-def input_stats(rows: pl.DataFrame) -> dict[str, float | int | None]:
-    """`input/*`: sizes, masked share, run-time quantiles (seconds) and invalid run times."""
-    rt = pl.col(S.RUN_TIME)
-    finite = rt.filter(rt.is_finite())
-    train = ~pl.col(IS_VAL)
-    return rows.select(
-        pl.len().alias("input/rows"),
-        pl.struct(S.GROUP_KEYS).filter(train).n_unique().alias("input/groups"),
-        pl.col(S.STEP).n_unique().alias("input/steps"),
-        pl.col(IS_VAL).sum().alias("input/validation_rows"),
-        pl.col(S.MASKED).filter(train).mean().alias("input/masked_frac"),
-        pl.col(S.RESOLVED).filter(train).mean().alias("input/resolved_frac"),
-        *(
-            finite.quantile(q, interpolation="linear").alias(f"input/run_time_{k}")
-            for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-        ),
-        finite.max().alias("input/run_time_max"),
-        (rt.is_nan() | rt.is_infinite()).sum().alias("input/run_time_invalid"),
-        rt.is_null().sum().alias("input/run_time_null"),
-        (rt < 0).sum().alias("input/run_time_negative"),
-        (pl.col(S.CHARGED) & (pl.col(S.REWARD) < 0)).sum().alias("quirk/negative_reward_charged"),
-    ).row(0, named=True)
 
 
 def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:

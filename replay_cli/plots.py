@@ -113,17 +113,17 @@ def _symlog_bins(values: np.ndarray, linear: int = 20, per_decade: int = 8) -> n
     return np.concatenate([-outer[::-1], np.linspace(-1, 1, linear + 1), outer])
 
 
-def advantage_distribution(rows: pl.DataFrame, summary: pl.DataFrame) -> Figure:
+def advantage_distribution(advantages: dict[str, pl.Series], summary: pl.DataFrame) -> Figure:
     """Histogram of trainable-row advantages per config: symlog x (tails visible), log counts."""
     import matplotlib as mpl
 
     fig, axes = _figure(11.0, 4.8)
     ax = axes[0][0]
     colors = mpl.colormaps["tab20"].colors
-    trainable = rows.filter(pl.col(S.ADVANTAGE).is_not_null() & ~pl.col(S.MASKED))
-    bins = _symlog_bins(trainable[S.ADVANTAGE].to_numpy())
-    for i, (config_id, label) in enumerate(summary.select(S.CONFIG_ID, "label").iter_rows()):
-        values = trainable.filter(pl.col(S.CONFIG_ID) == config_id)[S.ADVANTAGE].to_numpy()
+    labels = summary.select(S.CONFIG_ID, "label").rows()
+    bins = _symlog_bins(np.concatenate([advantages[c].to_numpy() for c, _ in labels]))
+    for i, (config_id, label) in enumerate(labels):
+        values = advantages[config_id].to_numpy()
         ax.hist(values, bins=bins, histtype="step", label=label, color=colors[i % len(colors)])
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_yscale("log")
@@ -135,20 +135,20 @@ def advantage_distribution(rows: pl.DataFrame, summary: pl.DataFrame) -> Figure:
     return fig
 
 
-def minutes_and_deductions(rows: pl.DataFrame, summary: pl.DataFrame) -> Figure:
+def minutes_and_deductions(
+    minutes: pl.Series, deductions: dict[str, pl.Series], summary: pl.DataFrame
+) -> Figure:
     """Agent minutes (input) and the deduction each config charged."""
     fig, axes = _figure(11.0, 4.2, ncols=2)
     left, right = axes[0]
-    first = rows.filter(pl.col(S.CONFIG_ID) == summary[S.CONFIG_ID][0])
-    left.hist(first[S.MINUTES].to_numpy(), bins=60, color="tab:blue")
+    left.hist(minutes.to_numpy(), bins=60, color="tab:blue")
     left.set_title("Agent wall time per rollout")
     left.set_xlabel("minutes")
     left.set_ylabel("rollouts")
     for config_id, label in (
         summary.filter(pl.col("enabled")).select(S.CONFIG_ID, "label").iter_rows()
     ):
-        part = rows.filter((pl.col(S.CONFIG_ID) == config_id) & pl.col(S.CHARGED))
-        right.hist(part[S.DEDUCTION].to_numpy(), bins=60, histtype="step", label=label)
+        right.hist(deductions[config_id].to_numpy(), bins=60, histtype="step", label=label)
     right.set_title("Deduction of charged rollouts")
     right.set_xlabel("deduction (reward units)")
     right.set_ylabel("rollouts")
@@ -212,9 +212,12 @@ def report_figures(result: ReplayResult) -> dict[str, Figure]:
         figures["signal_vs_lambda"] = signal_vs_lambda(summary)
         figures["inversion_vs_lambda"] = inversion_vs_lambda(summary)
         figures["explosion_vs_lambda"] = explosion_vs_lambda(summary)
-    figures["advantage_distribution"] = advantage_distribution(result.rows, summary)
-    if summary["enabled"].any():
-        figures["minutes_and_deductions"] = minutes_and_deductions(result.rows, summary)
+    if result.advantages:  # a report written with --rows none has no per-row values to draw
+        figures["advantage_distribution"] = advantage_distribution(result.advantages, summary)
+    if result.minutes is not None and summary["enabled"].any():
+        figures["minutes_and_deductions"] = minutes_and_deductions(
+            result.minutes, result.deductions, summary
+        )
     figures["step_curves"] = step_curves(result.steps, summary)
     return figures
 

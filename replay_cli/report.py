@@ -7,19 +7,27 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from replay_cli import schema as S
+from replay_cli.config import ReplayConfig
 from replay_cli.engine import ReplayResult
-from replay_cli.errors import OutputExistsError
+from replay_cli.errors import InputFileError, OutputExistsError
 from replay_cli.validation import Rollouts
 
 TABLES = ("rollouts", "groups", "steps", "summary")
+ROW_GROUP_SIZE = 128_000
+RowsMode = Literal["all", "sample", "none"]
+SAMPLE_ONE_IN = 20
 
 
 def check_out_dir(out: Path, force: bool) -> None:
@@ -32,75 +40,23 @@ def check_out_dir(out: Path, force: bool) -> None:
         raise OutputExistsError(f"Output path {out} exists and is not a directory.")
 
 
-def manifest(
-    result: ReplayResult, rollouts: Rollouts, argv: list[str] | None = None
-) -> dict[str, Any]:
-    """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
-    return {
-        "tool": "replay_cli",
-        "version": version("replay-cli"),
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command_line": argv if argv is not None else sys.argv,
-        "inputs": [vars(f) for f in rollouts.files],
-        "resolved_derived_from_reward": rollouts.resolved_derived,
-        "notes": rollouts.notes,
-        "configs": [
-            {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
-            for c in result.configs
-        ],
-        "tables": {name: f"{name}.parquet" for name in TABLES},
-    }
+@contextmanager
+def staged_directory(out: Path, force: bool = False) -> Iterator[Path]:
+    """A temporary sibling directory that replaces `out` by rename when the block succeeds.
 
-
-def write_directory(
-    out: Path,
-    tables: dict[str, pl.DataFrame],
-    extra: Callable[[Path], object] | None = None,
-    *,
-    force: bool = False,
-) -> Path:
-    """Write `name.parquet` per table (and whatever `extra` puts in the directory) in a temporary
-    sibling directory, then rename it into place: readers see all of it or nothing."""
+    Readers see the whole report or none of it; on any error (or a kill) only the hidden
+    temporary directory is left behind, and an error removes it.
+    """
     out = Path(out)
     check_out_dir(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        for name, frame in tables.items():
-            frame.write_parquet(tmp / f"{name}.parquet", row_group_size=256_000)
-        if extra is not None:
-            extra(tmp)
+        yield tmp
         _swap_into_place(tmp, out, force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
-
-
-def write_report(
-    out: Path,
-    result: ReplayResult,
-    rollouts: Rollouts,
-    *,
-    force: bool = False,
-    charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
-    argv: list[str] | None = None,
-) -> Path:
-    """The report of spec §6: four tables, optional charts/, manifest.json."""
-    tables = {
-        "rollouts": result.rows,
-        "groups": result.groups,
-        "steps": result.steps,
-        "summary": result.summary,
-    }
-
-    def extra(tmp: Path) -> None:
-        if charts is not None:
-            charts(result, tmp / "charts")
-        text = json.dumps(manifest(result, rollouts, argv), indent=2) + "\n"
-        (tmp / "manifest.json").write_text(text)
-
-    return write_directory(out, tables, extra, force=force)
 
 
 def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
@@ -123,15 +79,124 @@ def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
             ) from None
 
 
-def load_report(path: str | Path) -> ReplayResult:
-    """Read a report directory back into a ReplayResult (for `plot`, `compare` and notebooks)."""
-    from replay_cli.config import ReplayConfig
-    from replay_cli.errors import InputFileError
+class ParquetRowSink:
+    """Streams per-row results into one Parquet file, chunk by chunk (`--rows all|sample|none`).
 
+    `sample` keeps whole groups, about one in SAMPLE_ONE_IN, picked by a hash of (step, group_id)
+    so the same groups are kept for every config.
+    """
+
+    def __init__(self, path: Path, mode: RowsMode = "all") -> None:
+        self.path, self.mode = path, mode
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def __call__(self, rows: pl.DataFrame) -> None:
+        if self.mode == "none":
+            return
+        if self.mode == "sample":
+            key = pl.struct(S.STEP, S.GROUP_ID).hash(seed=0)
+            rows = rows.filter(key % SAMPLE_ONE_IN == 0)
+        table = rows.to_arrow()
+        if self._writer is None:
+            self._schema = table.schema
+            self._writer = pq.ParquetWriter(self.path, self._schema)
+        self._writer.write_table(table.cast(self._schema), row_group_size=ROW_GROUP_SIZE)
+        self.rows += rows.height
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+def manifest(
+    result: ReplayResult,
+    rollouts: Rollouts,
+    argv: list[str] | None = None,
+    rows_mode: RowsMode = "all",
+) -> dict[str, Any]:
+    """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
+    return {
+        "tool": "replay_cli",
+        "version": version("replay-cli"),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command_line": argv if argv is not None else sys.argv,
+        "inputs": [vars(f) for f in rollouts.files],
+        "resolved_derived_from_reward": rollouts.resolved_derived,
+        "notes": rollouts.notes,
+        "rows": rows_mode,
+        "configs": [
+            {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
+            for c in result.configs
+        ],
+        "tables": {
+            name: f"{name}.parquet" for name in TABLES if name != "rollouts" or rows_mode != "none"
+        },
+    }
+
+
+def write_tables(directory: Path, tables: dict[str, pl.DataFrame]) -> None:
+    """`name.parquet` per table."""
+    for name, frame in tables.items():
+        frame.write_parquet(directory / f"{name}.parquet", row_group_size=ROW_GROUP_SIZE)
+
+
+def write_directory(
+    out: Path,
+    tables: dict[str, pl.DataFrame],
+    extra: Callable[[Path], object] | None = None,
+    *,
+    force: bool = False,
+) -> Path:
+    """Write tables (and whatever `extra` puts in the directory) as one atomic directory."""
+    with staged_directory(out, force) as tmp:
+        write_tables(tmp, tables)
+        if extra is not None:
+            extra(tmp)
+    return Path(out)
+
+
+def finish_report(
+    tmp: Path,
+    result: ReplayResult,
+    rollouts: Rollouts,
+    *,
+    charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
+    argv: list[str] | None = None,
+    rows_mode: RowsMode = "all",
+) -> None:
+    """Everything of a report but the per-row table: groups, steps, summary, charts, manifest."""
+    tables = {"groups": result.groups, "steps": result.steps, "summary": result.summary}
+    if result.rows is not None:
+        tables["rollouts"] = result.rows
+    write_tables(tmp, tables)
+    if charts is not None:
+        charts(result, tmp / "charts")
+    text = json.dumps(manifest(result, rollouts, argv, rows_mode), indent=2) + "\n"
+    (tmp / "manifest.json").write_text(text)
+
+
+def write_report(
+    out: Path,
+    result: ReplayResult,
+    rollouts: Rollouts,
+    *,
+    force: bool = False,
+    charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
+    argv: list[str] | None = None,
+) -> Path:
+    """The report of spec §6 from an in-memory result: four tables, optional charts/, manifest.json."""
+    with staged_directory(out, force) as tmp:
+        finish_report(tmp, result, rollouts, charts=charts, argv=argv)
+    return Path(out)
+
+
+def load_report(path: str | Path) -> ReplayResult:
+    """Read a report directory back (for `plot`, `compare` and notebooks); rows stay on disk."""
     path = Path(path)
-    missing = [f"{n}.parquet" for n in TABLES if not (path / f"{n}.parquet").exists()]
-    if not (path / "manifest.json").exists():
-        missing.append("manifest.json")
+    needed = ["groups.parquet", "steps.parquet", "summary.parquet", "manifest.json"]
+    missing = [name for name in needed if not (path / name).exists()]
     if missing:
         raise InputFileError(f"{path} is not a replay report: missing {', '.join(missing)}.")
     manifest_data = json.loads((path / "manifest.json").read_text())
@@ -139,11 +204,25 @@ def load_report(path: str | Path) -> ReplayResult:
         ReplayConfig.model_validate({k: c[k] for k in ("shaping", "advantage", "metrics_by")})
         for c in manifest_data["configs"]
     ]
-    tables = {name: pl.read_parquet(path / f"{name}.parquet") for name in TABLES}
-    return ReplayResult(
-        rows=tables["rollouts"],
-        groups=tables["groups"],
-        steps=tables["steps"],
-        summary=tables["summary"],
+    result = ReplayResult(
+        rows=None,
+        groups=pl.read_parquet(path / "groups.parquet"),
+        steps=pl.read_parquet(path / "steps.parquet"),
+        summary=pl.read_parquet(path / "summary.parquet"),
         configs=configs,
     )
+    rows_path = path / "rollouts.parquet"
+    if rows_path.exists():
+        cols = [S.CONFIG_ID, S.ADVANTAGE, S.MASKED, S.CHARGED, S.DEDUCTION, S.MINUTES, S.SPLIT]
+        rows = pl.read_parquet(rows_path, columns=cols)
+        trainable = rows.filter(pl.col(S.ADVANTAGE).is_not_null() & ~pl.col(S.MASKED))
+        charged = rows.filter(pl.col(S.CHARGED))
+        for cid in result.summary[S.CONFIG_ID]:
+            result.advantages[cid] = trainable.filter(pl.col(S.CONFIG_ID) == cid)[S.ADVANTAGE]
+            result.deductions[cid] = charged.filter(pl.col(S.CONFIG_ID) == cid)[S.DEDUCTION]
+        first = result.summary[S.CONFIG_ID][0]
+        train = rows.filter(
+            (pl.col(S.CONFIG_ID) == first) & (pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+        )
+        result.minutes = train[S.MINUTES]
+    return result

@@ -1,0 +1,133 @@
+"""The §5 diagnostics no trainer logs, and `input/*`, built from per-chunk partial sums.
+
+A replay runs chunk by chunk (whole steps at a time), so every row-level statistic is kept as
+counts, sums and extremes per chunk and finished at the end. Quantiles and the std need every
+value: the trainable rows' advantages are kept per config for that.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.metrics import IS_VAL, SIGNAL_EPS, TRAINABLE
+
+EXPLOSION = 3.0
+FRAGILE_STD = 1e-3
+QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
+RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row of counts, sums and extremes for one config over one chunk of rows."""
+    t = pl.col(TRAINABLE)
+    train = ~pl.col(IS_VAL)
+    adv, unc, raw = pl.col(S.ADVANTAGE), pl.col(S.ADV_UNCLIPPED), pl.col(S.ADV_RAW)
+    resolved = pl.col(S.RESOLVED)
+    flipped = (adv.abs() > SIGNAL_EPS) & (raw.abs() > SIGNAL_EPS) & (adv.sign() != raw.sign())
+    fragile = (pl.col(S.NORMALIZED) & (pl.col(S.STD) < FRAGILE_STD)) | (
+        pl.col(S.TRIVIAL_PEERS) & (pl.col(S.STD) != 0)
+    )
+    rt = pl.col(S.RUN_TIME)
+
+    def count(cond: pl.Expr) -> pl.Expr:
+        return cond.fill_null(False).cast(pl.Int64).sum()
+
+    return rows.select(
+        count(t).alias("n_trainable"),
+        adv.filter(t).sum().alias("sum_adv"),
+        adv.filter(t).min().alias("min_adv"),
+        adv.filter(t).max().alias("max_adv"),
+        count(t & (adv != unc)).alias("n_clipped"),
+        count(t & (unc.abs() > EXPLOSION)).alias("n_explosion"),
+        count(t & fragile).alias("n_fragile"),
+        count(t & flipped).alias("n_flipped"),
+        adv.filter(t & resolved).sum().alias("sum_adv_resolved"),
+        count(t & resolved).alias("n_resolved"),
+        adv.filter(t & ~resolved).sum().alias("sum_adv_unresolved"),
+        count(t & ~resolved).alias("n_unresolved"),
+        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED))
+        .abs()
+        .filter(t)
+        .sum()
+        .alias("sum_masked_shift"),
+        pl.len().alias("n_rows"),
+        count(pl.col(IS_VAL)).alias("n_validation"),
+        count(train).alias("n_train"),
+        count(train & pl.col(S.MASKED)).alias("n_train_masked"),
+        count(train & resolved).alias("n_train_resolved"),
+        count(rt.is_nan() | rt.is_infinite()).alias("n_run_time_invalid"),
+        rt.is_null().sum().alias("n_run_time_null"),
+        count(rt < 0).alias("n_run_time_negative"),
+        count(pl.col(S.CHARGED) & (pl.col(S.REWARD) < 0)).alias("n_negative_charged"),
+    )
+
+
+def _ratio(num: float | None, den: int) -> float | None:
+    return None if not den or num is None else num / den
+
+
+def finish(
+    partials: pl.DataFrame,
+    advantages: pl.Series,
+    groups: pl.DataFrame,
+    steps: int,
+    run_times: pl.Series,
+) -> dict[str, float | int | None]:
+    """Every diagnostic and input statistic of one config from its chunks' partials."""
+    p = partials.select(
+        pl.exclude("min_adv", "max_adv").sum(), pl.col("min_adv").min(), pl.col("max_adv").max()
+    ).row(0, named=True)
+    n = p["n_trainable"]
+    finite = run_times.filter(run_times.is_finite())
+    out: dict[str, float | int | None] = {
+        **group_diagnostics(groups),
+        "adv/mean": _ratio(p["sum_adv"], n),
+        "adv/std": advantages.std(),
+        "adv/min": p["min_adv"],
+        "adv/max": p["max_adv"],
+        "adv/abs_max": None if n == 0 else max(abs(p["min_adv"]), abs(p["max_adv"])),
+        **{
+            f"adv/{k}": advantages.quantile(q, interpolation="linear") for k, q in QUANTILES.items()
+        },
+        "adv/clip_frac": _ratio(p["n_clipped"], n),
+        "adv/explosion_frac": _ratio(p["n_explosion"], n),
+        "adv/fragile_std_frac": _ratio(p["n_fragile"], n),
+        "adv/resolved_mean": _ratio(p["sum_adv_resolved"], p["n_resolved"]),
+        "adv/unresolved_mean": _ratio(p["sum_adv_unresolved"], p["n_unresolved"]),
+        "adv/sign_flip_frac": _ratio(p["n_flipped"], n),
+        "baseline/masked_shift": _ratio(p["sum_masked_shift"], n),
+        "input/rows": p["n_rows"],
+        "input/groups": groups.height,
+        "input/steps": steps,
+        "input/validation_rows": p["n_validation"],
+        "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
+        "input/resolved_frac": _ratio(p["n_train_resolved"], p["n_train"]),
+        **{
+            f"input/run_time_{k}": finite.quantile(q, interpolation="linear")
+            for k, q in RUN_TIME_QUANTILES.items()
+        },
+        "input/run_time_max": finite.max(),
+        "input/run_time_invalid": p["n_run_time_invalid"],
+        "input/run_time_null": p["n_run_time_null"],
+        "input/run_time_negative": p["n_run_time_negative"],
+        "quirk/negative_reward_charged": p["n_negative_charged"],
+    }
+    return out
+
+
+def group_diagnostics(groups: pl.DataFrame) -> dict[str, float | None]:
+    """Signal, resolved-pattern and inversion rates over all training groups of one config."""
+    pattern = pl.col("resolved_pattern")
+    stats = groups.select(
+        pl.col("has_signal").mean().alias("signal/group_rate"),
+        pl.col("has_signal_raw").mean().alias("signal/group_rate_raw"),
+        pl.col("time_only_signal").mean().alias("signal/time_only_rate"),
+        (pattern == "all_fail").mean().alias("groups/all_fail"),
+        (pattern == "mixed").mean().alias("groups/mixed"),
+        (pattern == "all_pass").mean().alias("groups/all_pass"),
+        pl.col("inverted").mean().alias("inversion/group_rate"),
+    ).row(0, named=True)
+    pairs = groups["pairs"].sum()
+    stats["inversion/pair_rate"] = groups["inverted_pairs"].sum() / pairs if pairs else None
+    return stats
