@@ -6,11 +6,13 @@ PR #4158 trivial-distribution guard and the PR #4160 valid mask). Leave-one-out 
 group totals minus the row, never from pairwise loops. In float32 mode rewards, squares, means,
 variances and the division are rounded to float32 like torch's CPU math; the group totals are
 exact (float64) sums of the float32 values, so the peer sums are correctly rounded float32 values.
+
+Each function adds columns in stages (windows first, then arithmetic on them) so that every
+window is computed once; `gid` is an integer group id over which all windows run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -37,17 +39,26 @@ def _dtype(p: AdvantageParams) -> pl.DataType:
     return pl.Float32() if p.precision == "float32" else pl.Float64()
 
 
-def baseline_and_std(
-    reward: pl.Expr, valid: pl.Expr, keys: Sequence[str], p: AdvantageParams
-) -> tuple[pl.Expr, pl.Expr]:
+def add_baseline_and_std(
+    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, baseline: str, std: str
+) -> pl.LazyFrame:
     """Per-row baseline and Bessel-corrected std of the row's peers, in the working precision."""
     dt = _dtype(p)
-    r = reward.cast(dt)
-    rv = pl.when(valid).then(r).otherwise(pl.lit(0.0, dt))
-    r2v = pl.when(valid).then(r * r).otherwise(pl.lit(0.0, dt))
-    n = valid.cast(pl.Int64).sum().over(keys)
-    s1 = rv.cast(pl.Float64).sum().over(keys)
-    s2 = r2v.cast(pl.Float64).sum().over(keys)
+    t = f"_{baseline}_"  # prefix of this call's temporary columns
+    r, v = pl.col(reward).cast(dt), pl.col(valid)
+    zero = pl.lit(0.0, dt)
+    lf = lf.with_columns(
+        r.alias(t + "r"),
+        pl.when(v).then(r).otherwise(zero).alias(t + "rv"),
+        pl.when(v).then(r * r).otherwise(zero).alias(t + "r2v"),
+    )
+    rv, r2v = pl.col(t + "rv"), pl.col(t + "r2v")
+    lf = lf.with_columns(
+        v.cast(pl.Int64).sum().over(gid).alias(t + "n"),
+        rv.cast(pl.Float64).sum().over(gid).alias(t + "s1"),
+        r2v.cast(pl.Float64).sum().over(gid).alias(t + "s2"),
+    )
+    n, s1, s2 = pl.col(t + "n"), pl.col(t + "s1"), pl.col(t + "s2")
     if p.baseline == "loo":
         # The trainer divides by sum(valid) - 1 for every row, also for an invalid one.
         m = n - 1
@@ -55,62 +66,75 @@ def baseline_and_std(
     else:
         m = n
         peer1, peer2 = s1.cast(dt), s2.cast(dt)
-    mf = m.cast(dt)
-    b = peer1 / mf
-    q = peer2 / mf
-    var = (q - b * b) * (mf / (mf - pl.lit(1.0, dt)))
-    # torch: sqrt(negative) -> nan -> 0; nan_to_num maps +inf to the largest finite float.
-    raw_std = var.sqrt().fill_nan(0.0)
-    raw_std = pl.when(raw_std.is_infinite()).then(pl.lit(FLOAT32_MAX, dt)).otherwise(raw_std)
-    # One peer: its variance is exactly 0 in the trainer, 0 * inf = nan -> std 0.
-    std = pl.when(m <= 1).then(pl.lit(0.0, dt)).otherwise(raw_std)
+    lf = lf.with_columns(
+        m.alias(t + "m"),
+        (peer1 / m.cast(dt)).alias(t + "b"),
+        (peer2 / m.cast(dt)).alias(t + "q"),
+    )
+    mf, b, q = pl.col(t + "m").cast(dt), pl.col(t + "b"), pl.col(t + "q")
+    lf = lf.with_columns(
+        # torch: sqrt(negative) -> nan -> 0 (nan_to_num).
+        ((q - b * b) * (mf / (mf - pl.lit(1.0, dt)))).sqrt().fill_nan(0.0).alias(t + "sd")
+    )
+    sd = pl.col(t + "sd")
     few = n <= 1
-    return pl.when(few).then(r).otherwise(b), pl.when(few).then(pl.lit(0.0, dt)).otherwise(std)
+    return lf.with_columns(
+        pl.when(few).then(pl.col(t + "r")).otherwise(b).alias(baseline),
+        # n <= 1: std 0. One peer (m = 1): its variance is exactly 0 in the trainer, 0 * inf = nan -> 0.
+        # nan_to_num maps +inf (a positive residue times m/(m-1) = inf) to the largest float.
+        pl.when(few | (pl.col(t + "m") <= 1))
+        .then(zero)
+        .when(sd.is_infinite())
+        .then(pl.lit(FLOAT32_MAX, dt))
+        .otherwise(sd)
+        .alias(std),
+    ).drop(t + c for c in ("r", "rv", "r2v", "n", "s1", "s2", "m", "b", "q", "sd"))
 
 
-def peers_all_equal(
-    reward: pl.Expr, valid: pl.Expr, keys: Sequence[str], p: AdvantageParams
-) -> pl.Expr:
+def add_peers_all_equal(
+    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, out: str
+) -> pl.LazyFrame:
     """PR #4158 `is_trivial_distribution`: the row's valid peers are all exactly equal.
 
     Peers are the other valid rows (LOO, when the row itself is valid) or all valid rows.
     """
-    r = reward.cast(_dtype(p))
-    n = valid.cast(pl.Int64).sum().over(keys)
-    vr = pl.when(valid).then(r)
-    lo, hi = vr.min().over(keys), vr.max().over(keys)
-    n_lo = (valid & (r == lo)).cast(pl.Int64).sum().over(keys)
-    n_hi = (valid & (r == hi)).cast(pl.Int64).sum().over(keys)
+    t = f"_{out}_"
+    r, v = pl.col(reward).cast(_dtype(p)), pl.col(valid)
+    vr = pl.when(v).then(r)
+    lf = lf.with_columns(
+        r.alias(t + "r"),
+        v.cast(pl.Int64).sum().over(gid).alias(t + "n"),
+        vr.min().over(gid).alias(t + "lo"),
+        vr.max().over(gid).alias(t + "hi"),
+    )
+    r, n, lo, hi = pl.col(t + "r"), pl.col(t + "n"), pl.col(t + "lo"), pl.col(t + "hi")
+    lf = lf.with_columns(
+        (v & (r == lo)).cast(pl.Int64).sum().over(gid).alias(t + "n_lo"),
+        (v & (r == hi)).cast(pl.Int64).sum().over(gid).alias(t + "n_hi"),
+    )
+    n_lo, n_hi = pl.col(t + "n_lo"), pl.col(t + "n_hi")
     same = (lo == hi).fill_null(True) | (n <= 1)
-    if p.baseline == "mean":
-        return same
-    lone_lo = valid & (r == lo) & (n_lo == 1) & (n_hi == n - 1)
-    lone_hi = valid & (r == hi) & (n_hi == 1) & (n_lo == n - 1)
-    return same | lone_lo | lone_hi
+    if p.baseline == "loo":
+        lone_lo = v & (r == lo) & (n_lo == 1) & (n_hi == n - 1)
+        lone_hi = v & (r == hi) & (n_hi == 1) & (n_lo == n - 1)
+        same = same | lone_lo | lone_hi
+    return lf.with_columns(same.alias(out)).drop(
+        t + c for c in ("r", "n", "lo", "hi", "n_lo", "n_hi")
+    )
 
 
 def add_grpo(
-    lf: pl.LazyFrame,
-    reward: str,
-    valid: pl.Expr,
-    keys: Sequence[str],
-    p: AdvantageParams,
-    out: AdvColumns,
+    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
     """Add baseline, std, guard flags and advantages (before and after the clip) for one reward column."""
     dt = _dtype(p)
-    r = pl.col(reward).cast(dt)
-    baseline, std = baseline_and_std(pl.col(reward), valid, keys, p)
-    lf = lf.with_columns(
-        baseline.alias(out.baseline),
-        std.alias(out.std),
-        peers_all_equal(pl.col(reward), valid, keys, p).alias(out.peers_equal),
-    )
+    lf = add_baseline_and_std(lf, reward, valid, gid, p, out.baseline, out.std)
+    lf = add_peers_all_equal(lf, reward, valid, gid, p, out.peers_equal)
     guard = pl.col(out.std) > 0
     if p.std_guard == "trivial":
         guard = guard & ~pl.col(out.peers_equal)
     normalized = guard & pl.lit(p.normalize)
-    diff = r - pl.col(out.baseline)
+    diff = pl.col(reward).cast(dt) - pl.col(out.baseline)
     scaled = diff / (pl.col(out.std) + pl.lit(EPS, dt))
     lf = lf.with_columns(
         normalized.alias(out.normalized),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advantages import AdvColumns, add_grpo, baseline_and_std
+from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.config import ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import row_partials
@@ -30,6 +30,7 @@ _RAW = AdvColumns(
 )
 _REWARD_RAW_FILLED = "_reward_raw_filled"
 _VALID, _VALID_TOGGLED = "_valid", "_valid_toggled"
+_GID = "_gid"
 PER_CONFIG_NULL_ON_VALIDATION = (
     S.BASELINE,
     S.STD,
@@ -66,10 +67,12 @@ class ReplayResult:
 def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     """Per-row shaping and advantages for one config (lazy, no collect)."""
     a = cfg.advantage
-    keys = [S.STEP, S.GROUP_ID, IS_VAL]
     lf = lf.with_columns(
         pl.lit(cfg.config_id).alias(S.CONFIG_ID),
         (pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL),
+    ).with_columns(
+        # One integer id per (step, group_id, split): every window below runs over it.
+        pl.struct(S.STEP, S.GROUP_ID, IS_VAL).rank("dense").alias(_GID),
     )
     lf = apply_shaping(lf, cfg.shaping).with_columns(
         (~pl.col(IS_VAL) & ~pl.col(S.MASKED)).alias(TRAINABLE),
@@ -81,20 +84,25 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
         (not_masked if a.exclude_masked else all_rows).alias(_VALID),
         (all_rows if a.exclude_masked else not_masked).alias(_VALID_TOGGLED),
     )
-    lf = add_grpo(lf, S.REWARD_SHAPED, pl.col(_VALID), keys, a, SHAPED)
-    lf = add_grpo(lf, _REWARD_RAW_FILLED, pl.col(_VALID), keys, a, _RAW)
+    lf = add_grpo(lf, S.REWARD_SHAPED, _VALID, _GID, a, SHAPED)
+    lf = add_grpo(lf, _REWARD_RAW_FILLED, _VALID, _GID, a, _RAW)
     # The baseline with masked rows voting vs not, whichever the config does not use.
-    other, _ = baseline_and_std(pl.col(S.REWARD_SHAPED), pl.col(_VALID_TOGGLED), keys, a)
-    lf = lf.with_columns(other.cast(pl.Float64).alias(S.BASELINE_NO_MASKED))
-    lf = lf.with_columns(
-        pl.when(~pl.col(IS_VAL)).then(pl.col(c)).alias(c) for c in PER_CONFIG_NULL_ON_VALIDATION
+    lf = add_baseline_and_std(
+        lf, S.REWARD_SHAPED, _VALID_TOGGLED, _GID, a, S.BASELINE_NO_MASKED, "_toggled_std"
     )
-    drop = [
-        c
-        for c in (*vars(_RAW).values(), _REWARD_RAW_FILLED, _VALID, _VALID_TOGGLED)
-        if c != S.ADV_RAW
-    ]
-    return lf.drop(drop)
+    lf = lf.with_columns(
+        pl.when(~pl.col(IS_VAL)).then(pl.col(c).cast(pl.Float64)).alias(c)
+        for c in PER_CONFIG_NULL_ON_VALIDATION
+    )
+    temporary = (
+        *vars(_RAW).values(),
+        _REWARD_RAW_FILLED,
+        _VALID,
+        _VALID_TOGGLED,
+        _GID,
+        "_toggled_std",
+    )
+    return lf.drop(c for c in temporary if c != S.ADV_RAW)
 
 
 def plan_chunks(frame: pl.LazyFrame, chunk_rows: int) -> list[tuple[int, int]]:

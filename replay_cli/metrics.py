@@ -102,7 +102,8 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     )
     pairs = (
         train.filter(t)
-        .sort([*keys, S.REWARD_SHAPED, S.RESOLVED])
+        # Sorting without config_id is enough: the windows below partition by it anyway.
+        .sort([S.STEP, S.GROUP_ID, S.REWARD_SHAPED, S.RESOLVED])
         .with_columns(
             (~resolved).cast(pl.Int64).cum_sum().over(keys).alias("_unres_le"),
             (~resolved).cast(pl.Int64).sum().over(keys).alias("_unres"),

@@ -55,30 +55,32 @@ def skipped(p: ShapingParams) -> pl.Expr:
     return skip | (is_val & pl.lit(4 not in items))
 
 
-def shaped_columns(p: ShapingParams) -> list[pl.Expr]:
-    """Columns reward_raw, minutes, masked, charged, bonus, floored, deduction, reward_shaped."""
+def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
+    """Add the shaping columns of spec §6: minutes, masked, reward_raw, charged, bonus, floored,
+    deduction, reward_shaped (intermediate values are materialised once, then dropped)."""
     base = pl.col(S.REWARD).fill_null(0.0)
-    bonus = call_bonus(p.lambda_call_bonus, p.effective_call_bonus_ref)
-    unclamped = base + bonus - pl.lit(p.lambda_time) * pl.col(S.MINUTES)
     floor = pl.lit(p.floor, dtype=pl.Float64)
-    below = floor.is_not_null() & (unclamped < floor)
-    new = pl.when(below).then(floor).otherwise(unclamped)
-    # Item 2: the internal hook ran before the zeroing penalties, which then reset the row to 0.0.
-    skip = skipped(p)
-    reset = ~skip & pl.col(S.ZEROED) & pl.lit(2 in p.items)
-    charged = ~skip & ~reset
-    return [
+    lf = lf.with_columns(minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED))
+    lf = lf.with_columns(
+        skipped(p).alias("_skip"),
+        call_bonus(p.lambda_call_bonus, p.effective_call_bonus_ref).alias("_bonus"),
+    )
+    skip, bonus = pl.col("_skip"), pl.col("_bonus")
+    unclamped = base + bonus - pl.lit(p.lambda_time) * pl.col(S.MINUTES)
+    lf = lf.with_columns(
+        # Item 2: the internal hook ran before the zeroing penalties, which then reset the row to 0.0.
+        (~skip & pl.col(S.ZEROED) & pl.lit(2 in p.items)).alias("_reset"),
+        unclamped.alias("_unclamped"),
+        (floor.is_not_null() & (unclamped < floor)).alias("_below"),
+    )
+    reset, below = pl.col("_reset"), pl.col("_below")
+    new = pl.when(below).then(floor).otherwise(pl.col("_unclamped"))
+    lf = lf.with_columns((~skip & ~reset).alias(S.CHARGED), new.alias("_new"))
+    charged, new = pl.col(S.CHARGED), pl.col("_new")
+    return lf.with_columns(
         pl.col(S.REWARD).alias(S.REWARD_RAW),
-        charged.alias(S.CHARGED),
         pl.when(charged).then(bonus).otherwise(0.0).alias(S.BONUS),
         (charged & below).alias(S.FLOORED),
         pl.when(charged).then(base - new).otherwise(0.0).alias(S.DEDUCTION),
         pl.when(charged).then(new).when(reset).then(0.0).otherwise(base).alias(S.REWARD_SHAPED),
-    ]
-
-
-def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
-    """Add the shaping columns of spec §6 to a canonical rollout frame."""
-    return lf.with_columns(
-        minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED)
-    ).with_columns(shaped_columns(p))
+    ).drop("_skip", "_bonus", "_reset", "_unclamped", "_below", "_new")
