@@ -223,7 +223,10 @@ def run_replay(
     total = len(chunks) * len(unique)
     done = 0
     for lo, hi in chunks:
-        chunk = collect(rollouts.frame.filter(pl.col(S.STEP).is_between(lo, hi))).rechunk()
+        # Rows in the trainer's order (rollout_index within each group): float sums then do not
+        # depend on how the input happened to be ordered.
+        selected = rollouts.frame.filter(pl.col(S.STEP).is_between(lo, hi))
+        chunk = collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
         acc.add_input(chunk)
         source = chunk.lazy()
         for start in range(0, len(unique), configs_per_pass):

@@ -15,6 +15,7 @@ from replay_cli.frames import collect_all
 from replay_cli.io.parquet import discover, scan_file
 
 MAX_ROWS_SHOWN = 5
+MAX_RUN_TIME_S = 7 * 24 * 3600.0  # longer agent runs are a unit mistake (milliseconds?)
 
 _NUMERIC = (
     pl.Float32,
@@ -135,6 +136,7 @@ def _build(
         sch = lf.collect_schema()
         problems.extend(_dtype_problems(name, sch, group_size))
         extra.extend(c for c in sch.names() if c not in S.CANONICAL and c not in extra)
+    problems.extend(_disagreements(names, [f.collect_schema() for f in frames]))
     if problems:
         raise SchemaError(_format(len(problems), problems))
     if group_size is not None and group_size < 1:
@@ -146,6 +148,37 @@ def _build(
     lf, notes = _derive(lf, has, group_size)
     _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
     return Rollouts(lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes)
+
+
+def _disagreements(names: list[str], schemas: list[pl.Schema]) -> list[str]:
+    """Files must agree on which canonical columns they have, and on the kind of group id.
+
+    A column missing from one file would otherwise be filled with its default for that file's
+    rows only (e.g. `resolved` false), silently changing the replay.
+    """
+    problems = []
+    for col in S.CANONICAL:
+        having = [n for n, sch in zip(names, schemas, strict=True) if col in sch]
+        if having and len(having) < len(names):
+            lacking = [n for n in names if n not in having]
+            problems.append(
+                f"column '{col}' is in {having[0]} but missing from {lacking[0]}"
+                f"{f' and {len(lacking) - 1} more' if len(lacking) > 1 else ''}; "
+                "the files' schemas must agree (use --map, or replay them separately)"
+            )
+    kinds = {
+        n: "string" if sch[S.GROUP_ID] in (pl.String, pl.Categorical) else "integer"
+        for n, sch in zip(names, schemas, strict=True)
+        if S.GROUP_ID in sch
+    }
+    if len(set(kinds.values())) > 1:
+        first = next(iter(kinds.items()))
+        other = next((n, k) for n, k in kinds.items() if k != first[1])
+        problems.append(
+            f"column '{S.GROUP_ID}' is {first[1]} in {first[0]} but {other[1]} in {other[0]}; "
+            "the files' schemas must agree"
+        )
+    return problems
 
 
 def _normalise(lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -229,6 +262,9 @@ def _checks(
             key
         ).is_duplicated(),
     }
+    checks[(S.RUN_TIME, f"is over a week ({MAX_RUN_TIME_S:.0f} s): run times must be seconds")] = (
+        pl.col(S.RUN_TIME).is_finite() & (pl.col(S.RUN_TIME) > MAX_RUN_TIME_S)
+    )
     if strict:
         checks[(S.RUN_TIME, "is NaN or infinite (--strict)")] = ~pl.col(S.RUN_TIME).is_finite()
     if group_derived:

@@ -1,0 +1,120 @@
+"""Properties of shaping and advantages that must hold on any input (hypothesis)."""
+
+import itertools
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from replay_cli import api
+from replay_cli.validation import rollouts_from_frame
+
+from factories import replay_frame
+
+KEY = ["step", "group_id", "rollout_index"]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+group = st.lists(
+    st.tuples(
+        st.sampled_from([0.0, 1.0, 0.5, -0.5]),  # reward
+        st.booleans(),  # resolved
+        st.floats(0, 7200, allow_nan=False),  # run time (s)
+        st.booleans(),  # mask_sample
+    ),
+    min_size=1,
+    max_size=10,
+)
+table = st.lists(group, min_size=1, max_size=5)
+
+
+def frame(groups):
+    rows = [
+        {
+            "step": 1 + g % 2,
+            "group_id": g,
+            "rollout_index": i,
+            "reward": r,
+            "resolved": res,
+            "openhands_run_time": t,
+            "mask_sample": m,
+        }
+        for g, members in enumerate(groups)
+        for i, (r, res, t, m) in enumerate(members)
+    ]
+    return pl.DataFrame(rows)
+
+
+@SETTINGS
+@given(groups=table, apply_to=st.sampled_from(["all", "correct"]))
+def test_lambda_zero_without_bonus_changes_nothing(groups, apply_to):
+    rows = replay_frame(frame(groups), {"lambda_time": 0.0, "apply_to": apply_to}).rows
+    assert rows["reward_shaped"].to_list() == rows["reward"].to_list()
+    assert rows["advantage"].to_list() == rows["advantage_raw"].to_list()
+
+
+@SETTINGS
+@given(
+    reward=st.sampled_from([0.0, 1.0, -0.5]),
+    times=st.lists(st.floats(0, 7200, allow_nan=False), min_size=2, max_size=8),
+    floor=st.sampled_from([None, 0.05, -1.0]),
+)
+def test_deduction_is_monotone_in_run_time(reward, times, floor):
+    data = frame([[(reward, True, t, False) for t in times]])
+    rows = replay_frame(data, {"floor": floor}).rows.sort("openhands_run_time")
+    deductions = rows["deduction"].to_list()
+    assert all(a <= b + 1e-12 for a, b in itertools.pairwise(deductions))
+
+
+@SETTINGS
+@given(
+    groups=table, floor=st.sampled_from([0.05, -0.2, 0.5]), lam=st.sampled_from([1 / 60, 1 / 10])
+)
+def test_floor_is_respected(groups, floor, lam):
+    rows = replay_frame(frame(groups), {"floor": floor, "lambda_time": lam}).rows
+    charged = rows.filter(pl.col("charged"))["reward_shaped"]
+    assert charged.is_empty() or charged.min() >= floor
+
+
+@SETTINGS
+@given(groups=table)
+def test_mean_baseline_without_normalisation_sums_to_zero(groups):
+    rows = replay_frame(
+        frame(groups), {}, {"baseline": "mean", "normalize": False, "precision": "float64"}
+    ).rows
+    sums = rows.group_by("step", "group_id").agg(pl.col("advantage").sum())
+    assert sums["advantage"].abs().max() == pytest.approx(0.0, abs=1e-12)
+
+
+@SETTINGS
+@given(groups=table, seed=st.integers(0, 1000), precision=st.sampled_from(["float32", "float64"]))
+def test_reordering_rows_permutes_advantages(groups, seed, precision):
+    data = frame(groups)
+    first = replay_frame(data, {}, {"precision": precision}).rows.sort(KEY)
+    shuffled = replay_frame(
+        data.sample(fraction=1.0, shuffle=True, seed=seed), {}, {"precision": precision}
+    )
+    second = shuffled.rows.sort(KEY)
+    for col in ("reward_shaped", "baseline", "std", "advantage", "advantage_raw"):
+        assert first[col].to_list() == second[col].to_list(), col
+
+
+def test_splitting_input_across_files_changes_nothing(synth_path, tmp_path):
+    data = pl.read_parquet(synth_path)
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    data.filter(pl.col("group_id") % 2 == 0).write_parquet(a)
+    data.filter(pl.col("group_id") % 2 == 1).write_parquet(b)
+    whole = api.replay(api.load([synth_path]))
+    split = api.replay(api.load([a, b]))
+    drop = ["source_file", "source_row"]
+    assert_frame_equal(whole.rows.drop(drop).sort(KEY), split.rows.drop(drop).sort(KEY))
+    assert_frame_equal(whole.groups, split.groups)
+    assert_frame_equal(whole.steps, split.steps)
+
+
+def test_in_memory_and_file_inputs_agree(synth_path):
+    data = pl.read_parquet(synth_path)
+    from_file = api.replay(api.load([synth_path])).rows.drop("source_file")
+    from_frame = api.replay(rollouts_from_frame(data)).rows.drop("source_file")
+    assert_frame_equal(from_file, from_frame)
