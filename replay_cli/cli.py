@@ -41,9 +41,9 @@ app = typer.Typer(
 )
 
 
-def _v(name: str) -> Any:
+def _v(name: str, *decls: str) -> Any:
     help_text, panel = VALUED[name]
-    return typer.Option(help=help_text, rich_help_panel=panel, show_default=False)
+    return typer.Option(*decls, help=help_text, rich_help_panel=panel, show_default=False)
 
 
 def _s(name: str) -> Any:
@@ -82,6 +82,9 @@ def replay(
         ),
     ] = False,
     estimator: Annotated[Opt, _v("estimator")] = None,
+    scale_rewards: Annotated[Opt, _v("scale_rewards")] = None,
+    filter_: Annotated[Opt, _v("filter", "--filter")] = None,
+    filter_on: Annotated[Opt, _v("filter_on")] = None,
     baseline: Annotated[Opt, _v("baseline")] = None,
     no_normalize: Annotated[
         bool,
@@ -133,6 +136,9 @@ def replay(
                 "semantics": semantics,
                 "internal_items": internal_items,
                 "estimator": estimator,
+                "scale_rewards": scale_rewards,
+                "filter": filter_,
+                "filter_on": filter_on,
                 "baseline": baseline,
                 "std_guard": std_guard,
                 "clip_low": clip_low,
@@ -187,6 +193,9 @@ def sweep(
     enabled: Annotated[Opt, _s("enabled")] = None,
     mask_flagged: Annotated[Opt, _s("mask_flagged")] = None,
     estimator: Annotated[Opt, _v("estimator")] = None,
+    scale_rewards: Annotated[Opt, _v("scale_rewards")] = None,
+    filter_: Annotated[Opt, _v("filter", "--filter")] = None,
+    filter_on: Annotated[Opt, _v("filter_on")] = None,
     baseline: Annotated[Opt, _v("baseline")] = None,
     normalize: Annotated[Opt, _s("normalize")] = None,
     std_guard: Annotated[Opt, _v("std_guard")] = None,
@@ -233,6 +242,9 @@ def sweep(
                     "enabled": enabled,
                     "mask_flagged": mask_flagged,
                     "estimator": estimator,
+                    "scale_rewards": scale_rewards,
+                    "filter": filter_,
+                    "filter_on": filter_on,
                     "baseline": baseline,
                     "normalize": normalize,
                     "std_guard": std_guard,

@@ -43,7 +43,16 @@ VALUED: dict[str, tuple[str, str]] = {
         "Internal differences to switch on alone, joined by '+': 1+3 (spec §3.3).",
         SHAPE,
     ),
-    "estimator": ("Advantage estimator: grpo (NeMo-RL).", ADV),
+    "estimator": (
+        (
+            "grpo (NeMo-RL) | verl-grpo | verl-rloo | trl-grpo | openrlhf-group-norm"
+            " | openrlhf-rloo | reinforce-pp-baseline | dr-grpo."
+        ),
+        ADV,
+    ),
+    "scale_rewards": ("trl-grpo: group | batch | none.", ADV),
+    "filter": ("Dynamic-sampling filter: none | nemo-rl | verl | openrlhf.", ADV),
+    "filter_on": ("What the filter looks at: reward | resolved.", ADV),
     "baseline": ("loo | mean: leave-one-out or group-mean baseline.", ADV),
     "std_guard": ("legacy (std > 0) | trivial (PR #4158, default).", ADV),
     "clip_low": ("grpo.advantage_clip_low, or none.", ADV),

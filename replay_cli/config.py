@@ -88,7 +88,20 @@ class ShapingParams(_Frozen):
 class AdvantageParams(_Frozen):
     """`grpo.adv_estimator.*` and clipping, plus emulation knobs (spec §4.1)."""
 
-    estimator: Literal["grpo"] = Field("grpo", description="Advantage estimator.")
+    estimator: Literal[
+        "grpo",
+        "verl-grpo",
+        "verl-rloo",
+        "trl-grpo",
+        "openrlhf-group-norm",
+        "openrlhf-rloo",
+        "reinforce-pp-baseline",
+        "dr-grpo",
+    ] = Field("grpo", description="grpo = NeMo-RL; the others replay a peer trainer (peers.py).")
+    scale_rewards: Literal["group", "batch", "none"] = Field(
+        "group",
+        description="trl-grpo only: divide by the group std, the step's std, or not at all.",
+    )
     baseline: Literal["loo", "mean"] = Field("loo", description="Leave-one-out or group mean.")
     normalize: bool = Field(True, description="Divide by the (LOO) std where the guard passes.")
     std_guard: Literal["legacy", "trivial"] = Field(
@@ -96,6 +109,12 @@ class AdvantageParams(_Frozen):
         description="legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
     )
     exclude_masked: bool = Field(False, description="Masked rows do not vote (NeMo-RL PR #4160).")
+    filter: Literal["none", "nemo-rl", "verl", "openrlhf"] = Field(
+        "none", description="Dynamic-sampling filter to replay (filters.py)."
+    )
+    filter_on: Literal["reward", "resolved"] = Field(
+        "reward", description="What the filter looks at."
+    )
     clip_low: float | None = Field(
         None, allow_inf_nan=False, description="grpo.advantage_clip_low."
     )
@@ -157,6 +176,10 @@ class ReplayConfig(_Frozen):
                 parts.append(f"bonus={s.lambda_call_bonus:g}/{s.effective_call_bonus_ref:g}")
             if s.semantics == "internal" or s.internal_items is not None:
                 parts.append(f"{s.semantics}[{','.join(map(str, sorted(s.items)))}]")
+        if a.estimator != "grpo":
+            parts.append(a.estimator + (f"/{a.scale_rewards}" if a.estimator == "trl-grpo" else ""))
+        if a.filter != "none":
+            parts.append(f"filter={a.filter}:{a.filter_on}")
         if a.clip_low is not None or a.clip_high is not None:
             lo = "-inf" if a.clip_low is None else f"{a.clip_low:g}"
             hi = "inf" if a.clip_high is None else f"{a.clip_high:g}"

@@ -130,4 +130,8 @@ def group_diagnostics(groups: pl.DataFrame) -> dict[str, float | None]:
     ).row(0, named=True)
     pairs = groups["pairs"].sum()
     stats["inversion/pair_rate"] = groups["inverted_pairs"].sum() / pairs if pairs else None
+    rows = groups["size"].sum()
+    stats["filter/kept_rows_frac"] = groups["kept_rows"].sum() / rows if rows else None
+    stats["filter/kept_groups_frac"] = (groups["kept_rows"] > 0).mean()
+    stats["filter/phantom_groups_frac"] = groups["phantom"].mean()
     return stats

@@ -9,9 +9,10 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
-from replay_cli.config import ReplayConfig
+from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import row_partials
+from replay_cli.filters import add_kept
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
     IS_VAL,
@@ -21,6 +22,7 @@ from replay_cli.metrics import (
     summarise_steps,
     trainer_exprs,
 )
+from replay_cli.peers import add_peer_advantages
 from replay_cli.shaping import apply_shaping, minutes
 from replay_cli.validation import Rollouts
 
@@ -30,13 +32,25 @@ _RAW = AdvColumns(
 )
 _REWARD_RAW_FILLED = "_reward_raw_filled"
 _VALID, _VALID_TOGGLED = "_valid", "_valid_toggled"
-_GID = "_gid"
+_GID, _BID = "_gid", "_bid"  # group id; batch (step) id for batch-level statistics
+_GID_KEPT, _GID_KEPT_RAW, _KEPT_RAW = "_gid_kept", "_gid_kept_raw", "_kept_raw"
+
+
+def add_advantages(
+    lf: pl.LazyFrame, reward: str, gid: str, kept: str, a: AdvantageParams, out: AdvColumns
+) -> pl.LazyFrame:
+    """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`."""
+    if a.estimator == "grpo":
+        return add_grpo(lf, reward, _VALID, gid, a, out)
+    active = ~pl.col(IS_VAL) & pl.col(kept)
+    return add_peer_advantages(lf, reward, gid, _BID, a, out, active)
+
+
 PER_CONFIG_NULL_ON_VALIDATION = (
     S.BASELINE,
     S.STD,
     S.ADV_UNCLIPPED,
     S.ADVANTAGE,
-    S.ADV_RAW,
     S.BASELINE_NO_MASKED,
 )
 
@@ -65,17 +79,18 @@ class ReplayResult:
 
 
 def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
-    """Per-row shaping and advantages for one config (lazy, no collect)."""
+    """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy)."""
     a = cfg.advantage
+    inputs = lf.collect_schema().names()
     lf = lf.with_columns(
         pl.lit(cfg.config_id).alias(S.CONFIG_ID),
         (pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL),
     ).with_columns(
         # One integer id per (step, group_id, split): every window below runs over it.
         pl.struct(S.STEP, S.GROUP_ID, IS_VAL).rank("dense").alias(_GID),
+        pl.struct(S.STEP, IS_VAL).rank("dense").alias(_BID),
     )
     lf = apply_shaping(lf, cfg.shaping).with_columns(
-        (~pl.col(IS_VAL) & ~pl.col(S.MASKED)).alias(TRAINABLE),
         pl.col(S.REWARD_RAW).fill_null(0.0).alias(_REWARD_RAW_FILLED),
     )
     # Columns, not literals: a literal would be summed once per group, not once per row.
@@ -84,25 +99,54 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
         (not_masked if a.exclude_masked else all_rows).alias(_VALID),
         (all_rows if a.exclude_masked else not_masked).alias(_VALID_TOGGLED),
     )
-    lf = add_grpo(lf, S.REWARD_SHAPED, _VALID, _GID, a, SHAPED)
-    lf = add_grpo(lf, _REWARD_RAW_FILLED, _VALID, _GID, a, _RAW)
-    # The baseline with masked rows voting vs not, whichever the config does not use.
-    lf = add_baseline_and_std(
-        lf, S.REWARD_SHAPED, _VALID_TOGGLED, _GID, a, S.BASELINE_NO_MASKED, "_toggled_std"
+    # Dynamic sampling: the shaped run and the shaping-off run each filter on their own rewards.
+    on_resolved = pl.col(S.RESOLVED).cast(pl.Float64)
+    shaped_metric = pl.col(_REWARD_RAW_FILLED if a.filter == "openrlhf" else S.REWARD_SHAPED)
+    lf = add_kept(
+        lf, on_resolved if a.filter_on == "resolved" else shaped_metric, _GID, _VALID, a, S.KEPT
+    )
+    lf = add_kept(
+        lf,
+        on_resolved if a.filter_on == "resolved" else pl.col(_REWARD_RAW_FILLED),
+        _GID,
+        _VALID,
+        a,
+        _KEPT_RAW,
     )
     lf = lf.with_columns(
-        pl.when(~pl.col(IS_VAL)).then(pl.col(c).cast(pl.Float64)).alias(c)
-        for c in PER_CONFIG_NULL_ON_VALIDATION
+        (~pl.col(IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(TRAINABLE),
+        # Survivors are regrouped: advantages are recomputed on the rows the filter kept.
+        pl.struct(_GID, S.KEPT).rank("dense").alias(_GID_KEPT),
+        pl.struct(_GID, _KEPT_RAW).rank("dense").alias(_GID_KEPT_RAW),
     )
-    temporary = (
-        *vars(_RAW).values(),
-        _REWARD_RAW_FILLED,
-        _VALID,
+    lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED)
+    lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW)
+    # The baseline with masked rows voting vs not, whichever the config does not use.
+    toggled = a
+    if a.estimator != "grpo":
+        toggled = a.model_copy(
+            update={"estimator": "grpo", "baseline": "loo" if "rloo" in a.estimator else "mean"}
+        )
+    lf = add_baseline_and_std(
+        lf,
+        S.REWARD_SHAPED,
         _VALID_TOGGLED,
-        _GID,
+        _GID_KEPT,
+        toggled,
+        S.BASELINE_NO_MASKED,
         "_toggled_std",
     )
-    return lf.drop(c for c in temporary if c != S.ADV_RAW)
+    shaped_rows = ~pl.col(IS_VAL) & pl.col(S.KEPT)
+    lf = lf.with_columns(
+        *(
+            pl.when(shaped_rows).then(pl.col(c).cast(pl.Float64)).alias(c)
+            for c in PER_CONFIG_NULL_ON_VALIDATION
+        ),
+        pl.when(~pl.col(IS_VAL) & pl.col(_KEPT_RAW))
+        .then(pl.col(S.ADV_RAW).cast(pl.Float64))
+        .alias(S.ADV_RAW),
+    )
+    return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE)
 
 
 def plan_chunks(frame: pl.LazyFrame, chunk_rows: int) -> list[tuple[int, int]]:

@@ -95,6 +95,9 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         .fill_null(False)
         .alias("inverted"),
         adv_abs.filter(t).max().alias("max_abs_advantage"),
+        pl.col(S.KEPT).sum().alias("kept_rows"),
+        # Kept although the outcome is uniform: only the shaping term gave the group a spread.
+        (pl.col(S.KEPT).any() & (resolved.all() | ~resolved.any())).alias("phantom"),
         *(e.alias(k) for k, e in trainer_exprs(p).items()),
     )
     base = base.with_columns(

@@ -113,6 +113,25 @@ def _symlog_bins(values: np.ndarray, linear: int = 20, per_decade: int = 8) -> n
     return np.concatenate([-outer[::-1], np.linspace(-1, 1, linear + 1), outer])
 
 
+def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
+    """Signal rate and largest |advantage| against lambda, one line per estimator (and setting)."""
+    fig, axes = _figure(11.0, 4.2, ncols=2)
+    left, right = axes[0]
+    for label, part in _series(summary):
+        left.plot(part["lambda_time"] * 60, part["signal/group_rate"], marker="o", label=label)
+        right.plot(part["lambda_time"] * 60, part["adv/abs_max"], marker="o", label=label)
+    left.set_title("Groups with a learning signal by estimator")
+    left.set_ylabel("share of groups with |advantage| > 1e-6")
+    right.set_title("Largest |advantage| by estimator")
+    right.set_ylabel("max |advantage| (log scale)")
+    right.set_yscale("log")
+    for ax in (left, right):
+        ax.set_xlabel(LAMBDA_AXIS)
+        ax.grid(alpha=0.3)
+    fig.legend(*left.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
+    return fig
+
+
 def advantage_distribution(advantages: dict[str, pl.Series], summary: pl.DataFrame) -> Figure:
     """Histogram of trainable-row advantages per config: symlog x (tails visible), log counts."""
     import matplotlib as mpl
@@ -212,6 +231,8 @@ def report_figures(result: ReplayResult) -> dict[str, Figure]:
         figures["signal_vs_lambda"] = signal_vs_lambda(summary)
         figures["inversion_vs_lambda"] = inversion_vs_lambda(summary)
         figures["explosion_vs_lambda"] = explosion_vs_lambda(summary)
+        if summary["estimator"].n_unique() > 1:
+            figures["estimators_vs_lambda"] = estimators_vs_lambda(summary)
     if result.advantages:  # a report written with --rows none has no per-row values to draw
         figures["advantage_distribution"] = advantage_distribution(result.advantages, summary)
     if result.minutes is not None and summary["enabled"].any():

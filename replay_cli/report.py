@@ -102,7 +102,9 @@ class ParquetRowSink:
         if self._writer is None:
             self._schema = table.schema
             self._writer = pq.ParquetWriter(self.path, self._schema)
-        self._writer.write_table(table.cast(self._schema), row_group_size=ROW_GROUP_SIZE)
+        self._writer.write_table(
+            table.select(self._schema.names).cast(self._schema), row_group_size=ROW_GROUP_SIZE
+        )
         self.rows += rows.height
 
     def close(self) -> None:

@@ -64,6 +64,7 @@ ADV_RAW = "advantage_raw"
 BASELINE_NO_MASKED = "baseline_masking_toggled"  # baseline with exclude_masked flipped
 TRIVIAL_PEERS = "peers_all_equal"
 NORMALIZED = "normalized"
+KEPT = "kept"  # survived the dynamic-sampling filter
 
 GROUP_KEYS = (STEP, GROUP_ID)
 CONFIG_GROUP_KEYS = (CONFIG_ID, STEP, GROUP_ID)
@@ -80,3 +81,25 @@ NORMALISED_TYPES: dict[str, pl.DataType] = {
     SPLIT: pl.String(),
     ZEROED: pl.Boolean(),
 }
+
+# Column order of the per-row report after the input columns (spec §6, then diagnostics helpers).
+REPORT_COLUMNS = (
+    CONFIG_ID,
+    REWARD_RAW,
+    REWARD_SHAPED,
+    MINUTES,
+    BONUS,
+    DEDUCTION,
+    CHARGED,
+    FLOORED,
+    MASKED,
+    KEPT,
+    BASELINE,
+    STD,
+    ADV_UNCLIPPED,
+    ADVANTAGE,
+    ADV_RAW,
+    TRIVIAL_PEERS,
+    NORMALIZED,
+    BASELINE_NO_MASKED,
+)

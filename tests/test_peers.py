@@ -1,0 +1,139 @@
+"""Tests for replay_cli.peers: each peer trainer's documented values and edge cases."""
+
+import math
+
+import polars as pl
+import pytest
+
+from replay_cli.advantages import AdvColumns
+from replay_cli.config import AdvantageParams
+from replay_cli.peers import EstimatorError, add_peer_advantages
+
+from factories import replay_frame, rollouts
+
+OUT = AdvColumns("b", "s", "u", "a", "eq", "norm")
+
+
+def peer(rewards, estimator, groups=None, **params):
+    """Advantages straight from the estimator (so NaN rewards can be fed in)."""
+    frame = pl.LazyFrame(
+        {
+            "r": rewards,
+            "_gid": groups or [0] * len(rewards),
+            "_bid": [0] * len(rewards),
+            "_is_validation": [False] * len(rewards),
+        },
+        schema={"r": pl.Float64, "_gid": pl.Int64, "_bid": pl.Int64, "_is_validation": pl.Boolean},
+    )
+    p = AdvantageParams(estimator=estimator, precision="float64", **params)
+    return add_peer_advantages(frame, "r", "_gid", "_bid", p, OUT).collect()["a"].to_list()
+
+
+def test_verl_grpo_unbiased_std_and_eps():
+    assert peer([1.0, 0.0, 0.0, 0.0], "verl-grpo") == pytest.approx(
+        [0.75 / 0.500001] + [-0.25 / 0.500001] * 3
+    )
+
+
+def test_verl_grpo_singleton_leaks_the_reward():
+    assert peer([0.7], "verl-grpo") == pytest.approx([0.7 / (1 + 1e-6)])
+
+
+def test_verl_grpo_without_std_is_dr_grpo():
+    assert peer([1.0, 0.0, 0.0, 0.0], "verl-grpo", normalize=False) == pytest.approx(
+        [0.75, -0.25, -0.25, -0.25]
+    )
+
+
+def test_verl_grpo_all_equal_and_nan():
+    assert peer([1.0, 1.0], "verl-grpo") == [0.0, 0.0]
+    assert all(math.isnan(a) for a in peer([1.0, float("nan")], "verl-grpo"))
+
+
+def test_verl_rloo():
+    assert peer([1.0, 0.0, 0.0, 0.0], "verl-rloo") == pytest.approx([1.0, -1 / 3, -1 / 3, -1 / 3])
+    assert peer([0.7], "verl-rloo") == pytest.approx([0.7])
+
+
+def test_trl_group_batch_none():
+    assert peer([1.0, 0.0, 0.0, 0.0], "trl-grpo") == pytest.approx(
+        [0.75 / 0.5001] + [-0.25 / 0.5001] * 3
+    )
+    assert peer([1.0, 0.0, 0.0, 0.0], "trl-grpo", scale_rewards="none") == pytest.approx(
+        [0.75, -0.25, -0.25, -0.25]
+    )
+    # batch: the group mean is subtracted, the std is the whole step's.
+    batch = peer([1.0, 0.0, 1.0, 1.0], "trl-grpo", groups=[0, 0, 1, 1], scale_rewards="batch")
+    step_std = pl.Series([1.0, 0.0, 1.0, 1.0]).std()
+    assert batch == pytest.approx([0.5 / (step_std + 1e-4), -0.5 / (step_std + 1e-4), 0.0, 0.0])
+
+
+def test_trl_nan_rows_get_zero_and_leave_the_statistics():
+    adv = peer([1.0, 0.0, float("nan")], "trl-grpo")
+    std = math.sqrt(0.5)
+    assert adv == pytest.approx([0.5 / (std + 1e-4), -0.5 / (std + 1e-4), 0.0])
+
+
+def test_trl_singleton_is_zero():
+    assert peer([0.7], "trl-grpo") == [0.0]
+
+
+def test_openrlhf_group_norm():
+    assert peer([1.0, 0.0, 0.0, 0.0], "openrlhf-group-norm") == pytest.approx(
+        [0.75 / 0.5] + [-0.25 / 0.5] * 3
+    )
+    assert peer([1.0, 1.0], "openrlhf-group-norm") == [0.0, 0.0]
+
+
+def test_openrlhf_rloo_and_dr_grpo():
+    assert peer([1.0, 0.0, 0.0, 0.0], "openrlhf-rloo") == pytest.approx(
+        [1.0, -1 / 3, -1 / 3, -1 / 3]
+    )
+    assert peer([1.0, 0.0, 0.0, 0.0], "dr-grpo") == pytest.approx([0.75, -0.25, -0.25, -0.25])
+
+
+@pytest.mark.parametrize("estimator", ["openrlhf-group-norm", "openrlhf-rloo", "dr-grpo"])
+def test_openrlhf_refuses_singletons_and_uneven_groups(estimator):
+    with pytest.raises(EstimatorError, match=r"needs at least 2 rollouts per prompt group"):
+        peer([1.0, 0.0, 0.5], estimator, groups=[0, 0, 1])
+    with pytest.raises(EstimatorError, match=r"needs groups of one size"):
+        peer([1.0, 0.0, 0.5, 1.0, 0.0], estimator, groups=[0, 0, 1, 1, 1])
+
+
+def test_reinforce_pp_baseline_whitens_the_step():
+    adv = peer([1.0, 0.0, 1.0, 1.0], "reinforce-pp-baseline", groups=[0, 0, 1, 1])
+    std = math.sqrt(0.5 / 3)
+    assert adv == pytest.approx([0.5 / std, -0.5 / std, 0.0, 0.0], rel=1e-6)
+
+
+def test_reinforce_pp_baseline_singleton_uses_mean_zero():
+    # Group [0.7] keeps x = 0.7 (mean := 0); group [1, 0] gives +-0.5; then the step is whitened.
+    adv = peer([0.7, 1.0, 0.0], "reinforce-pp-baseline", groups=[0, 1, 1])
+    x = pl.Series([0.7, 0.5, -0.5])
+    assert adv == pytest.approx(((x - x.mean()) / x.std()).to_list(), rel=1e-6)
+
+
+def test_reinforce_pp_token_weighted():
+    frame = rollouts(reward=[1.0, 0.0, 1.0, 1.0], group_id=[0, 0, 1, 1]).with_columns(
+        pl.Series("response_tokens", [3, 1, 1, 1])
+    )
+    rows = replay_frame(
+        frame, {"enabled": False}, {"estimator": "reinforce-pp-baseline", "precision": "float64"}
+    ).rows
+    x = [0.5, -0.5, 0.0, 0.0]
+    w = [3, 1, 1, 1]
+    mu = sum(a * b for a, b in zip(x, w, strict=True)) / 6
+    var = sum(b * (a - mu) ** 2 for a, b in zip(x, w, strict=True)) / 6 * 6 / 5
+    assert rows.sort("group_id", "rollout_index")["advantage"].to_list() == pytest.approx(
+        [(a - mu) / math.sqrt(var + 1e-8) for a in x]
+    )
+
+
+def test_estimator_through_replay_and_label():
+    result = replay_frame(
+        rollouts(reward=[1.0, 0.0, 0.0, 0.0]), {"enabled": False}, {"estimator": "verl-rloo"}
+    )
+    assert result.rows.sort("rollout_index")["advantage"].to_list() == pytest.approx(
+        [1.0, -1 / 3, -1 / 3, -1 / 3]
+    )
+    assert "verl-rloo" in result.summary["label"][0]
