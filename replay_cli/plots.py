@@ -118,8 +118,10 @@ def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
     fig, axes = _figure(11.0, 4.2, ncols=2)
     left, right = axes[0]
     for label, part in _series(summary):
-        left.plot(part["lambda_time"] * 60, part["signal/group_rate"], marker="o", label=label)
-        right.plot(part["lambda_time"] * 60, part["adv/abs_max"], marker="o", label=label)
+        name = label if part["estimator"][0] in label else f"grpo (NeMo-RL) {label}"
+        left.plot(part["lambda_time"] * 60, part["signal/group_rate"], marker="o", label=name)
+        right.plot(part["lambda_time"] * 60, part["adv/abs_max"], marker="o", label=name)
+    left.set_ylim(0, 1.05)
     left.set_title("Groups with a learning signal by estimator")
     left.set_ylabel("share of groups with |advantage| > 1e-6")
     right.set_title("Largest |advantage| by estimator")
