@@ -224,3 +224,52 @@ def explain(
     if out is not None:
         write_directory(Path(out), {"attribution": table}, None, force=force)
     return table
+
+
+def import_logs(
+    fmt: str, sources: Sequence[str | Path], out: Path, *, force: bool = False, **options: object
+):
+    """Convert logs of another format into a canonical Parquet file (see io/importers.py)."""
+    from replay_cli.io.importers import import_logs as run_import
+
+    out = Path(out)
+    if out.exists() and not force:
+        raise OutputExistsError(f"{out} already exists.\n\nPass --force to replace it.")
+    return run_import(fmt, sources, out, **options)  # type: ignore[arg-type]
+
+
+def verify_run(
+    train_data: Sequence[str | Path],
+    *,
+    group_size: int | None = None,
+    clip: tuple[float | None, float | None] | None = None,
+    out: Path | None = None,
+    force: bool = False,
+):
+    """Which estimator settings reproduce a run's logged advantages (see verify.py)."""
+    from replay_cli.io.train_data import read_train_data
+    from replay_cli.report import write_directory
+    from replay_cli.verify import verify
+
+    if out is not None:
+        check_out_dir(Path(out), force)
+    result = verify(read_train_data(train_data), group_size=group_size, clip=clip)
+    if out is not None:
+        tables = {
+            "candidates": result.candidates,
+            "steps": result.steps,
+            "differing_rows": result.differing,
+        }
+        write_directory(Path(out), tables, force=force)
+    return result
+
+
+def compare_logged_rewards(
+    sources: Sequence[str | Path], train_data: Sequence[str | Path], config: ReplayConfig
+):
+    """Replay `sources` under `config` and compare its shaped rewards with the logged ones per step."""
+    from replay_cli.io.train_data import read_train_data
+    from replay_cli.verify import compare_rewards
+
+    replayed = run_replay(load(sources), [config]).rows
+    return compare_rewards(read_train_data(train_data), replayed)

@@ -342,6 +342,8 @@ def demo(
 app.command(rich_help_panel="Analysis")(cli_analysis.plot)
 app.command(rich_help_panel="Analysis")(cli_analysis.compare)
 app.command(rich_help_panel="Analysis")(cli_analysis.explain)
+app.command(rich_help_panel="Analysis")(cli_analysis.verify)
+app.command("import", rich_help_panel="Data")(cli_analysis.import_)
 
 
 def main() -> None:

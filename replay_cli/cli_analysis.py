@@ -21,6 +21,7 @@ from replay_cli.cli_options import (
     single_values,
     user_errors,
 )
+from replay_cli.errors import ConfigError
 from replay_cli.sweep import expand
 
 ReportDir = Annotated[
@@ -130,3 +131,98 @@ def explain(
             argv=sys.argv,
         )
         terminal.print_attribution(table)
+
+
+def import_(
+    fmt: Annotated[
+        str,
+        typer.Argument(
+            metavar="FORMAT",
+            help="nemo-gym (rollout JSONL) | wandb-table (full_result table JSON).",
+        ),
+    ],
+    sources: Annotated[list[Path], typer.Argument(help="Files to convert.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Canonical Parquet file to write.")],
+    step: Annotated[
+        int | None,
+        typer.Option(help="Training step of every row (wandb-table: default from the file name)."),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="No _ng_task_index: N consecutive rows form a group."),
+    ] = None,
+    skip_bad_lines: Annotated[
+        bool, typer.Option("--skip-bad-lines", help="Skip and count bad lines instead of stopping.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Convert NeMo-Gym rollouts or W&B full_result tables into the canonical rollout Parquet."""
+    with user_errors():
+        stats = api.import_logs(
+            fmt,
+            sources,
+            out,
+            force=force,
+            step=step,
+            group_size=group_size,
+            skip_bad=skip_bad_lines,
+        )
+        typer.echo(f"Wrote {stats.rows} rollouts to {out}")
+        if stats.bad_lines:
+            typer.echo(f"Skipped {stats.bad_lines} bad lines, first:", err=True)
+            for line in stats.first_bad:
+                typer.echo(f"  {line}", err=True)
+
+
+def verify(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Optional: the run's rollouts (Parquet), replayed to check the logged rewards.",
+            show_default=False,
+            metavar="[SRC]...",
+        ),
+    ] = None,
+    train_data: Annotated[
+        list[Path] | None,
+        typer.Option("--train-data", help="NeMo-RL train_data_step*.jsonl (repeatable)."),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="Group by blocks of N rows instead of prompt tokens."),
+    ] = None,
+    clip_low: Annotated[
+        str | None, typer.Option(help="The run's grpo.advantage_clip_low (default: inferred).")
+    ] = None,
+    clip_high: Annotated[
+        str | None, typer.Option(help="The run's grpo.advantage_clip_high (default: inferred).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the verification tables here.")
+    ] = None,
+    force: ForceOpt = False,
+    run_config: RunConfigOpt = None,
+    ignore_unknown_overrides: IgnoreUnknownOpt = False,
+) -> None:
+    """Recompute advantages from a run's logged rewards, diff them against its logged advantages, and
+    say which settings (LOO, normalise, guard, masked rows, clip) reproduce the log."""
+    from replay_cli.params import parse_number
+
+    with user_errors():
+        if not train_data:
+            raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
+        clip = None
+        if clip_low is not None or clip_high is not None:
+            clip = (
+                None if clip_low is None else parse_number(clip_low, "--clip-low", allow_none=True),
+                None
+                if clip_high is None
+                else parse_number(clip_high, "--clip-high", allow_none=True),
+            )
+        result = api.verify_run(train_data, group_size=group_size, clip=clip, out=out, force=force)
+        rewards = None
+        if sources:
+            paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
+            (config,) = expand(base, {})
+            rewards = api.compare_logged_rewards(paths, train_data, config)
+        terminal.print_verification(result, rewards)

@@ -130,3 +130,37 @@ def print_attribution(frame: pl.DataFrame) -> None:
         else:
             table.add_row(row["step"], row["description"], *(_fmt(row[c]) for c in columns))
     _console().print(table)
+
+
+def print_verification(result, rewards: pl.DataFrame | None = None) -> None:  # type: ignore[no-untyped-def]
+    """The settings that best reproduce the logged advantages, per step, and the reward check."""
+    console = _console()
+    best = result.best
+    verdict = "reproduces" if best["differing_rows"] == 0 else "does NOT reproduce"
+    setting = ", ".join(
+        f"{k}={best[k]}"
+        for k in ("baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high")
+    )
+    console.print(f"Groups rebuilt from {result.grouping}.")
+    console.print(
+        f"Best setting ({setting}) {verdict} the log: {best['differing_rows']} of {best['rows']} rows differ, "
+        f"max |difference| {best['max_abs_diff']:.3g}."
+    )
+    table = Table(title="per step, best setting", title_justify="left")
+    for column in result.steps.columns:
+        table.add_column(column, justify="right")
+    for row in result.steps.iter_rows():
+        table.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+    matching = result.candidates.filter(pl.col("differing_rows") == 0)
+    if matching.height > 1:
+        console.print(
+            f"{matching.height} settings reproduce the log equally well (they differ only where the data cannot tell)."
+        )
+    if rewards is not None:
+        worst = rewards["max_abs_diff"].max()
+        ok = rewards["max_abs_diff"].null_count() == 0 and worst is not None and worst <= 1e-5
+        console.print(
+            f"Logged rewards vs the replayed shaped rewards: {'match' if ok else 'differ'} "
+            f"(max |difference| per step up to {worst})."
+        )

@@ -229,10 +229,12 @@ def _derive(
         if col not in has:
             fills.append(pl.lit(default).alias(col))
     lf = lf.with_columns(fills)
-    if S.ROLLOUT_INDEX not in has and S.GROUP_ID in has:
-        lf = lf.with_columns(
-            pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID]).alias(S.ROLLOUT_INDEX)
-        )
+    if S.GROUP_ID in has:
+        # A missing or null rollout_index is the row's position in its group (input order).
+        position = pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID])
+        if S.ROLLOUT_INDEX in has:
+            position = pl.col(S.ROLLOUT_INDEX).fill_null(position)
+        lf = lf.with_columns(position.alias(S.ROLLOUT_INDEX))
     lf = lf.with_columns(
         pl.col(S.CALLS).fill_null(0),
         pl.col(S.MASK_SAMPLE).fill_null(False),

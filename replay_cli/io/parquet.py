@@ -5,7 +5,8 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -88,17 +89,28 @@ def scan_file(path: Path, mapping: dict[str, str]) -> pl.LazyFrame:
     )
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
-    """Write a DataFrame so that readers never see a half-written file."""
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary sibling path that replaces `path` when the block succeeds (readers never see
+    a half-written file); on error it is removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        df.write_parquet(tmp, row_group_size=256_000)
+        yield Path(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
+    """Write a DataFrame so that readers never see a half-written file."""
+    with atomic_path(path) as tmp:
+        df.write_parquet(tmp, row_group_size=256_000)
 
 
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:

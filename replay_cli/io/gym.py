@@ -1,0 +1,199 @@
+"""NeMo-Gym rollouts (`swe_agents` verify responses) and W&B `full_result` tables -> canonical rows.
+
+Field semantics follow NeMo-RL PR #4029 (`rollout_minutes`, `rollout_calls`) and NeMo-Gym
+`responses_api_agents/swe_agents/app.py`: `calls` counts `response.output` items that are dicts
+with `type == "function_call"`; `openhands_run_time` is converted with Python's `float()`
+(numeric strings parse, anything else is null, i.e. 0 minutes in the replay).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from replay_cli import schema as S
+from replay_cli.errors import InputFileError
+from replay_cli.io.jsonl import RowError, iter_json_lines
+
+# SWE metric fields kept as columns (type -> pyarrow type).
+SWE_FIELDS: dict[str, pa.DataType] = {
+    "agent_timed_out": pa.bool_(),
+    "agent_error_kind": pa.string(),
+    "eval_timed_out": pa.bool_(),
+    "oom_killed": pa.bool_(),
+    "eval_oom_killed": pa.bool_(),
+    "patch_exists": pa.bool_(),
+    "total_model_call_time": pa.float64(),
+    "instance_id": pa.string(),
+}
+_STEP_IN_NAME = (
+    re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$"),
+    re.compile(r"step[_-]?(\d+)", re.IGNORECASE),
+)
+
+
+def schema(with_step: bool) -> pa.Schema:
+    """The canonical columns an import writes, then the kept SWE fields."""
+    fields = [
+        pa.field(S.GROUP_ID, pa.int64()),
+        pa.field(S.ROLLOUT_INDEX, pa.int64()),
+        pa.field(S.REWARD, pa.float64()),
+        pa.field(S.RESOLVED, pa.bool_()),
+        pa.field(S.RUN_TIME, pa.float64()),
+        pa.field(S.CALLS, pa.int64()),
+        pa.field(S.MASK_SAMPLE, pa.bool_()),
+        pa.field("agent_ref", pa.string()),
+        *(pa.field(name, dtype) for name, dtype in SWE_FIELDS.items()),
+    ]
+    return pa.schema(([pa.field(S.STEP, pa.int64())] if with_step else []) + fields)
+
+
+def to_float(value: Any) -> float | None:
+    """Python `float()` semantics, None where it would raise (PR #4029's missing-time rule)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def count_calls(result: dict[str, Any]) -> int:
+    """`response.output` items that are dicts with type `function_call`; anything malformed is 0."""
+    response = result.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    if not isinstance(output, list):
+        return 0
+    return sum(
+        1 for item in output if isinstance(item, dict) and item.get("type") == "function_call"
+    )
+
+
+def _typed(name: str, value: Any) -> Any:
+    kind = SWE_FIELDS[name]
+    if value is None:
+        return None
+    if kind == pa.bool_():
+        return bool(value)
+    if kind == pa.float64():
+        return to_float(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, Any]:
+    """One canonical row from a verify response; `group` is (group_id, rollout_index) when the
+    caller assigns them (else `_ng_task_index` / `_ng_rollout_index` must be present)."""
+    if not isinstance(result, dict):
+        raise RowError(f"expected a JSON object, got {type(result).__name__}")
+    if isinstance(result.get("full_result"), dict):
+        result = {
+            **result["full_result"],
+            **{k: v for k, v in result.items() if k != "full_result"},
+        }
+    group_id, rollout_index = group
+    if group_id is None:
+        group_id = result.get("_ng_task_index")
+        if not isinstance(group_id, int) or isinstance(group_id, bool):
+            raise RowError(
+                "missing integer _ng_task_index (pass --group-size N to group consecutive rows)"
+            )
+    if rollout_index is None:
+        raw_index = result.get("_ng_rollout_index")
+        rollout_index = (
+            raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        )
+    reward = result.get("reward")
+    if reward is not None and to_float(reward) is None:
+        raise RowError(f"reward {reward!r} is not a number")
+    config = result.get("instance_config") or {}
+    if not isinstance(config, dict):
+        raise RowError("instance_config is not an object")
+    agent = result.get("agent_ref")
+    resolved = result.get("resolved")
+    return {
+        S.GROUP_ID: group_id,
+        S.ROLLOUT_INDEX: rollout_index,
+        S.REWARD: to_float(reward),
+        S.RESOLVED: None if resolved is None else bool(resolved),
+        S.RUN_TIME: to_float(result.get(S.RUN_TIME)),
+        S.CALLS: count_calls(result),
+        S.MASK_SAMPLE: bool(config.get("mask_sample")),
+        "agent_ref": None
+        if agent is None
+        else agent
+        if isinstance(agent, str)
+        else json.dumps(agent, sort_keys=True),
+        **{name: _typed(name, result.get(name)) for name in SWE_FIELDS},
+    }
+
+
+class Grouper:
+    """Assigns group ids to consecutive rows when the input has none (`--group-size N`)."""
+
+    def __init__(self, group_size: int | None) -> None:
+        self.size, self.seen = group_size, 0
+
+    def next(self) -> tuple[int | None, int | None]:
+        if self.size is None:
+            return None, None
+        index = self.seen
+        self.seen += 1
+        return index // self.size, index % self.size
+
+
+def gym_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(file:line, record) for a NeMo-Gym rollout JSONL file."""
+    for number, value in iter_json_lines(path):
+        yield f"{path}:{number}", value
+
+
+def step_from_name(path: Path) -> int | None:
+    """The step of a W&B media file (`<key>_<step>_<hash>.table.json`) or a `step12` name."""
+    for pattern in _STEP_IN_NAME:
+        match = pattern.search(path.name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def table_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(file:row N, full_result) for a W&B Table JSON (`{"columns": [...], "data": [[...]]}`)."""
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputFileError(f"Cannot read {path}: {exc.strerror}.") from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path} is not valid JSON ({exc}).") from None
+    if (
+        not isinstance(table, dict)
+        or not isinstance(table.get("columns"), list)
+        or not isinstance(table.get("data"), list)
+    ):
+        raise InputFileError(
+            f'{path} is not a W&B table: expected {{"columns": [...], "data": [[...]]}}.'
+        )
+    columns = table["columns"]
+    if "full_result" in columns:
+        index = columns.index("full_result")
+    elif len(columns) == 1:
+        index = 0
+    else:
+        raise InputFileError(f"{path}: no 'full_result' column among {columns}.")
+    for number, row in enumerate(table["data"]):
+        where = f"{path}: row {number}"
+        if not isinstance(row, list) or len(row) != len(columns):
+            yield where, RowError(f"expected {len(columns)} cells")
+            continue
+        cell = row[index]
+        if isinstance(cell, str):
+            try:
+                cell = json.loads(cell)
+            except json.JSONDecodeError as exc:
+                yield where, RowError(f"full_result is not valid JSON ({exc})")
+                continue
+        yield where, cell

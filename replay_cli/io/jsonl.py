@@ -1,0 +1,121 @@
+"""Stream JSON-lines files into Parquet in batches, reporting bad lines by file and line number."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replay_cli.errors import InputFileError
+
+BATCH_ROWS = 50_000
+MAX_BAD_SHOWN = 5
+
+
+class RowError(ValueError):
+    """A JSON record that cannot be turned into a rollout row."""
+
+
+@dataclass
+class ImportStats:
+    """What an import read, wrote and skipped."""
+
+    rows: int = 0
+    bad_lines: int = 0
+    first_bad: list[str] = field(default_factory=list)
+
+    def bad(self, where: str, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.first_bad) < MAX_BAD_SHOWN:
+            self.first_bad.append(f"{where}: {why}")
+
+
+def iter_json_lines(path: Path) -> Iterator[tuple[int, Any | Exception]]:
+    """(line number, parsed value or the parse error) for every non-blank line, streaming."""
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(f"Cannot read {path}: {exc.strerror}.") from None
+    with fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield number, exc
+
+
+class BatchWriter:
+    """Collects row dicts and writes them to one Parquet file in batches (schema fixed by `schema`)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path, self.schema = path, schema
+        self.buffer: list[dict[str, Any]] = []
+        self.writer = pq.ParquetWriter(path, schema)
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.buffer.append(row)
+        if len(self.buffer) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.writer.write_table(pa.Table.from_pylist(self.buffer, schema=self.schema))
+            self.buffer = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def convert(
+    sources: Sequence[Path],
+    out: Path,
+    schema: pa.Schema,
+    records: Callable[[Path], Iterator[tuple[str, Any]]],
+    to_row: Callable[[Any, Path], dict[str, Any]],
+    *,
+    skip_bad: bool,
+) -> ImportStats:
+    """Turn every record of every source into a row; a bad record stops the import unless skip_bad.
+
+    `records(path)` yields (where, record) with `where` like "file:line"; a parse error arrives as
+    the record itself (an Exception).
+    """
+    from replay_cli.io.parquet import atomic_path
+
+    stats = ImportStats()
+    with atomic_path(out) as tmp:
+        writer = BatchWriter(tmp, schema)
+        try:
+            for path in sources:
+                for where, record in records(path):
+                    try:
+                        if isinstance(record, RowError):
+                            raise record
+                        if isinstance(record, Exception):
+                            raise RowError(f"not valid JSON ({record})")
+                        row = to_row(record, path)
+                    except RowError as exc:
+                        if not skip_bad:
+                            raise InputFileError(
+                                f"{where}: {exc}\n\nFix the line, or pass --skip-bad-lines to skip and count such lines."
+                            ) from None
+                        stats.bad(where, str(exc))
+                        continue
+                    writer.add(row)
+                    stats.rows += 1
+        finally:
+            writer.close()
+        if stats.rows == 0:
+            raise InputFileError(
+                f"No rollout rows found in {', '.join(map(str, sources))}"
+                + (f" ({stats.bad_lines} bad lines skipped)." if stats.bad_lines else ".")
+            )
+    return stats

@@ -1,0 +1,176 @@
+"""Tests for replay_cli.io importers: NeMo-Gym JSONL and W&B tables, good and malformed."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli.cli import app
+from replay_cli.errors import InputFileError
+from replay_cli.io.gym import count_calls, step_from_name, to_float
+from replay_cli.io.importers import import_logs
+from replay_cli.io.writers import write_gym_jsonl, write_wandb_table
+from replay_cli.synth import synth_rollouts
+
+runner = CliRunner()
+ROW = {
+    "_ng_task_index": 3,
+    "_ng_rollout_index": 0,
+    "reward": 1.0,
+    "resolved": True,
+    "openhands_run_time": 120.5,
+    "response": {
+        "output": [{"type": "function_call"}, {"type": "message"}, {"type": "function_call"}]
+    },
+    "instance_config": {"mask_sample": True},
+    "agent_timed_out": False,
+    "agent_error_kind": "max_iteration",
+    "total_model_call_time": 33.0,
+}
+
+
+def jsonl(tmp_path, *records, name="rollouts.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
+
+
+def test_gym_row_fields(tmp_path):
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, ROW)], out, step=4)
+    row = pl.read_parquet(out).row(0, named=True)
+    assert row["step"] == 4
+    assert (row["group_id"], row["rollout_index"]) == (3, 0)
+    assert row["calls"] == 2
+    assert row["mask_sample"] is True
+    assert row["openhands_run_time"] == 120.5
+    assert row["agent_error_kind"] == "max_iteration"
+    assert row["total_model_call_time"] == 33.0
+
+
+def test_full_result_nested_and_string_run_time(tmp_path):
+    record = {"_ng_task_index": 1, "full_result": {**ROW, "openhands_run_time": "90"}}
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, record)], out)
+    assert pl.read_parquet(out)["openhands_run_time"].to_list() == [90.0]
+
+
+def test_upstream_conversions():
+    assert to_float("120") == 120.0
+    assert to_float("n/a") is None
+    assert to_float(True) == 1.0
+    assert count_calls({"response": {"output": "oops"}}) == 0
+    assert count_calls({"response": {"output": [{"type": "function_call"}, "x", None]}}) == 1
+
+
+def test_round_trip_from_synth(tmp_path):
+    frame = synth_rollouts(steps=1, groups_per_step=3, group_size=4, seed=2)
+    write_gym_jsonl(frame, tmp_path / "r.jsonl")
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [tmp_path / "r.jsonl"], out, step=1)
+    back = pl.read_parquet(out)
+    for col in (
+        "group_id",
+        "rollout_index",
+        "reward",
+        "resolved",
+        "openhands_run_time",
+        "calls",
+        "mask_sample",
+    ):
+        assert back[col].to_list() == frame[col].to_list(), col
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('["a", "list"]', "expected a JSON object, got list"),
+        (json.dumps({**ROW, "_ng_task_index": None}), "missing integer _ng_task_index"),
+        (json.dumps({**ROW, "reward": "high"}), "reward 'high' is not a number"),
+        (json.dumps({**ROW, "instance_config": [1]}), "instance_config is not an object"),
+    ],
+)
+def test_bad_line_names_file_and_line(tmp_path, line, message):
+    path = jsonl(tmp_path, ROW, line)
+    with pytest.raises(InputFileError, match=f"{path}:2: .*{message}"):
+        import_logs("nemo-gym", [path], tmp_path / "o.parquet")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_skip_bad_lines_counts_them(tmp_path):
+    path = jsonl(tmp_path, ROW, "{oops", {**ROW, "_ng_rollout_index": 1})
+    stats = import_logs("nemo-gym", [path], tmp_path / "o.parquet", skip_bad=True)
+    assert (stats.rows, stats.bad_lines) == (2, 1)
+    assert stats.first_bad[0].startswith(f"{path}:2:")
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "e.jsonl"
+    path.write_text("")
+    with pytest.raises(InputFileError, match="is empty"):
+        import_logs("nemo-gym", [path], tmp_path / "o.parquet")
+
+
+def test_group_size_when_no_task_index(tmp_path):
+    rows = [{k: v for k, v in ROW.items() if not k.startswith("_ng")} for _ in range(4)]
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, *rows)], out, group_size=2)
+    assert pl.read_parquet(out)["group_id"].to_list() == [0, 0, 1, 1]
+
+
+def test_wandb_table_step_from_name(tmp_path):
+    frame = synth_rollouts(steps=1, groups_per_step=2, group_size=4, seed=3)
+    path = tmp_path / "train_swe_agents_full_result_7_ab12cd.table.json"
+    write_wandb_table(frame, path)
+    out = tmp_path / "o.parquet"
+    import_logs("wandb-table", [path], out)
+    back = pl.read_parquet(out)
+    assert back["step"].unique().to_list() == [7]
+    assert back["reward"].to_list() == frame["reward"].to_list()
+    assert step_from_name(tmp_path / "table_step12.json") == 12
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "is not valid JSON"),
+        ('{"rows": []}', "is not a W&B table"),
+        ('{"columns": ["a", "b"], "data": []}', "no 'full_result' column"),
+    ],
+)
+def test_bad_tables(tmp_path, content, message):
+    path = tmp_path / "t_1_ab.table.json"
+    path.write_text(content)
+    with pytest.raises(InputFileError, match=message):
+        import_logs("wandb-table", [path], tmp_path / "o.parquet")
+
+
+def test_wandb_table_without_step_needs_one(tmp_path):
+    path = tmp_path / "full_result.table.json"
+    path.write_text('{"columns": ["full_result"], "data": []}')
+    with pytest.raises(InputFileError, match="Pass --step N"):
+        import_logs("wandb-table", [path], tmp_path / "o.parquet")
+
+
+def test_import_command(tmp_path):
+    path = jsonl(tmp_path, ROW, "{bad")
+    out = tmp_path / "o.parquet"
+    result = runner.invoke(
+        app, ["import", "nemo-gym", str(path), "--out", str(out), "--skip-bad-lines"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Wrote 1 rollouts" in result.output
+    assert "Skipped 1 bad lines" in result.output
+    result = runner.invoke(app, ["import", "nemo-gym", str(path), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "already exists" in result.output
+
+
+def test_import_unknown_format(tmp_path):
+    result = runner.invoke(
+        app, ["import", "csv", str(jsonl(tmp_path, ROW)), "--out", str(tmp_path / "o.parquet")]
+    )
+    assert result.exit_code == 2
+    assert "Unknown import format 'csv'" in result.output

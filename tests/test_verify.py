@@ -1,0 +1,83 @@
+"""Tests for replay_cli.verify: recomputing a run's logged advantages from its logged rewards."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli import api
+from replay_cli.cli import app
+from replay_cli.errors import InputFileError
+from replay_cli.io.train_data import read_train_data
+from replay_cli.io.writers import write_train_data
+from replay_cli.verify import verify
+
+from factories import config
+
+
+def dumps(synth_path, tmp_path, cfg):
+    rows = api.replay(api.load([synth_path]), cfg).rows.filter(pl.col("split") == "train")
+    return write_train_data(rows, tmp_path / "dumps")
+
+
+@pytest.mark.parametrize(
+    ("advantage", "expected"),
+    [
+        ({}, {"baseline": "loo", "normalize": True}),
+        ({"baseline": "mean"}, {"baseline": "mean", "normalize": True}),
+        ({"normalize": False}, {"normalize": False}),
+        ({"clip_low": -1.0, "clip_high": 1.0}, {"clip_low": -1.0, "clip_high": 1.0}),
+    ],
+)
+def test_finds_the_settings_that_made_the_log(synth_path, tmp_path, advantage, expected):
+    paths = dumps(synth_path, tmp_path, config({"lambda_time": 1 / 60}, advantage))
+    result = verify(read_train_data(paths))
+    assert result.best["differing_rows"] == 0
+    for key, value in expected.items():
+        assert result.best[key] == value
+    assert result.grouping == "identical prompt tokens (as the trainer)"
+
+
+def test_reports_differing_rows(synth_path, tmp_path):
+    paths = dumps(synth_path, tmp_path, config())
+    lines = paths[0].read_text().splitlines()
+    first = json.loads(lines[0])
+    first["advantages"] = [[0.0] * 4 + [123.0] * 6]
+    paths[0].write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    result = verify(read_train_data(paths))
+    assert result.best["differing_rows"] == 1
+    assert result.differing["logged_advantage"].to_list() == [123.0]
+
+
+def test_group_size_blocks(synth_path, tmp_path):
+    paths = dumps(synth_path, tmp_path, config())
+    result = verify(read_train_data(paths), group_size=4)
+    assert result.grouping == "blocks of 4 rows"
+    assert result.best["differing_rows"] == 0
+
+
+def test_bad_dump(tmp_path):
+    path = tmp_path / "train_data_step1.jsonl"
+    path.write_text('{"rewards": [1.0]}\n')
+    with pytest.raises(InputFileError, match="missing or malformed rewards/advantages"):
+        read_train_data([path])
+
+
+def test_verify_command_with_rollouts(synth_path, tmp_path):
+    paths = dumps(synth_path, tmp_path, config())
+    args = ["verify", str(synth_path)] + [a for p in paths for a in ("--train-data", str(p))]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "v")])
+    assert result.exit_code == 0, result.output
+    assert "reproduces the log: 0 of" in result.output
+    assert "Logged rewards vs the replayed shaped rewards: match" in result.output
+    assert (tmp_path / "v" / "candidates.parquet").exists()
+    # A different lambda no longer matches the logged rewards.
+    result = CliRunner().invoke(app, [*args, "++grpo.time_efficiency.lambda_time=0.0333"])
+    assert "Logged rewards vs the replayed shaped rewards: differ" in result.output
+
+
+def test_verify_needs_train_data():
+    result = CliRunner().invoke(app, ["verify"])
+    assert result.exit_code == 2
+    assert "verify needs --train-data" in result.output
