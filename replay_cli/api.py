@@ -6,21 +6,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig, build_config
 from replay_cli.engine import DEFAULT_CHUNK_ROWS, ReplayResult, run_replay
 from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
-from replay_cli.io.parquet import parse_mapping, write_parquet_atomic
+from replay_cli.io.parquet import atomic_path, parse_mapping
 from replay_cli.plots import render_all
 from replay_cli.report import (
+    ROW_GROUP_SIZE,
     ParquetRowSink,
     RowsMode,
     check_out_dir,
     finish_report,
     staged_directory,
 )
-from replay_cli.synth import synth_rollouts
+from replay_cli.synth import synth_batches
 from replay_cli.validation import Rollouts, load_rollouts
 
 
@@ -112,9 +114,18 @@ def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
     out = Path(out)
     if out.exists() and not force:
         raise OutputExistsError(f"{out} already exists.\n\nPass --force to replace it.")
-    frame = synth_rollouts(**kwargs)
-    write_parquet_atomic(frame, out)
-    return frame.height
+    rows = 0
+    with atomic_path(out) as tmp:
+        writer = None
+        for frame in synth_batches(**kwargs):
+            table = frame.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table.cast(writer.schema), row_group_size=ROW_GROUP_SIZE)
+            rows += frame.height
+        if writer is not None:
+            writer.close()
+    return rows
 
 
 def demo_configs() -> list[ReplayConfig]:

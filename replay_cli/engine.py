@@ -9,6 +9,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
+from replay_cli.chunks import in_chunk, plan_chunks, step_counts
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import row_partials
@@ -57,6 +58,7 @@ PER_CONFIG_NULL_ON_VALIDATION = (
 
 RowSink = Callable[[pl.DataFrame], None]
 DEFAULT_CHUNK_ROWS = 1_000_000
+CHART_VALUES = 2_000_000  # about this many deductions and minutes per config are kept for charts
 
 
 @dataclass
@@ -149,35 +151,13 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE)
 
 
-def plan_chunks(frame: pl.LazyFrame, chunk_rows: int) -> list[tuple[int, int]]:
-    """Contiguous step ranges of at most chunk_rows rows each (a larger step is a chunk alone).
-
-    Groups never span steps, so a chunk of whole steps holds whole groups and whole training
-    batches: every per-group and per-step number is exact inside its chunk.
-    """
-    counts = collect(frame.group_by(S.STEP).len().sort(S.STEP))
-    chunks: list[tuple[int, int]] = []
-    start: int | None = None
-    last, size = 0, 0
-    for step, n in counts.iter_rows():
-        if start is not None and size + n > chunk_rows:
-            chunks.append((start, last))
-            start, size = None, 0
-        if start is None:
-            start = step
-        size += n
-        last = step
-    if start is not None:
-        chunks.append((start, last))
-    return chunks
-
-
 class _Accumulator:
     """Per-config pieces of a chunked replay, finished into the report tables at the end."""
 
-    def __init__(self, configs: list[ReplayConfig], keep_rows: bool) -> None:
+    def __init__(self, configs: list[ReplayConfig], keep_rows: bool, chart_every: int = 1) -> None:
         self.configs = configs
         self.keep_rows = keep_rows
+        self.chart_every = chart_every  # deductions and minutes only feed charts: keep 1 in n
         self.rows: list[pl.DataFrame] = []
         self.groups: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
         self.steps: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
@@ -195,14 +175,18 @@ class _Accumulator:
         self.steps[cid].append(steps)
         self.partials[cid].append(row_partials(rows))
         self.advantages[cid].append(rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE])
-        self.deductions[cid].append(rows.filter(pl.col(S.CHARGED))[S.DEDUCTION])
+        self.deductions[cid].append(
+            rows.filter(pl.col(S.CHARGED))[S.DEDUCTION].gather_every(self.chart_every)
+        )
         if self.keep_rows:
             self.rows.append(rows.drop(IS_VAL, TRAINABLE))
 
     def add_input(self, chunk: pl.DataFrame) -> None:
         self.run_times.append(chunk[S.RUN_TIME])
         train = chunk.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
-        self.minutes.append(train.select(minutes().alias(S.MINUTES))[S.MINUTES])
+        self.minutes.append(
+            train.select(minutes().alias(S.MINUTES))[S.MINUTES].gather_every(self.chart_every)
+        )
 
     def finish(self) -> ReplayResult:
         run_times = pl.concat(self.run_times)
@@ -262,14 +246,16 @@ def run_replay(
     if not configs:
         raise ValueError("run_replay needs at least one config")
     unique = list({c.config_id: c for c in configs}.values())
-    acc = _Accumulator(unique, keep_rows=row_sink is None)
-    chunks = plan_chunks(rollouts.frame, chunk_rows)
+    counts = step_counts(rollouts.frame)
+    chart_every = max(1, int(counts["len"].sum()) // CHART_VALUES)
+    acc = _Accumulator(unique, keep_rows=row_sink is None, chart_every=chart_every)
+    chunks = plan_chunks(counts, chunk_rows)
     total = len(chunks) * len(unique)
     done = 0
     for lo, hi in chunks:
         # Rows in the trainer's order (rollout_index within each group): float sums then do not
         # depend on how the input happened to be ordered.
-        selected = rollouts.frame.filter(pl.col(S.STEP).is_between(lo, hi))
+        selected = rollouts.frame.filter(in_chunk(lo, hi))
         chunk = collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
         acc.add_input(chunk)
         source = chunk.lazy()

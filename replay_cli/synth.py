@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -78,3 +81,22 @@ def synth_rollouts(
         )
         frame = pl.concat([frame, val])
     return frame
+
+
+STEPS_PER_BATCH = 64
+"""`synth_batches` makes this many steps at a time (the first batch equals `synth_rollouts`)."""
+
+
+def synth_batches(*, steps: int, seed: int = 0, **kwargs: Any) -> Iterator[pl.DataFrame]:
+    """The same kind of rollouts in batches of steps, so any size fits in memory. Batch b uses seed
+    `seed + 1000 * b`, with steps and group ids shifted to follow the previous batches."""
+    groups = kwargs.get("groups_per_step", 32)
+    for b, first in enumerate(range(0, steps, STEPS_PER_BATCH)):
+        n = min(STEPS_PER_BATCH, steps - first)
+        frame = synth_rollouts(steps=n, seed=seed + 1000 * b, **kwargs)
+        yield frame.with_columns(
+            pl.col(S.STEP) + first,
+            pl.when(pl.col(S.SPLIT) == S.SPLIT_TRAIN)
+            .then(pl.col(S.GROUP_ID) + first * groups)
+            .otherwise(pl.col(S.GROUP_ID) + first * kwargs.get("validation_groups", 0)),
+        )

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.chunks import COUNT_ENGINE, in_chunk, plan_chunks, step_counts
 from replay_cli.errors import SchemaError
 from replay_cli.frames import collect_all
 from replay_cli.io.parquet import discover, scan_file
@@ -247,63 +248,99 @@ def _derive(
     return lf, notes
 
 
-def _checks(
-    group_size: int | None, strict: bool, group_derived: bool
-) -> dict[tuple[str, str], pl.Expr]:
-    """(column, problem) -> expression that is True on offending rows."""
+CHECK_CHUNK_ROWS = 2_000_000
+
+
+def _checks(strict: bool) -> dict[tuple[str, str], pl.Expr]:
+    """(column, problem) -> expression that is True on offending rows, within a chunk of steps."""
     key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
     checks = {
         (S.GROUP_ID, "is null"): pl.col(S.GROUP_ID).is_null(),
-        (S.STEP, "is null"): pl.col(S.STEP).is_null(),
         (S.REWARD, "is NaN or infinite"): ~pl.col(S.REWARD).is_finite(),
         (S.SPLIT, f"is not '{S.SPLIT_TRAIN}' or '{S.SPLIT_VALIDATION}'"): ~pl.col(S.SPLIT).is_in(
             [S.SPLIT_TRAIN, S.SPLIT_VALIDATION]
         ),
         (S.CALLS, "is negative"): pl.col(S.CALLS) < 0,
+        # The key holds the step, so duplicates never span two chunks of whole steps.
         (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key"): pl.struct(
             key
         ).is_duplicated(),
+        (S.RUN_TIME, f"is over a week ({MAX_RUN_TIME_S:.0f} s): run times must be seconds"): (
+            pl.col(S.RUN_TIME).is_finite() & (pl.col(S.RUN_TIME) > MAX_RUN_TIME_S)
+        ),
     }
-    checks[(S.RUN_TIME, f"is over a week ({MAX_RUN_TIME_S:.0f} s): run times must be seconds")] = (
-        pl.col(S.RUN_TIME).is_finite() & (pl.col(S.RUN_TIME) > MAX_RUN_TIME_S)
-    )
     if strict:
         checks[(S.RUN_TIME, "is NaN or infinite (--strict)")] = ~pl.col(S.RUN_TIME).is_finite()
-    if group_derived:
-        block = pl.col(S.GROUP_ID)
-        checks[(S.STEP, f"differs inside a group of {group_size} consecutive rows")] = (
-            pl.col(S.STEP).n_unique().over(block) > 1
-        )
     return checks
+
+
+class _Problems:
+    """Counts and first offending rows per check, gathered chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+        self.rows: dict[tuple[str, str], list[str]] = {}
+
+    def add(self, key: tuple[str, str], n: int, rows: pl.DataFrame) -> None:
+        if not n:
+            return
+        self.counts[key] = self.counts.get(key, 0) + n
+        shown = self.rows.setdefault(key, [])
+        for f, r in zip(rows[S.SOURCE_FILE], rows[S.SOURCE_ROW], strict=True):
+            if len(shown) < MAX_ROWS_SHOWN:
+                shown.append(f"{f} row {r}")
+
+    def messages(self) -> list[str]:
+        return [
+            f"column '{col}' {what} in {n} row(s), first: {'; '.join(self.rows[(col, what)])}"
+            for (col, what), n in self.counts.items()
+        ]
 
 
 def _check_values(
     lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool
 ) -> None:
-    checks = _checks(group_size, strict, group_derived)
+    """Every value check, in one pass per chunk of whole steps (bounded memory)."""
     cols = [S.SOURCE_FILE, S.SOURCE_ROW]
-    plans = [lf.select(pl.len().alias("rows"))]
-    for expr in checks.values():
-        bad = lf.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
-        plans.append(bad.select(pl.len().alias("n")))
-        plans.append(bad.select(cols).head(MAX_ROWS_SHOWN))
     try:
-        results = collect_all(plans)
+        counts = step_counts(lf)
+        if counts["len"].sum() == 0:
+            raise SchemaError("The input has zero rows.\n\nCheck the file or the glob.")
+        found = _Problems()
+        # Checks that look across steps run once over the whole input (integers only).
+        null_steps = lf.filter(pl.col(S.STEP).is_null())
+        found.add(
+            (S.STEP, "is null"),
+            int(counts.filter(pl.col(S.STEP).is_null())["len"].sum()),
+            null_steps.select(cols).head(MAX_ROWS_SHOWN).collect(engine=COUNT_ENGINE),
+        )
+        if group_derived:
+            spans = (
+                lf.group_by(S.GROUP_ID)
+                .agg(pl.col(S.STEP).n_unique().alias("n"))
+                .filter(pl.col("n") > 1)
+            )
+            bad = lf.join(spans.select(S.GROUP_ID), on=S.GROUP_ID, how="semi")
+            found.add(
+                (S.STEP, f"differs inside a group of {group_size} consecutive rows"),
+                int(bad.select(pl.len()).collect(engine=COUNT_ENGINE).item()),
+                bad.select(cols).sort(cols).head(MAX_ROWS_SHOWN).collect(engine=COUNT_ENGINE),
+            )
+        checks = _checks(strict)
+        for lo, hi in plan_chunks(counts, CHECK_CHUNK_ROWS):
+            chunk = lf.filter(in_chunk(lo, hi))
+            plans = []
+            for expr in checks.values():
+                bad = chunk.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
+                plans += [bad.select(pl.len().alias("n")), bad.select(cols).head(MAX_ROWS_SHOWN)]
+            results = collect_all(plans)
+            for i, key in enumerate(checks):
+                found.add(key, results[2 * i]["n"][0], results[2 * i + 1])
     except pl.exceptions.PolarsError as exc:
         raise SchemaError(
             f"Cannot read the rollout input: {exc}\n\nCheck that the files are complete."
         ) from None
-    if results[0]["rows"][0] == 0:
-        raise SchemaError("The input has zero rows.\n\nCheck the file or the glob.")
-    problems = []
-    for i, (col, what) in enumerate(checks):
-        n = results[1 + 2 * i]["n"][0]
-        if n:
-            rows = results[2 + 2 * i]
-            where = "; ".join(
-                f"{f} row {r}" for f, r in zip(rows[S.SOURCE_FILE], rows[S.SOURCE_ROW], strict=True)
-            )
-            problems.append(f"column '{col}' {what} in {n} row(s), first: {where}")
+    problems = found.messages()
     if problems:
         raise SchemaError(_format(len(problems), problems))
 

@@ -5,7 +5,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from replay_cli import api
-from replay_cli.engine import plan_chunks, run_replay
+from replay_cli.chunks import plan_chunks, step_counts
+from replay_cli.engine import run_replay
 from replay_cli.synth import synth_rollouts
 from replay_cli.validation import rollouts_from_frame
 
@@ -27,9 +28,9 @@ CONFIGS = [
 
 
 def test_chunks_are_whole_steps(rollouts):
-    assert plan_chunks(rollouts.frame, 70) == [(1, 2), (3, 4), (5, 6)]
-    assert plan_chunks(rollouts.frame, 10) == [(s, s) for s in range(1, 7)]
-    assert plan_chunks(rollouts.frame, 10**9) == [(1, 6)]
+    assert plan_chunks(step_counts(rollouts.frame), 70) == [(1, 2), (3, 4), (5, 6)]
+    assert plan_chunks(step_counts(rollouts.frame), 10) == [(s, s) for s in range(1, 7)]
+    assert plan_chunks(step_counts(rollouts.frame), 10**9) == [(1, 6)]
 
 
 def test_chunked_replay_equals_one_pass(rollouts):
