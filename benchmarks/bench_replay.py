@@ -1,0 +1,156 @@
+"""Benchmark replay against the physical floor; prints a Markdown table.
+
+    uv run python benchmarks/bench_replay.py                     # 1M and 10M rollouts
+    uv run python benchmarks/bench_replay.py --sizes 1e6 --sweeps 24,100
+    uv run python benchmarks/bench_replay.py --sizes 1e8 --sweeps none --no-reference   # out-of-core
+
+Every measurement runs in its own process, so its peak RSS is its own (os.wait4). Inputs are
+made by `synth` (groups of 16, in batches of steps) in a temporary directory. The per-row
+reference (tests/reference_impl.py) runs on a subsample and is extrapolated linearly: it is
+labelled as such. Sweeps write no per-row table (`rows="none"`), the mode for large sweeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUP_SIZE = 16
+GROUPS_PER_STEP = 625  # 10k rollouts per step
+
+
+def _task(kind: str, path: str, arg: str, out: str) -> None:
+    """Run one measurement in this (child) process."""
+    import polars as pl
+
+    from replay_cli import api
+    from replay_cli.sweep import expand
+
+    start = time.perf_counter()
+    if kind == "floor":
+        pl.scan_parquet(path).group_by("step", "group_id").agg(
+            pl.col("reward").sum(), pl.len()
+        ).collect(engine="in-memory")
+    elif kind == "replay":
+        api.replay_to_report([path], expand({}, {}), Path(out), rows=arg, force=True)
+    elif kind == "sweep":
+        n = int(arg)
+        lambdas = [i / 600 for i in range(1, n // 4 + 1)]
+        configs = expand(
+            {}, {"lambda_time": lambdas, "apply_to": ["all", "correct"], "floor": [None, 0.05]}
+        )[:n]
+        api.replay_to_report([path], configs, Path(out), rows="none", force=True)
+    elif kind == "reference":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from reference_impl import reference_replay
+
+        rows = pl.scan_parquet(path).head(int(arg)).collect().to_dicts()
+        start = time.perf_counter()
+        reference_replay(rows, {}, {})
+    # Time of the work itself: interpreter start-up and imports are not the engine's.
+    print(json.dumps({"seconds": time.perf_counter() - start}))
+
+
+def measure(
+    kind: str, path: Path, arg: str = "", out: Path | None = None
+) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, child stdout) of one task in a fresh process."""
+    cmd = [sys.executable, __file__, "--task", kind, str(path), arg, str(out or "")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    stdout = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"benchmark task {kind} {arg} failed")
+    return json.loads(stdout)["seconds"], usage.ru_maxrss / 1024, stdout
+
+
+def make_input(rows: int, directory: Path) -> Path:
+    from replay_cli import api
+
+    path = directory / f"rollouts_{rows}.parquet"
+    steps = max(1, rows // (GROUPS_PER_STEP * GROUP_SIZE))
+    api.write_synth(
+        path,
+        steps=steps,
+        groups_per_step=GROUPS_PER_STEP,
+        group_size=GROUP_SIZE,
+        seed=1,
+        force=True,
+    )
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1e6,1e7", help="rollout counts, comma separated")
+    parser.add_argument("--sweeps", default="24,100", help="sweep sizes, or none")
+    parser.add_argument(
+        "--reference-rows", type=int, default=20_000, help="subsample for the per-row reference"
+    )
+    parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument(
+        "--task", nargs=4, metavar=("KIND", "PATH", "ARG", "OUT"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.task:
+        _task(*args.task)
+        return
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    sweeps = [] if args.sweeps == "none" else [int(s) for s in args.sweeps.split(",")]
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print()
+    print("| rollouts | measurement | seconds | × floor | peak RSS MiB | note |")
+    print("|---:|---|---:|---:|---:|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for size in sizes:
+            path = make_input(size, work)
+            n = size // (GROUPS_PER_STEP * GROUP_SIZE) * GROUPS_PER_STEP * GROUP_SIZE or size
+            floor, rss, _ = measure("floor", path)
+            rows = [("floor: scan + one grouped aggregation", floor, rss, "")]
+            for mode in ("all", "none"):
+                seconds, rss, _ = measure("replay", path, mode, work / "report")
+                rows.append((f"replay, 1 config, rows={mode}", seconds, rss, ""))
+            single = rows[-1][1]
+            for count in sweeps:
+                seconds, rss, _ = measure("sweep", path, str(count), work / "report")
+                per = (seconds - single) / (count - 1)
+                rows.append(
+                    (
+                        f"sweep, {count} configs, rows=none",
+                        seconds,
+                        rss,
+                        f"{per:.2f} s = {per / floor:.1f}× floor per extra config",
+                    )
+                )
+            if not args.no_reference:
+                seconds, rss, _ = measure("reference", path, str(args.reference_rows))
+                per_row = seconds / args.reference_rows
+                estimate = per_row * n
+                rows.append(
+                    (
+                        "per-row reference (extrapolated)",
+                        estimate,
+                        rss,
+                        f"{args.reference_rows} rows measured; replay is {estimate / rows[2][1]:.0f}× faster",
+                    )
+                )
+            for name, seconds, rss, note in rows:
+                print(
+                    f"| {n:,} | {name} | {seconds:.2f} | {seconds / floor:.1f} | {rss:.0f} | {note} |"
+                )
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
