@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -24,6 +26,8 @@ from replay_cli.report import (
 )
 from replay_cli.synth import synth_batches
 from replay_cli.validation import Rollouts, load_rollouts
+
+Engine = Literal["local", "ray"]
 
 
 def parse_items(text: str) -> tuple[int, ...]:
@@ -73,15 +77,38 @@ def replay_to_report(
     argv: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    engine: Engine = "local",
+    ray_address: str | None = None,
 ) -> ReplayResult:
     """Load, replay and write a report directory atomically; refuses an existing `out` unless force.
 
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
-    groups, or none), so the result's `rows` is None.
+    groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
+    (ray_engine.py) and gives the same report.
     """
     check_out_dir(Path(out), force)
-    rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
-    return _replay_into(out, rollouts, configs, force, charts, rows, argv, progress, chunk_rows)
+    pairs = parse_mapping(mapping or [])
+    rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
+    load_args = {
+        "sources": [str(s) for s in sources],
+        "mapping": pairs,
+        "group_size": group_size,
+        "strict": strict,
+    }
+    return _replay_into(
+        out,
+        rollouts,
+        configs,
+        force,
+        charts,
+        rows,
+        argv,
+        progress,
+        chunk_rows,
+        engine,
+        ray_address,
+        load_args,
+    )
 
 
 def _replay_into(
@@ -94,15 +121,36 @@ def _replay_into(
     argv: list[str] | None,
     progress: Callable[[int, int], None] | None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    load_args: dict | None = None,
 ) -> ReplayResult:
     with staged_directory(Path(out), force) as tmp:
-        sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
-        try:
-            result = run_replay(
-                rollouts, configs, progress=progress, row_sink=sink, chunk_rows=chunk_rows
+        if engine == "ray":
+            from replay_cli.ray_engine import merge_parts, run_replay_ray
+
+            if load_args is None:
+                raise ConfigError("--engine ray needs input files that the workers can read.")
+            result, parts = run_replay_ray(
+                load_args,
+                rollouts,
+                configs,
+                progress,
+                chunk_rows=chunk_rows,
+                part_dir=tmp / "_parts",
+                rows_mode=rows,
+                address=ray_address,
             )
-        finally:
-            sink.close()
+            merge_parts(parts, tmp / "rollouts.parquet")
+            shutil.rmtree(tmp / "_parts", ignore_errors=True)
+        else:
+            sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
+            try:
+                result = run_replay(
+                    rollouts, configs, progress=progress, row_sink=sink, chunk_rows=chunk_rows
+                )
+            finally:
+                sink.close()
         finish_report(
             tmp, result, rollouts, charts=render_all if charts else None, argv=argv, rows_mode=rows
         )

@@ -14,16 +14,19 @@ from replay_cli.cli_options import (
     SWITCHES,
     VALUED,
     ChunkRowsOpt,
+    EngineOpt,
     ForceOpt,
     GroupSizeOpt,
     IgnoreUnknownOpt,
     MapOpt,
     OutOpt,
+    RayAddressOpt,
     RowsOpt,
     RunConfigOpt,
     Sources,
     StrictOpt,
     base_layer,
+    engine_name,
     list_values,
     rows_mode,
     single_values,
@@ -108,6 +111,8 @@ def replay(
     force: ForceOpt = False,
     rows: RowsOpt = "all",
     chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
+    engine: EngineOpt = "local",
+    ray_address: RayAddressOpt = None,
     charts: Annotated[
         bool,
         typer.Option(
@@ -166,6 +171,8 @@ def replay(
             argv=sys.argv,
             rows=rows_mode(rows),  # type: ignore[arg-type]
             chunk_rows=chunk_rows,
+            engine=engine_name(engine),  # type: ignore[arg-type]
+            ray_address=ray_address,
         )
         terminal.print_summary(result, out)
 
@@ -207,6 +214,8 @@ def sweep(
     force: ForceOpt = False,
     rows: RowsOpt = "all",
     chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
+    engine: EngineOpt = "local",
+    ray_address: RayAddressOpt = None,
     charts: Annotated[
         bool,
         typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel="Output"),
@@ -271,6 +280,8 @@ def sweep(
                 progress=tick,
                 rows=rows_mode(rows),  # type: ignore[arg-type]
                 chunk_rows=chunk_rows,
+                engine=engine_name(engine),  # type: ignore[arg-type]
+                ray_address=ray_address,
             )
         terminal.print_summary(result, out)
 

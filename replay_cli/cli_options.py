@@ -177,3 +177,28 @@ def rows_mode(value: str) -> str:
     if value not in ("all", "sample", "none"):
         raise ConfigError(f"--rows expects all, sample or none, got {value!r}.")
     return value
+
+
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="local | ray (tasks of whole steps x config batches on a Ray cluster).",
+        rich_help_panel=IN,
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Ray cluster to join (default: start a local one).",
+        rich_help_panel=IN,
+    ),
+]
+
+
+def engine_name(value: str) -> str:
+    """Check an --engine value."""
+    if value not in ("local", "ray"):
+        raise ConfigError(f"--engine expects local or ray, got {value!r}.")
+    return value

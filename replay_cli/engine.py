@@ -151,51 +151,99 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE)
 
 
-class _Accumulator:
-    """Per-config pieces of a chunked replay, finished into the report tables at the end."""
+@dataclass
+class ConfigPiece:
+    """One config's results over one chunk: what the accumulator needs, and the rows if kept."""
 
-    def __init__(self, configs: list[ReplayConfig], keep_rows: bool, chart_every: int = 1) -> None:
+    config_id: str
+    groups: pl.DataFrame
+    steps: pl.DataFrame
+    partials: pl.DataFrame
+    advantages: pl.Series
+    deductions: pl.Series
+    rows: pl.DataFrame | None
+
+
+@dataclass
+class InputPiece:
+    """Config-independent values of one chunk: minutes (thinned, for charts) and run times."""
+
+    minutes: pl.Series
+    run_times: pl.Series
+
+
+def read_chunk(frame: pl.LazyFrame, lo: int, hi: int) -> pl.DataFrame:
+    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group): float
+    sums then do not depend on how the input happened to be ordered."""
+    selected = frame.filter(in_chunk(lo, hi))
+    return collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
+
+
+def input_piece(chunk: pl.DataFrame, chart_every: int) -> InputPiece:
+    train = chunk.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+    thinned = train.select(minutes().alias(S.MINUTES))[S.MINUTES].gather_every(chart_every)
+    return InputPiece(minutes=thinned, run_times=chunk[S.RUN_TIME])
+
+
+def replay_batch(
+    chunk: pl.DataFrame, batch: Sequence[ReplayConfig], chart_every: int
+) -> list[ConfigPiece]:
+    """Every config of a batch over one chunk, through one `collect_all` per stage."""
+    source = chunk.lazy()
+    # One chunk per frame: float sums depend on chunk boundaries.
+    row_frames = [f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])]
+    plans = []
+    for cfg, rows in zip(batch, row_frames, strict=True):
+        groups_lf = group_table(rows.lazy(), cfg.shaping)
+        plans += [groups_lf, step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by)]
+    tables = collect_all(plans)
+    return [
+        ConfigPiece(
+            config_id=cfg.config_id,
+            groups=tables[2 * i],
+            steps=tables[2 * i + 1],
+            partials=row_partials(rows),
+            advantages=rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE],
+            deductions=rows.filter(pl.col(S.CHARGED))[S.DEDUCTION].gather_every(chart_every),
+            rows=rows.drop(IS_VAL, TRAINABLE),
+        )
+        for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True))
+    ]
+
+
+class Accumulator:
+    """Per-config pieces of a chunked replay, finished into the report tables at the end.
+
+    Pieces must arrive in (chunk, config) order for the tables to come out in a fixed order.
+    """
+
+    def __init__(self, configs: list[ReplayConfig], keep_rows: bool) -> None:
         self.configs = configs
         self.keep_rows = keep_rows
-        self.chart_every = chart_every  # deductions and minutes only feed charts: keep 1 in n
         self.rows: list[pl.DataFrame] = []
-        self.groups: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
-        self.steps: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
-        self.partials: dict[str, list[pl.DataFrame]] = {c.config_id: [] for c in configs}
-        self.advantages: dict[str, list[pl.Series]] = {c.config_id: [] for c in configs}
-        self.deductions: dict[str, list[pl.Series]] = {c.config_id: [] for c in configs}
-        self.minutes: list[pl.Series] = []
-        self.run_times: list[pl.Series] = []
+        self.pieces: dict[str, list[ConfigPiece]] = {c.config_id: [] for c in configs}
+        self.inputs: list[InputPiece] = []
 
-    def add(
-        self, cfg: ReplayConfig, rows: pl.DataFrame, groups: pl.DataFrame, steps: pl.DataFrame
-    ) -> None:
-        cid = cfg.config_id
-        self.groups[cid].append(groups)
-        self.steps[cid].append(steps)
-        self.partials[cid].append(row_partials(rows))
-        self.advantages[cid].append(rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE])
-        self.deductions[cid].append(
-            rows.filter(pl.col(S.CHARGED))[S.DEDUCTION].gather_every(self.chart_every)
-        )
-        if self.keep_rows:
-            self.rows.append(rows.drop(IS_VAL, TRAINABLE))
+    def add(self, piece: ConfigPiece) -> None:
+        if self.keep_rows and piece.rows is not None:
+            self.rows.append(piece.rows)
+        piece.rows = None
+        self.pieces[piece.config_id].append(piece)
 
-    def add_input(self, chunk: pl.DataFrame) -> None:
-        self.run_times.append(chunk[S.RUN_TIME])
-        train = chunk.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
-        self.minutes.append(
-            train.select(minutes().alias(S.MINUTES))[S.MINUTES].gather_every(self.chart_every)
-        )
+    def add_input(self, piece: InputPiece) -> None:
+        self.inputs.append(piece)
 
     def finish(self) -> ReplayResult:
-        run_times = pl.concat(self.run_times)
+        run_times = pl.concat([p.run_times for p in self.inputs])
         summaries, groups_all, steps_all = [], [], []
+        advantages, deductions = {}, {}
         for cfg in self.configs:
             cid = cfg.config_id
-            groups = pl.concat(self.groups[cid], how="diagonal_relaxed")
-            steps = pl.concat(self.steps[cid], how="diagonal_relaxed")
-            advantages = pl.concat(self.advantages[cid])
+            pieces = self.pieces[cid]
+            groups = pl.concat([p.groups for p in pieces], how="diagonal_relaxed")
+            steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
+            advantages[cid] = pl.concat([p.advantages for p in pieces])
+            deductions[cid] = pl.concat([p.deductions for p in pieces])
             names = [
                 *trainer_exprs(cfg.shaping),
                 "advantages/mean",
@@ -203,6 +251,7 @@ class _Accumulator:
                 "advantages/min",
             ]
             names += ["validation/accuracy", "validation/total_reward/mean"]
+            partials = pl.concat([p.partials for p in pieces])
             summaries.append(
                 {
                     S.CONFIG_ID: cid,
@@ -210,7 +259,7 @@ class _Accumulator:
                     **cfg.flat(),
                     **summarise_steps(steps, names),
                     **finish_diagnostics(
-                        pl.concat(self.partials[cid]), advantages, groups, steps.height, run_times
+                        partials, advantages[cid], groups, steps.height, run_times
                     ),
                 }
             )
@@ -222,10 +271,22 @@ class _Accumulator:
             steps=pl.concat(steps_all, how="diagonal_relaxed"),
             summary=pl.from_dicts(summaries, infer_schema_length=None),
             configs=self.configs,
-            advantages={c: pl.concat(v) for c, v in self.advantages.items()},
-            deductions={c: pl.concat(v) for c, v in self.deductions.items()},
-            minutes=pl.concat(self.minutes),
+            advantages=advantages,
+            deductions=deductions,
+            minutes=pl.concat([p.minutes for p in self.inputs]),
         )
+
+
+def batches(configs: Sequence[ReplayConfig], size: int) -> list[list[ReplayConfig]]:
+    """Configs in batches of `size`, deduplicated by config_id, in order."""
+    unique = list({c.config_id: c for c in configs}.values())
+    return [unique[i : i + size] for i in range(0, len(unique), size)]
+
+
+def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], int]:
+    """The chunks of whole steps and the thinning of chart values for an input."""
+    counts = step_counts(rollouts.frame)
+    return plan_chunks(counts, chunk_rows), max(1, int(counts["len"].sum()) // CHART_VALUES)
 
 
 def run_replay(
@@ -245,38 +306,19 @@ def run_replay(
     """
     if not configs:
         raise ValueError("run_replay needs at least one config")
-    unique = list({c.config_id: c for c in configs}.values())
-    counts = step_counts(rollouts.frame)
-    chart_every = max(1, int(counts["len"].sum()) // CHART_VALUES)
-    acc = _Accumulator(unique, keep_rows=row_sink is None, chart_every=chart_every)
-    chunks = plan_chunks(counts, chunk_rows)
-    total = len(chunks) * len(unique)
-    done = 0
+    groups_of_configs = batches(configs, configs_per_pass)
+    unique = [c for b in groups_of_configs for c in b]
+    chunks, chart_every = plan(rollouts, chunk_rows)
+    acc = Accumulator(unique, keep_rows=row_sink is None)
+    total, done = len(chunks) * len(unique), 0
     for lo, hi in chunks:
-        # Rows in the trainer's order (rollout_index within each group): float sums then do not
-        # depend on how the input happened to be ordered.
-        selected = rollouts.frame.filter(in_chunk(lo, hi))
-        chunk = collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
-        acc.add_input(chunk)
-        source = chunk.lazy()
-        for start in range(0, len(unique), configs_per_pass):
-            batch = unique[start : start + configs_per_pass]
-            # One chunk per frame: float sums depend on chunk boundaries.
-            row_frames = [
-                f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])
-            ]
-            plans = []
-            for cfg, rows in zip(batch, row_frames, strict=True):
-                groups_lf = group_table(rows.lazy(), cfg.shaping)
-                plans += [
-                    groups_lf,
-                    step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by),
-                ]
-            tables = collect_all(plans)
-            for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True)):
-                acc.add(cfg, rows, tables[2 * i], tables[2 * i + 1])
-                if row_sink is not None:
-                    row_sink(rows.drop(IS_VAL, TRAINABLE))
+        chunk = read_chunk(rollouts.frame, lo, hi)
+        acc.add_input(input_piece(chunk, chart_every))
+        for batch in groups_of_configs:
+            for piece in replay_batch(chunk, batch, chart_every):
+                if row_sink is not None and piece.rows is not None:
+                    row_sink(piece.rows)
+                acc.add(piece)
             done += len(batch)
             if progress is not None:
                 progress(done, total)

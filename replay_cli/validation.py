@@ -97,12 +97,17 @@ def load_rollouts(
     mapping: dict[str, str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
+    check_values: bool = True,
 ) -> Rollouts:
-    """Scan, normalise and validate rollout files; raise SchemaError listing every problem."""
+    """Scan, normalise and validate rollout files; raise SchemaError listing every problem.
+
+    `check_values=False` skips the pass over the values and the file hashes: for workers of a
+    distributed replay whose driver has already validated the same files.
+    """
     paths = discover(sources)
     frames = [scan_file(path, mapping or {}) for path in paths]
-    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths]
-    return _build(frames, [str(p) for p in paths], files, group_size, strict)
+    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths] if check_values else []
+    return _build(frames, [str(p) for p in paths], files, group_size, strict, check_values)
 
 
 def rollouts_from_frame(
@@ -130,6 +135,7 @@ def _build(
     files: list[InputFile],
     group_size: int | None,
     strict: bool,
+    check_values: bool = True,
 ) -> Rollouts:
     problems: list[str] = []
     extra: list[str] = []
@@ -147,7 +153,8 @@ def _build(
     has = set().union(*(f.collect_schema().names() for f in frames))
     lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
     lf, notes = _derive(lf, has, group_size)
-    _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
+    if check_values:
+        _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
     return Rollouts(lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes)
 
 

@@ -1,0 +1,89 @@
+"""The Ray engine (a real local Ray instance) gives reports identical to the local engine."""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+import ray
+from typer.testing import CliRunner
+
+from replay_cli import api
+from replay_cli.cli import app
+from replay_cli.sweep import expand
+
+from factories import config
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data_samples" / "rollouts_small.parquet"
+TABLES = ("rollouts", "groups", "steps", "summary")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def same_reports(a: Path, b: Path) -> None:
+    for name in TABLES:
+        left, right = pl.read_parquet(a / f"{name}.parquet"), pl.read_parquet(b / f"{name}.parquet")
+        assert left.equals(right), name
+
+
+def test_bundled_sample(tmp_path):
+    configs = [config(), config({"semantics": "internal"}, metrics_by="batch")]
+    api.replay_to_report([SAMPLE], configs, tmp_path / "local", chunk_rows=9)
+    api.replay_to_report([SAMPLE], configs, tmp_path / "ray", chunk_rows=9, engine="ray")
+    same_reports(tmp_path / "local", tmp_path / "ray")
+
+
+def test_synthetic_sweep_in_many_tasks(synth_path, tmp_path):
+    configs = expand(
+        {},
+        {
+            "lambda_time": [0.0, 1 / 60, 1 / 30],
+            "apply_to": ["all", "correct"],
+            "estimator": ["grpo", "trl-grpo"],
+        },
+    )
+    api.replay_to_report([synth_path], configs, tmp_path / "local", chunk_rows=30)
+    api.replay_to_report([synth_path], configs, tmp_path / "ray", chunk_rows=30, engine="ray")
+    same_reports(tmp_path / "local", tmp_path / "ray")
+    assert not (tmp_path / "ray" / "_parts").exists()
+
+
+def test_rows_sample_and_none(synth_path, tmp_path):
+    api.replay_to_report([synth_path], [config()], tmp_path / "local", rows="sample", chunk_rows=30)
+    api.replay_to_report(
+        [synth_path], [config()], tmp_path / "ray", rows="sample", chunk_rows=30, engine="ray"
+    )
+    same_reports(tmp_path / "local", tmp_path / "ray")
+    api.replay_to_report([synth_path], [config()], tmp_path / "none", rows="none", engine="ray")
+    assert not (tmp_path / "none" / "rollouts.parquet").exists()
+
+
+def test_cli_engine_flag(synth_path, tmp_path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "sweep",
+            str(synth_path),
+            "--out",
+            str(tmp_path / "s"),
+            "--lambda-time",
+            "0,1/60",
+            "--engine",
+            "ray",
+            "--no-charts",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert pl.read_parquet(tmp_path / "s" / "summary.parquet").height == 2
+
+
+def test_bad_engine(synth_path, tmp_path):
+    result = CliRunner().invoke(
+        app, ["replay", str(synth_path), "--out", str(tmp_path / "r"), "--engine", "spark"]
+    )
+    assert result.exit_code == 2
+    assert "--engine expects local or ray" in result.output
