@@ -41,6 +41,19 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
         ).collect(engine="in-memory")
     elif kind == "replay":
         api.replay_to_report([path], expand({}, {}), Path(out), rows=arg, force=True)
+    elif kind == "ray":
+        import ray
+
+        ray.init(
+            num_cpus=os.cpu_count(),
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        start = time.perf_counter()  # the work, not the cluster start-up (reported separately)
+        api.replay_to_report(
+            [path], expand({}, {}), Path(out), rows="none", force=True, engine="ray"
+        )
     elif kind == "sweep":
         n = int(arg)
         lambdas = [i / 600 for i in range(1, n // 4 + 1)]
@@ -97,6 +110,9 @@ def main() -> None:
     )
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
+        "--ray", action="store_true", help="also time the Ray engine (local instance)"
+    )
+    parser.add_argument(
         "--task", nargs=4, metavar=("KIND", "PATH", "ARG", "OUT"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -122,6 +138,16 @@ def main() -> None:
                 seconds, rss, _ = measure("replay", path, mode, work / "report")
                 rows.append((f"replay, 1 config, rows={mode}", seconds, rss, ""))
             single = rows[-1][1]
+            if args.ray:
+                seconds, rss, _ = measure("ray", path, "", work / "report")
+                rows.append(
+                    (
+                        "replay, 1 config, rows=none, --engine ray",
+                        seconds,
+                        rss,
+                        "local Ray instance; start-up excluded, driver RSS only",
+                    )
+                )
             for count in sweeps:
                 seconds, rss, _ = measure("sweep", path, str(count), work / "report")
                 per = (seconds - single) / (count - 1)
