@@ -26,6 +26,7 @@ from replay_cli.cli_options import (
     Sources,
     StrictOpt,
     base_layer,
+    command_values,
     engine_name,
     list_values,
     rows_mode,
@@ -129,29 +130,10 @@ def replay(
 
     Precedence: flags > ++overrides > --config run.yaml > defaults.
     """
+    arguments = locals()
     with user_errors():
         paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
-        flags = single_values(
-            {
-                "lambda_time": lambda_time,
-                "apply_to": apply_to,
-                "floor": floor,
-                "lambda_call_bonus": lambda_call_bonus,
-                "call_bonus_ref": call_bonus_ref,
-                "semantics": semantics,
-                "internal_items": internal_items,
-                "estimator": estimator,
-                "scale_rewards": scale_rewards,
-                "filter": filter_,
-                "filter_on": filter_on,
-                "baseline": baseline,
-                "std_guard": std_guard,
-                "clip_low": clip_low,
-                "clip_high": clip_high,
-                "precision": precision,
-                "metrics_by": metrics_by,
-            }
-        )
+        flags = single_values(command_values(arguments, VALUED))
         switches = {
             "mask_flagged": False if no_mask_flagged else None,
             "normalize": False if no_normalize else None,
@@ -230,6 +212,7 @@ def sweep(
 
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
+    arguments = locals()
     with user_errors():
         paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
         axes: dict[str, list[Any]] = {}
@@ -238,33 +221,7 @@ def sweep(
             file_axes, points, file_base = read_grid(grid)
             base.update(file_base)
             axes.update(file_axes)
-        axes.update(
-            list_values(
-                {
-                    "lambda_time": lambda_time,
-                    "apply_to": apply_to,
-                    "floor": floor,
-                    "lambda_call_bonus": lambda_call_bonus,
-                    "call_bonus_ref": call_bonus_ref,
-                    "semantics": semantics,
-                    "internal_items": internal_items,
-                    "enabled": enabled,
-                    "mask_flagged": mask_flagged,
-                    "estimator": estimator,
-                    "scale_rewards": scale_rewards,
-                    "filter": filter_,
-                    "filter_on": filter_on,
-                    "baseline": baseline,
-                    "normalize": normalize,
-                    "std_guard": std_guard,
-                    "exclude_masked": exclude_masked,
-                    "clip_low": clip_low,
-                    "clip_high": clip_high,
-                    "precision": precision,
-                    "metrics_by": metrics_by,
-                }
-            )
-        )
+        axes.update(list_values(command_values(arguments, [*VALUED, *SWITCHES])))
         configs = expand(base, axes, points)
         with terminal.progress(f"replaying {len(configs)} configs") as tick:
             result = api.replay_to_report(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -202,3 +202,11 @@ def engine_name(value: str) -> str:
     if value not in ("local", "ray"):
         raise ConfigError(f"--engine expects local or ray, got {value!r}.")
     return value
+
+
+_PY_NAMES = {"filter": "filter_"}  # parameters whose Python argument name differs
+
+
+def command_values(args: dict[str, Any], names: Iterable[str]) -> dict[str, str | None]:
+    """The named parameters' values among a command's arguments (pass `locals()`)."""
+    return {n: args[_PY_NAMES.get(n, n)] for n in names if _PY_NAMES.get(n, n) in args}

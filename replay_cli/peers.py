@@ -17,15 +17,6 @@ from replay_cli.errors import ReplayError
 from replay_cli.frames import collect
 from replay_cli.metrics import IS_VAL
 
-PEER_ESTIMATORS = (
-    "verl-grpo",
-    "verl-rloo",
-    "trl-grpo",
-    "openrlhf-group-norm",
-    "openrlhf-rloo",
-    "reinforce-pp-baseline",
-    "dr-grpo",
-)
 TOKENS = "response_tokens"
 """Optional column with each row's response token count (token-weighted whitening)."""
 
