@@ -131,6 +131,7 @@ def _replay_into(
 
             if load_args is None:
                 raise ConfigError("--engine ray needs input files that the workers can read.")
+            group_sink = ParquetRowSink(tmp / "groups.parquet")
             result, parts = run_replay_ray(
                 load_args,
                 rollouts,
@@ -140,17 +141,26 @@ def _replay_into(
                 part_dir=tmp / "_parts",
                 rows_mode=rows,
                 address=ray_address,
+                group_sink=group_sink,
             )
+            group_sink.close()
             merge_parts(parts, tmp / "rollouts.parquet")
             shutil.rmtree(tmp / "_parts", ignore_errors=True)
         else:
             sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
+            group_sink = ParquetRowSink(tmp / "groups.parquet")
             try:
                 result = run_replay(
-                    rollouts, configs, progress=progress, row_sink=sink, chunk_rows=chunk_rows
+                    rollouts,
+                    configs,
+                    progress=progress,
+                    row_sink=sink,
+                    chunk_rows=chunk_rows,
+                    group_sink=group_sink,
                 )
             finally:
                 sink.close()
+                group_sink.close()
         finish_report(
             tmp, result, rollouts, charts=render_all if charts else None, argv=argv, rows_mode=rows
         )

@@ -70,7 +70,7 @@ def _ratio(num: float | None, den: int) -> float | None:
 def finish(
     partials: pl.DataFrame,
     advantages: pl.Series,
-    groups: pl.DataFrame,
+    group_parts: pl.DataFrame,
     steps: int,
     run_times: pl.Series,
 ) -> dict[str, float | int | None]:
@@ -79,9 +79,12 @@ def finish(
         pl.exclude("min_adv", "max_adv").sum(), pl.col("min_adv").min(), pl.col("max_adv").max()
     ).row(0, named=True)
     n = p["n_trainable"]
+    advantages = advantages.cast(
+        pl.Float64
+    )  # kept as float32 for float32 configs: exact either way
     finite = run_times.filter(run_times.is_finite())
     out: dict[str, float | int | None] = {
-        **group_diagnostics(groups),
+        **group_diagnostics(group_parts),
         "adv/mean": _ratio(p["sum_adv"], n),
         "adv/std": advantages.std(),
         "adv/min": p["min_adv"],
@@ -98,7 +101,7 @@ def finish(
         "adv/sign_flip_frac": _ratio(p["n_flipped"], n),
         "baseline/masked_shift": _ratio(p["sum_masked_shift"], n),
         "input/rows": p["n_rows"],
-        "input/groups": groups.height,
+        "input/groups": int(group_parts["n_groups"].sum()),
         "input/steps": steps,
         "input/validation_rows": p["n_validation"],
         "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
@@ -116,22 +119,45 @@ def finish(
     return out
 
 
-def group_diagnostics(groups: pl.DataFrame) -> dict[str, float | None]:
-    """Signal, resolved-pattern and inversion rates over all training groups of one config."""
+def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
+    """One row of counts over a chunk's group table (the table itself can then be streamed out)."""
     pattern = pl.col("resolved_pattern")
-    stats = groups.select(
-        pl.col("has_signal").mean().alias("signal/group_rate"),
-        pl.col("has_signal_raw").mean().alias("signal/group_rate_raw"),
-        pl.col("time_only_signal").mean().alias("signal/time_only_rate"),
-        (pattern == "all_fail").mean().alias("groups/all_fail"),
-        (pattern == "mixed").mean().alias("groups/mixed"),
-        (pattern == "all_pass").mean().alias("groups/all_pass"),
-        pl.col("inverted").mean().alias("inversion/group_rate"),
-    ).row(0, named=True)
-    pairs = groups["pairs"].sum()
-    stats["inversion/pair_rate"] = groups["inverted_pairs"].sum() / pairs if pairs else None
-    rows = groups["size"].sum()
-    stats["filter/kept_rows_frac"] = groups["kept_rows"].sum() / rows if rows else None
-    stats["filter/kept_groups_frac"] = (groups["kept_rows"] > 0).mean()
-    stats["filter/phantom_groups_frac"] = groups["phantom"].mean()
-    return stats
+
+    def count(cond: pl.Expr) -> pl.Expr:
+        return cond.cast(pl.Int64).sum()
+
+    return groups.select(
+        pl.len().alias("n_groups"),
+        count(pl.col("has_signal")).alias("n_signal"),
+        count(pl.col("has_signal_raw")).alias("n_signal_raw"),
+        count(pl.col("time_only_signal")).alias("n_time_only"),
+        count(pattern == "all_fail").alias("n_all_fail"),
+        count(pattern == "mixed").alias("n_mixed"),
+        count(pattern == "all_pass").alias("n_all_pass"),
+        count(pl.col("inverted")).alias("n_inverted"),
+        pl.col("pairs").sum().cast(pl.Int64).alias("pairs"),
+        pl.col("inverted_pairs").sum().cast(pl.Int64).alias("inverted_pairs"),
+        pl.col("size").sum().cast(pl.Int64).alias("group_rows"),
+        pl.col("kept_rows").sum().cast(pl.Int64).alias("kept_rows"),
+        count(pl.col("kept_rows") > 0).alias("n_kept_groups"),
+        count(pl.col("phantom")).alias("n_phantom"),
+    )
+
+
+def group_diagnostics(partials: pl.DataFrame) -> dict[str, float | None]:
+    """Signal, resolved-pattern, inversion and filter rates over all training groups of one config."""
+    p = partials.sum().row(0, named=True)
+    n = p["n_groups"]
+    return {
+        "signal/group_rate": _ratio(p["n_signal"], n),
+        "signal/group_rate_raw": _ratio(p["n_signal_raw"], n),
+        "signal/time_only_rate": _ratio(p["n_time_only"], n),
+        "groups/all_fail": _ratio(p["n_all_fail"], n),
+        "groups/mixed": _ratio(p["n_mixed"], n),
+        "groups/all_pass": _ratio(p["n_all_pass"], n),
+        "inversion/group_rate": _ratio(p["n_inverted"], n),
+        "inversion/pair_rate": _ratio(p["inverted_pairs"], p["pairs"]),
+        "filter/kept_rows_frac": _ratio(p["kept_rows"], p["group_rows"]),
+        "filter/kept_groups_frac": _ratio(p["n_kept_groups"], n),
+        "filter/phantom_groups_frac": _ratio(p["n_phantom"], n),
+    }

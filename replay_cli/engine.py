@@ -12,7 +12,7 @@ from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.chunks import in_chunk, plan_chunks, step_counts
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
-from replay_cli.diagnostics import row_partials
+from replay_cli.diagnostics import group_partials, row_partials
 from replay_cli.filters import add_kept
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
@@ -65,13 +65,13 @@ CHART_VALUES = 2_000_000  # about this many deductions and minutes per config ar
 class ReplayResult:
     """The report tables of spec §6 for one or more configs.
 
-    `rows` is None when the per-row table was streamed to a sink instead of kept in memory.
+    `rows` and `groups` are None when they were streamed to sinks instead of kept in memory.
     `advantages` (trainable rows) and `deductions` (charged rows) per config_id and the input's
     `minutes` back the distribution charts and the quantiles.
     """
 
     rows: pl.DataFrame | None
-    groups: pl.DataFrame
+    groups: pl.DataFrame | None
     steps: pl.DataFrame
     summary: pl.DataFrame
     configs: list[ReplayConfig]
@@ -156,7 +156,8 @@ class ConfigPiece:
     """One config's results over one chunk: what the accumulator needs, and the rows if kept."""
 
     config_id: str
-    groups: pl.DataFrame
+    groups: pl.DataFrame | None
+    group_parts: pl.DataFrame
     steps: pl.DataFrame
     partials: pl.DataFrame
     advantages: pl.Series
@@ -201,9 +202,13 @@ def replay_batch(
         ConfigPiece(
             config_id=cfg.config_id,
             groups=tables[2 * i],
+            group_parts=group_partials(tables[2 * i]),
             steps=tables[2 * i + 1],
             partials=row_partials(rows),
-            advantages=rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE],
+            # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
+            advantages=rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE].cast(
+                pl.Float32 if cfg.advantage.precision == "float32" else pl.Float64
+            ),
             deductions=rows.filter(pl.col(S.CHARGED))[S.DEDUCTION].gather_every(chart_every),
             rows=rows.drop(IS_VAL, TRAINABLE),
         )
@@ -217,9 +222,12 @@ class Accumulator:
     Pieces must arrive in (chunk, config) order for the tables to come out in a fixed order.
     """
 
-    def __init__(self, configs: list[ReplayConfig], keep_rows: bool) -> None:
+    def __init__(
+        self, configs: list[ReplayConfig], keep_rows: bool, group_sink: RowSink | None = None
+    ) -> None:
         self.configs = configs
         self.keep_rows = keep_rows
+        self.group_sink = group_sink  # groups go out as they come; only their counts stay
         self.rows: list[pl.DataFrame] = []
         self.pieces: dict[str, list[ConfigPiece]] = {c.config_id: [] for c in configs}
         self.inputs: list[InputPiece] = []
@@ -228,6 +236,9 @@ class Accumulator:
         if self.keep_rows and piece.rows is not None:
             self.rows.append(piece.rows)
         piece.rows = None
+        if self.group_sink is not None and piece.groups is not None:
+            self.group_sink(piece.groups)
+            piece.groups = None
         self.pieces[piece.config_id].append(piece)
 
     def add_input(self, piece: InputPiece) -> None:
@@ -240,7 +251,11 @@ class Accumulator:
         for cfg in self.configs:
             cid = cfg.config_id
             pieces = self.pieces[cid]
-            groups = pl.concat([p.groups for p in pieces], how="diagonal_relaxed")
+            groups = (
+                None
+                if self.group_sink
+                else pl.concat([p.groups for p in pieces], how="diagonal_relaxed")
+            )
             steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
             advantages[cid] = pl.concat([p.advantages for p in pieces])
             deductions[cid] = pl.concat([p.deductions for p in pieces])
@@ -259,15 +274,20 @@ class Accumulator:
                     **cfg.flat(),
                     **summarise_steps(steps, names),
                     **finish_diagnostics(
-                        partials, advantages[cid], groups, steps.height, run_times
+                        partials,
+                        advantages[cid],
+                        pl.concat([p.group_parts for p in pieces]),
+                        steps.height,
+                        run_times,
                     ),
                 }
             )
-            groups_all.append(groups)
+            if groups is not None:
+                groups_all.append(groups)
             steps_all.append(steps)
         return ReplayResult(
             rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
-            groups=pl.concat(groups_all, how="diagonal_relaxed"),
+            groups=pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None,
             steps=pl.concat(steps_all, how="diagonal_relaxed"),
             summary=pl.from_dicts(summaries, infer_schema_length=None),
             configs=self.configs,
@@ -297,6 +317,7 @@ def run_replay(
     configs_per_pass: int = 4,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     row_sink: RowSink | None = None,
+    group_sink: RowSink | None = None,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
@@ -309,7 +330,7 @@ def run_replay(
     groups_of_configs = batches(configs, configs_per_pass)
     unique = [c for b in groups_of_configs for c in b]
     chunks, chart_every = plan(rollouts, chunk_rows)
-    acc = Accumulator(unique, keep_rows=row_sink is None)
+    acc = Accumulator(unique, keep_rows=row_sink is None, group_sink=group_sink)
     total, done = len(chunks) * len(unique), 0
     for lo, hi in chunks:
         chunk = read_chunk(rollouts.frame, lo, hi)

@@ -121,9 +121,16 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
             (resolved.cast(pl.Int64).sum() * (~resolved).cast(pl.Int64).sum()).alias("pairs"),
         )
     )
+    # Both namings as columns (one of them null), so every config's table has one schema.
+    other = [
+        n
+        for n in (*te_names(True).values(), *te_names(False).values())
+        if n not in trainer_exprs(p)
+    ]
     return (
         base.join(pairs, on=keys, how="left", nulls_equal=True)
         .with_columns(pl.col("inverted_pairs", "pairs").fill_null(0))
+        .with_columns(pl.lit(None, pl.Float64).alias(n) for n in other)
         .sort(keys)
     )
 

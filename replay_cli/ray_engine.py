@@ -101,6 +101,7 @@ def run_replay_ray(
     part_dir: Path | None = None,
     rows_mode: str = "all",
     address: str | None = None,
+    group_sink: Callable[[Any], None] | None = None,
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
     ray = ensure_ray(address)
@@ -136,7 +137,7 @@ def run_replay_ray(
     ]
     index = {ref: k for k, ref in enumerate(refs)}
     results: dict[int, Any] = {}
-    acc = Accumulator(unique, keep_rows=False)
+    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink)
     pending, fed, done = list(refs), 0, 0
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)

@@ -169,7 +169,9 @@ def finish_report(
     rows_mode: RowsMode = "all",
 ) -> None:
     """Everything of a report but the per-row table: groups, steps, summary, charts, manifest."""
-    tables = {"groups": result.groups, "steps": result.steps, "summary": result.summary}
+    tables = {"steps": result.steps, "summary": result.summary}
+    if result.groups is not None:
+        tables["groups"] = result.groups
     if result.rows is not None:
         tables["rollouts"] = result.rows
     write_tables(tmp, tables)
