@@ -74,3 +74,12 @@ def test_readme_library_example_runs(tmp_path, monkeypatch):
     assert result.summary.height == 2
     rc.replay_to_report(["data_samples/rollouts_small.parquet"], configs, tmp_path / "report")
     assert (tmp_path / "report" / "summary.parquet").exists()
+
+
+def test_readme_demo_output_is_real(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    shown = re.search(r"\$ uv run replay-cli demo\n(.*?)```", README, re.DOTALL).group(1)
+    strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]
+    assert strip(result.output) == strip(shown)
