@@ -9,7 +9,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
-from replay_cli.chunks import in_chunk, plan_chunks, step_counts
+from replay_cli.chunks import plan_chunks, step_counts
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, row_partials
@@ -173,10 +173,10 @@ class InputPiece:
     run_times: pl.Series
 
 
-def read_chunk(frame: pl.LazyFrame, lo: int, hi: int) -> pl.DataFrame:
+def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group): float
     sums then do not depend on how the input happened to be ordered."""
-    selected = frame.filter(in_chunk(lo, hi))
+    selected = rollouts.chunk(lo, hi)
     return collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
 
 
@@ -333,7 +333,7 @@ def run_replay(
     acc = Accumulator(unique, keep_rows=row_sink is None, group_sink=group_sink)
     total, done = len(chunks) * len(unique), 0
     for lo, hi in chunks:
-        chunk = read_chunk(rollouts.frame, lo, hi)
+        chunk = read_chunk(rollouts, lo, hi)
         acc.add_input(input_piece(chunk, chart_every))
         for batch in groups_of_configs:
             for piece in replay_batch(chunk, batch, chart_every):

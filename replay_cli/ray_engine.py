@@ -50,7 +50,7 @@ def _task(
     from replay_cli.report import ParquetRowSink
 
     rollouts = load_rollouts(**load_args, check_values=False)
-    chunk = read_chunk(rollouts.frame, lo, hi)
+    chunk = read_chunk(rollouts, lo, hi)
     batch = [ReplayConfig.model_validate(c) for c in configs]
     pieces = replay_batch(chunk, batch, chart_every)
     if part is not None:

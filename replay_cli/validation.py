@@ -58,13 +58,31 @@ class InputFile:
 
 @dataclass
 class Rollouts:
-    """The validated canonical rollout table (lazy) and what was learned while loading it."""
+    """The validated canonical rollout table (lazy) and what was learned while loading it.
+
+    `frame` has every column but a missing or null `rollout_index` filled in: that takes a window
+    over each group, which would stop polars from pushing a chunk's step filter into the scan.
+    `chunk(lo, hi)` gives the rows of steps lo..hi complete.
+    """
 
     frame: pl.LazyFrame
     files: list[InputFile]
     extra_columns: list[str]
     resolved_derived: bool = False
     notes: list[str] = field(default_factory=list)
+    fill_positions: bool = False
+
+    def chunk(self, lo: int, hi: int) -> pl.LazyFrame:
+        """Rows of steps lo..hi with rollout_index complete (groups never span steps)."""
+        return _positions(self.frame.filter(in_chunk(lo, hi)), self.fill_positions)
+
+
+def _positions(lf: pl.LazyFrame, fill: bool) -> pl.LazyFrame:
+    """A missing or null rollout_index is the row's position in its group (input order)."""
+    if not fill:
+        return lf
+    position = pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID])
+    return lf.with_columns(pl.col(S.ROLLOUT_INDEX).fill_null(position))
 
 
 def _sha256(path: Path) -> str:
@@ -153,9 +171,14 @@ def _build(
     has = set().union(*(f.collect_schema().names() for f in frames))
     lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
     lf, notes = _derive(lf, has, group_size)
+    fill = S.GROUP_ID in has
     if check_values:
-        _check_values(lf, group_size, strict, group_derived=S.GROUP_ID not in has)
-    return Rollouts(lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes)
+        _check_values(
+            lf, group_size, strict, group_derived=S.GROUP_ID not in has, fill_positions=fill
+        )
+    return Rollouts(
+        lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes, fill_positions=fill
+    )
 
 
 def _disagreements(names: list[str], schemas: list[pl.Schema]) -> list[str]:
@@ -237,12 +260,8 @@ def _derive(
         if col not in has:
             fills.append(pl.lit(default).alias(col))
     lf = lf.with_columns(fills)
-    if S.GROUP_ID in has:
-        # A missing or null rollout_index is the row's position in its group (input order).
-        position = pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID])
-        if S.ROLLOUT_INDEX in has:
-            position = pl.col(S.ROLLOUT_INDEX).fill_null(position)
-        lf = lf.with_columns(position.alias(S.ROLLOUT_INDEX))
+    if S.GROUP_ID in has and S.ROLLOUT_INDEX not in has:
+        lf = lf.with_columns(pl.lit(None, pl.Int64).alias(S.ROLLOUT_INDEX))  # filled per chunk
     lf = lf.with_columns(
         pl.col(S.CALLS).fill_null(0),
         pl.col(S.MASK_SAMPLE).fill_null(False),
@@ -305,7 +324,11 @@ class _Problems:
 
 
 def _check_values(
-    lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool
+    lf: pl.LazyFrame,
+    group_size: int | None,
+    strict: bool,
+    group_derived: bool,
+    fill_positions: bool,
 ) -> None:
     """Every value check, in one pass per chunk of whole steps (bounded memory)."""
     cols = [S.SOURCE_FILE, S.SOURCE_ROW]
@@ -335,7 +358,7 @@ def _check_values(
             )
         checks = _checks(strict)
         for lo, hi in plan_chunks(counts, CHECK_CHUNK_ROWS):
-            chunk = lf.filter(in_chunk(lo, hi))
+            chunk = _positions(lf.filter(in_chunk(lo, hi)), fill_positions)
             plans = []
             for expr in checks.values():
                 bad = chunk.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
