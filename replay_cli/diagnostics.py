@@ -18,6 +18,11 @@ QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
+def count(cond: pl.Expr) -> pl.Expr:
+    """How many rows satisfy a condition (null counts as no)."""
+    return cond.fill_null(False).cast(pl.Int64).sum()
+
+
 def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
     """One row of counts, sums and extremes for one config over one chunk of rows."""
     t = pl.col(TRAINABLE)
@@ -29,9 +34,6 @@ def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col(S.TRIVIAL_PEERS) & (pl.col(S.STD) != 0)
     )
     rt = pl.col(S.RUN_TIME)
-
-    def count(cond: pl.Expr) -> pl.Expr:
-        return cond.fill_null(False).cast(pl.Int64).sum()
 
     return rows.select(
         count(t).alias("n_trainable"),
@@ -122,9 +124,6 @@ def finish(
 def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
     """One row of counts over a chunk's group table (the table itself can then be streamed out)."""
     pattern = pl.col("resolved_pattern")
-
-    def count(cond: pl.Expr) -> pl.Expr:
-        return cond.cast(pl.Int64).sum()
 
     return groups.select(
         pl.len().alias("n_groups"),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from replay_cli.config import ReplayConfig, build_config
 from replay_cli.errors import ConfigError
@@ -33,3 +36,13 @@ def merge_layers(*layers: dict[str, dict[str, Any]], metrics_by: str | None = No
     if metrics_by is not None:
         values["metrics_by"] = metrics_by
     return build_config(values)
+
+
+def read_yaml(path: Path, kind: str) -> Any:
+    """Parse a YAML file; unreadable or invalid files are a ConfigError naming the file."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {kind} {path}: {exc.strerror}.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{kind[0].upper()}{kind[1:]} {path} is not valid YAML: {exc}") from None

@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from replay_cli.errors import ConfigError
 from replay_cli.overrides import TRAINER_KEYS, trainer_values
+from replay_cli.params import read_yaml
 
 _INTERPOLATION = re.compile(r"\$\{([^}]+)\}")
 _MAX_DEPTH = 20
@@ -29,12 +28,7 @@ def _load(path: Path, depth: int = 0) -> dict[str, Any]:
     """Load a YAML file and its Hydra-style `defaults:` parents (parents first, the child wins)."""
     if depth > _MAX_DEPTH:
         raise ConfigError(f"{path}: `defaults:` chain is deeper than {_MAX_DEPTH} files.")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"Cannot read run config {path}: {exc.strerror}.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"Run config {path} is not valid YAML: {exc}") from None
+    data = read_yaml(path, "run config")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -6,11 +6,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, build_config
 from replay_cli.errors import ConfigError
-from replay_cli.params import NONE_WORDS, parse_number
+from replay_cli.params import NONE_WORDS, parse_number, read_yaml
 
 # flat parameter name -> section of the nested config ("" = top level)
 SECTIONS: dict[str, str] = {
@@ -72,12 +70,7 @@ def read_grid(
     A file without those keys is read as a bare `grid:` mapping.
     """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"Cannot read grid file {path}: {exc.strerror}.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"Grid file {path} is not valid YAML: {exc}") from None
+    data = read_yaml(path, "grid file")
     if not isinstance(data, dict):
         raise ConfigError(f"Grid file {path} must be a mapping (parameter: [values, ...]).")
     if not {"grid", "configs", "base"} & data.keys():
