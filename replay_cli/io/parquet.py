@@ -82,11 +82,9 @@ def scan_file(path: Path, mapping: dict[str, str]) -> pl.LazyFrame:
         taken = canonical in columns or canonical in renames.values()
         if alias in columns and alias not in renames and not taken:
             renames[alias] = canonical
-    return (
-        lf.rename(renames)
-        .with_row_index(S.SOURCE_ROW)
-        .with_columns(pl.lit(str(path)).alias(S.SOURCE_FILE))
-    )
+    # The reader numbers the rows itself, so filters on step still prune row groups.
+    lf = pl.scan_parquet(path, row_index_name=S.SOURCE_ROW)
+    return lf.rename(renames).with_columns(pl.lit(str(path)).alias(S.SOURCE_FILE))
 
 
 @contextmanager
