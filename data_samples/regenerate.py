@@ -21,6 +21,10 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     rollouts = synth_rollouts(steps=2, groups_per_step=2, group_size=4, validation_groups=1, seed=1)
     rollouts.write_parquet(HERE / "rollouts_small.parquet")
+    # Large enough for rates and charts: the walkthrough notebook's sweep runs on it.
+    synth_rollouts(
+        steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7
+    ).write_parquet(HERE / "rollouts_medium.parquet")
     train = rollouts.filter(pl.col("split") == "train")
     write_gym_jsonl(train, HERE / "rollouts_small.nemo_gym.jsonl")
     step1 = train.filter(pl.col("step") == 1)
