@@ -30,16 +30,6 @@ from replay_cli.validation import Rollouts, load_rollouts
 Engine = Literal["local", "ray"]
 
 
-def parse_items(text: str) -> tuple[int, ...]:
-    """`1,3` -> (1, 3): the internal-semantics items to switch on."""
-    try:
-        return tuple(sorted({int(t) for t in text.replace(" ", "").split(",") if t}))
-    except ValueError:
-        raise ConfigError(
-            f"--internal-items expects item numbers like 1,3, got {text!r}."
-        ) from None
-
-
 def load(
     sources: Sequence[str | Path],
     *,

@@ -8,7 +8,6 @@ from typing import Any
 
 import yaml
 
-from replay_cli.config import ReplayConfig, build_config
 from replay_cli.errors import ConfigError
 
 NONE_WORDS = {"none", "null", "off", ""}
@@ -24,18 +23,6 @@ def parse_number(text: str, name: str, *, allow_none: bool = False) -> float | N
     except (ValueError, ZeroDivisionError):
         expected = "a number, a fraction like 1/60" + (" or none" if allow_none else "")
         raise ConfigError(f"{name} expects {expected}, got {text!r}.") from None
-
-
-def merge_layers(*layers: dict[str, dict[str, Any]], metrics_by: str | None = None) -> ReplayConfig:
-    """Later layers win: defaults < config file < overrides < flags."""
-    merged: dict[str, dict[str, Any]] = {"shaping": {}, "advantage": {}}
-    for layer in layers:
-        for section in ("shaping", "advantage"):
-            merged[section].update(layer.get(section, {}))
-    values: dict[str, Any] = dict(merged)
-    if metrics_by is not None:
-        values["metrics_by"] = metrics_by
-    return build_config(values)
 
 
 def read_yaml(path: Path, kind: str) -> Any:

@@ -105,12 +105,6 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
-    """Write a DataFrame so that readers never see a half-written file."""
-    with atomic_path(path) as tmp:
-        df.write_parquet(tmp, row_group_size=256_000)
-
-
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:
     """Parse `--map src=dst` pairs."""
     out: dict[str, str] = {}
