@@ -94,6 +94,7 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         (shaped.filter(t & resolved).min() < shaped.filter(t & ~resolved).max())
         .fill_null(False)
         .alias("inverted"),
+        (n_res * (t & ~resolved).sum()).cast(pl.Int64).alias("pairs"),
         adv_abs.filter(t).max().alias("max_abs_advantage"),
         pl.col(S.KEPT).sum().alias("kept_rows"),
         # Kept although the outcome is uniform: only the shaping term gave the group a spread.
@@ -103,8 +104,11 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     base = base.with_columns(
         (pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal")
     )
+    # Inverted pairs exist only in inverted groups (usually few): count them there alone.
+    inverted_groups = base.filter(pl.col("inverted")).select(keys)
     pairs = (
         train.filter(t)
+        .join(inverted_groups, on=keys, how="semi", nulls_equal=True)
         # Sorting without config_id is enough: the windows below partition by it anyway.
         .sort([S.STEP, S.GROUP_ID, S.REWARD_SHAPED, S.RESOLVED])
         .with_columns(
@@ -118,7 +122,6 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
             .otherwise(0)
             .sum()
             .alias("inverted_pairs"),
-            (resolved.cast(pl.Int64).sum() * (~resolved).cast(pl.Int64).sum()).alias("pairs"),
         )
     )
     # Both namings as columns (one of them null), so every config's table has one schema.
@@ -129,7 +132,7 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     ]
     return (
         base.join(pairs, on=keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("inverted_pairs", "pairs").fill_null(0))
+        .with_columns(pl.col("inverted_pairs").fill_null(0))
         .with_columns(pl.lit(None, pl.Float64).alias(n) for n in other)
         .sort(keys)
     )
