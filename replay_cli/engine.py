@@ -118,8 +118,14 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     lf = lf.with_columns(
         (~pl.col(IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(TRAINABLE),
         # Survivors are regrouped: advantages are recomputed on the rows the filter kept.
-        pl.struct(_GID, S.KEPT).rank("dense").alias(_GID_KEPT),
-        pl.struct(_GID, _KEPT_RAW).rank("dense").alias(_GID_KEPT_RAW),
+        *(
+            (pl.col(_GID).alias(_GID_KEPT), pl.col(_GID).alias(_GID_KEPT_RAW))
+            if a.filter == "none"  # every row kept: the groups stay as they are
+            else (
+                pl.struct(_GID, S.KEPT).rank("dense").alias(_GID_KEPT),
+                pl.struct(_GID, _KEPT_RAW).rank("dense").alias(_GID_KEPT_RAW),
+            )
+        ),
     )
     lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED)
     lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW)
