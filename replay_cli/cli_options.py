@@ -27,10 +27,6 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def _opt(help_text: str, panel: str) -> Any:
-    return typer.Option(help=help_text, rich_help_panel=panel, show_default=False)
-
-
 # Parameters that take a value in both `replay` (one value) and `sweep` (a comma list).
 VALUED: dict[str, tuple[str, str]] = {
     "lambda_time": ("Reward cost per agent minute; fractions ok (1/60: an hour costs 1.0).", SHAPE),
@@ -68,7 +64,6 @@ SWITCHES: dict[str, tuple[str, str]] = {
     "exclude_masked": ("Masked rows do not vote in the baseline (PR #4160).", ADV),
 }
 
-Text = Annotated[str | None, typer.Option()]
 Sources = Annotated[
     list[str],
     typer.Argument(
