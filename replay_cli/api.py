@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig, build_config
@@ -17,7 +16,6 @@ from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
 from replay_cli.io.parquet import atomic_path, parse_mapping
 from replay_cli.plots import render_all
 from replay_cli.report import (
-    ROW_GROUP_SIZE,
     ParquetRowSink,
     RowsMode,
     check_out_dir,
@@ -162,18 +160,14 @@ def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
     out = Path(out)
     if out.exists() and not force:
         raise OutputExistsError(f"{out} already exists.\n\nPass --force to replace it.")
-    rows = 0
     with atomic_path(out) as tmp:
-        writer = None
-        for frame in synth_batches(**kwargs):
-            table = frame.to_arrow()
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table.cast(writer.schema), row_group_size=ROW_GROUP_SIZE)
-            rows += frame.height
-        if writer is not None:
-            writer.close()
-    return rows
+        sink = ParquetRowSink(tmp)
+        try:
+            for frame in synth_batches(**kwargs):
+                sink(frame)
+        finally:
+            sink.close()
+    return sink.rows
 
 
 def demo_configs() -> list[ReplayConfig]:

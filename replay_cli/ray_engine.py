@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+import polars as pl
 
 from replay_cli.config import ReplayConfig
 from replay_cli.engine import (
@@ -160,12 +160,12 @@ def run_replay_ray(
 
 def merge_parts(parts: Sequence[Path], out: Path) -> None:
     """Concatenate row part files, in order, into one Parquet file, one part in memory at a time."""
-    writer = None
-    for part in parts:
-        table = pq.read_table(part)
-        if writer is None:
-            writer = pq.ParquetWriter(out, table.schema)
-        writer.write_table(table.cast(writer.schema))
-        part.unlink()
-    if writer is not None:
-        writer.close()
+    from replay_cli.report import ParquetRowSink
+
+    sink = ParquetRowSink(out)
+    try:
+        for part in parts:
+            sink(pl.read_parquet(part))
+            part.unlink()
+    finally:
+        sink.close()
