@@ -44,6 +44,13 @@ def canonical_metric(name: str) -> str:
     return _INTERNAL_TO_PR.get(name, name)
 
 
+def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
+    """canonical_metric over a column, computed once per distinct name."""
+    return column.replace_strict(
+        {n: canonical_metric(n) for n in names.to_list()}, return_dtype=pl.String
+    )
+
+
 def load_summaries(dirs: Sequence[str | Path]) -> pl.DataFrame:
     """The summary rows of several reports, with the report directory as a column."""
     frames = [load_report(d).summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs]
@@ -144,7 +151,7 @@ def read_internal_csv(path: str | Path) -> pl.DataFrame:
         out = long.with_columns(
             pl.col("step").cast(pl.Float64).cast(pl.Int64),
             pl.col("value").replace("", None).cast(pl.Float64),
-            pl.col("metric").map_elements(canonical_metric, return_dtype=pl.String),
+            _canonical(pl.col("metric"), long["metric"].unique()),
         )
     except pl.exceptions.PolarsError as exc:
         raise InputFileError(f"{path}: step and value must be numbers ({exc}).") from None
@@ -161,7 +168,7 @@ def join_internal(steps: pl.DataFrame, internal: pl.DataFrame, config_id: str) -
         index=S.STEP, on=metric_columns, variable_name="metric", value_name="replayed"
     )
     replayed = replayed.with_columns(
-        pl.col("metric").map_elements(canonical_metric, return_dtype=pl.String),
+        _canonical(pl.col("metric"), replayed["metric"].unique()),
         pl.col("replayed").cast(pl.Float64),
     ).drop_nulls("replayed")
     theirs = internal.group_by("step", "metric").agg(pl.col("value").mean().alias("internal"))
