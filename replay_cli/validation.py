@@ -12,7 +12,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.chunks import COUNT_ENGINE, in_chunk, plan_chunks, step_counts
 from replay_cli.errors import SchemaError
-from replay_cli.frames import collect_all
+from replay_cli.frames import collect
 from replay_cli.io.parquet import discover, scan_file
 
 MAX_ROWS_SHOWN = 5
@@ -171,7 +171,10 @@ def _build(
     has = set().union(*(f.collect_schema().names() for f in frames))
     lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
     lf, notes = _derive(lf, has, group_size)
-    fill = S.GROUP_ID in has
+    # The window that numbers rows costs more than the scan: only run it when there is a gap.
+    fill = S.GROUP_ID in has and (
+        S.ROLLOUT_INDEX not in has or _null_count(lf, S.ROLLOUT_INDEX, names) > 0
+    )
     if check_values:
         _check_values(
             lf, group_size, strict, group_derived=S.GROUP_ID not in has, fill_positions=fill
@@ -179,6 +182,17 @@ def _build(
     return Rollouts(
         lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes, fill_positions=fill
     )
+
+
+def _null_count(lf: pl.LazyFrame, column: str, names: list[str]) -> int:
+    """Nulls in one column of the whole input (one streaming pass over that column)."""
+    try:
+        return int(lf.select(pl.col(column).null_count()).collect(engine=COUNT_ENGINE).item())
+    except pl.exceptions.PolarsError as exc:
+        raise SchemaError(
+            f"Cannot read the rollout input ({', '.join(names)}): {exc}\n\n"
+            "Check that the files are complete."
+        ) from None
 
 
 def _disagreements(names: list[str], schemas: list[pl.Schema]) -> list[str]:
@@ -277,6 +291,18 @@ def _derive(
 CHECK_CHUNK_ROWS = 2_000_000
 
 
+DUPLICATE_KEY = (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key")
+
+
+def _has_duplicate_key(chunk: pl.DataFrame) -> bool:
+    """Whether two rows share (step, group_id, rollout_index): adjacent equal keys once sorted
+    (a sort of three columns costs far less than hashing the struct of every row)."""
+    key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
+    ordered = chunk.select(key).sort(key)
+    same = pl.all_horizontal(pl.col(c) == pl.col(c).shift(1) for c in key)
+    return bool(ordered.select(same.any()).item())
+
+
 def _checks(strict: bool) -> dict[tuple[str, str], pl.Expr]:
     """(column, problem) -> expression that is True on offending rows, within a chunk of steps."""
     key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
@@ -288,9 +314,7 @@ def _checks(strict: bool) -> dict[tuple[str, str], pl.Expr]:
         ),
         (S.CALLS, "is negative"): pl.col(S.CALLS) < 0,
         # The key holds the step, so duplicates never span two chunks of whole steps.
-        (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key"): pl.struct(
-            key
-        ).is_duplicated(),
+        DUPLICATE_KEY: pl.struct(key).is_duplicated(),
         (S.RUN_TIME, f"is over a week ({MAX_RUN_TIME_S:.0f} s): run times must be seconds"): (
             pl.col(S.RUN_TIME).is_finite() & (pl.col(S.RUN_TIME) > MAX_RUN_TIME_S)
         ),
@@ -357,15 +381,19 @@ def _check_values(
                 bad.select(cols).sort(cols).head(MAX_ROWS_SHOWN).collect(engine=COUNT_ENGINE),
             )
         checks = _checks(strict)
+        needed = sorted({*cols, *(c for e in checks.values() for c in e.meta.root_names())})
         for lo, hi in plan_chunks(counts, CHECK_CHUNK_ROWS):
-            chunk = _positions(lf.filter(in_chunk(lo, hi)), fill_positions)
-            plans = []
-            for expr in checks.values():
-                bad = chunk.with_columns(expr.alias("_bad")).filter(pl.col("_bad"))
-                plans += [bad.select(pl.len().alias("n")), bad.select(cols).head(MAX_ROWS_SHOWN)]
-            results = collect_all(plans)
-            for i, key in enumerate(checks):
-                found.add(key, results[2 * i]["n"][0], results[2 * i + 1])
+            # Read once, then count every check in one pass over the chunk in memory.
+            chunk = collect(_positions(lf.filter(in_chunk(lo, hi)), fill_positions).select(needed))
+            cheap = {k: e for k, e in checks.items() if k != DUPLICATE_KEY}
+            if _has_duplicate_key(chunk):
+                cheap[DUPLICATE_KEY] = checks[DUPLICATE_KEY]
+            n_bad = chunk.select(
+                e.fill_null(False).sum().alias(str(i)) for i, e in enumerate(cheap.values())
+            ).row(0)
+            for n, (key, expr) in zip(n_bad, cheap.items(), strict=True):
+                if n:
+                    found.add(key, n, chunk.filter(expr).select(cols).head(MAX_ROWS_SHOWN))
     except pl.exceptions.PolarsError as exc:
         raise SchemaError(
             f"Cannot read the rollout input: {exc}\n\nCheck that the files are complete."
