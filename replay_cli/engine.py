@@ -16,6 +16,7 @@ from replay_cli.diagnostics import group_partials, row_partials
 from replay_cli.filters import add_kept
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
+    GID,
     IS_VAL,
     TRAINABLE,
     group_table,
@@ -33,7 +34,7 @@ _RAW = AdvColumns(
 )
 _REWARD_RAW_FILLED = "_reward_raw_filled"
 _VALID, _VALID_TOGGLED = "_valid", "_valid_toggled"
-_GID, _BID = "_gid", "_bid"  # group id; batch (step) id for batch-level statistics
+_GID, _BID = GID, "_bid"  # group id; batch (step) id for batch-level statistics
 _GID_KEPT, _GID_KEPT_RAW, _KEPT_RAW = "_gid_kept", "_gid_kept_raw", "_kept_raw"
 
 
@@ -83,15 +84,8 @@ class ReplayResult:
 def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
     """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy)."""
     a = cfg.advantage
-    inputs = lf.collect_schema().names()
-    lf = lf.with_columns(
-        pl.lit(cfg.config_id).alias(S.CONFIG_ID),
-        (pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL),
-    ).with_columns(
-        # One integer id per (step, group_id, split): every window below runs over it.
-        pl.struct(S.STEP, S.GROUP_ID, IS_VAL).rank("dense").alias(_GID),
-        pl.struct(S.STEP, IS_VAL).rank("dense").alias(_BID),
-    )
+    inputs = [c for c in lf.collect_schema().names() if c not in CHUNK_IDS]
+    lf = lf.with_columns(pl.lit(cfg.config_id).alias(S.CONFIG_ID))
     lf = apply_shaping(lf, cfg.shaping).with_columns(
         pl.col(S.REWARD_RAW).fill_null(0.0).alias(_REWARD_RAW_FILLED),
     )
@@ -154,7 +148,7 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
         .then(pl.col(S.ADV_RAW).cast(pl.Float64))
         .alias(S.ADV_RAW),
     )
-    return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE)
+    return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE, _GID)
 
 
 @dataclass
@@ -179,11 +173,42 @@ class InputPiece:
     run_times: pl.Series
 
 
+CHUNK_ORDER = (S.STEP, S.GROUP_ID, IS_VAL, S.ROLLOUT_INDEX)
+CHUNK_IDS = (IS_VAL, _GID, _BID)
+
+
+def _in_order(df: pl.DataFrame, keys: Sequence[str]) -> bool:
+    """Whether the rows are already sorted by `keys` (lexicographically, ties allowed)."""
+    later = pl.lit(True)  # equal on every key: in order
+    for key in reversed(keys):
+        c, prev = pl.col(key), pl.col(key).shift(1)
+        later = (c > prev) | ((c == prev) & later)
+    return bool(df.select(later.slice(1).all()).item())
+
+
+def _changed(keys: Sequence[str]) -> pl.Expr:
+    """True on the first row of each run of equal `keys` (rows in order)."""
+    return pl.any_horizontal(pl.col(k) != pl.col(k).shift(1) for k in keys).fill_null(True)
+
+
 def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
-    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group): float
-    sums then do not depend on how the input happened to be ordered."""
-    selected = rollouts.chunk(lo, hi)
-    return collect(selected.sort(S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX)).rechunk()
+    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group), with
+    a sorted integer group id (step, group_id, split) and a batch id (step, split).
+
+    Float sums then do not depend on how the input happened to be ordered, and every per-group
+    window runs over a sorted integer key, which polars evaluates without hashing. Inputs that are
+    already in order (trainer logs, synth) skip the sort.
+    """
+    df = collect(
+        rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL))
+    )
+    if not _in_order(df, CHUNK_ORDER):
+        df = df.sort(CHUNK_ORDER)
+    step_no = _changed([S.STEP]).cum_sum().cast(pl.Int64)
+    return df.with_columns(
+        _changed(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(_GID),
+        (step_no * 2 + pl.col(IS_VAL).cast(pl.Int64)).alias(_BID),
+    ).rechunk()
 
 
 def input_piece(chunk: pl.DataFrame, chart_every: int) -> InputPiece:
@@ -217,7 +242,7 @@ def replay_batch(
                 pl.Float32 if cfg.advantage.precision == "float32" else pl.Float64
             ),
             deductions=rows.filter(pl.col(S.CHARGED))[S.DEDUCTION].gather_every(chart_every),
-            rows=rows.drop(IS_VAL, TRAINABLE),
+            rows=rows.drop(IS_VAL, TRAINABLE, _GID),
         )
         for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True))
     ]

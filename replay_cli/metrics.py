@@ -13,6 +13,7 @@ SIGNAL_EPS = 1e-6
 
 IS_VAL = "_is_validation"
 TRAINABLE = "_trainable"
+GID = "_gid"  # sorted integer id of (step, group_id, split) over a chunk's rows
 
 TE = "time_efficiency/"
 
@@ -79,7 +80,9 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     n_res = (t & resolved).sum()
     n_tr = t.sum()
     shaped = pl.col(S.REWARD_SHAPED)
-    base = train.group_by(keys).agg(
+    # The sorted integer id groups without hashing; the keys are carried along.
+    base = train.group_by(GID, maintain_order=True).agg(
+        *(pl.col(k).first() for k in keys),
         pl.len().alias("size"),
         n_tr.alias("trainable_rows"),
         n_res.alias("resolved_rows"),
@@ -105,17 +108,16 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         (pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal")
     )
     # Inverted pairs exist only in inverted groups (usually few): count them there alone.
-    inverted_groups = base.filter(pl.col("inverted")).select(keys)
+    inverted_groups = base.filter(pl.col("inverted")).select(GID)
     pairs = (
         train.filter(t)
-        .join(inverted_groups, on=keys, how="semi", nulls_equal=True)
-        # Sorting without config_id is enough: the windows below partition by it anyway.
-        .sort([S.STEP, S.GROUP_ID, S.REWARD_SHAPED, S.RESOLVED])
+        .join(inverted_groups, on=GID, how="semi")
+        .sort([GID, S.REWARD_SHAPED, S.RESOLVED])
         .with_columns(
-            (~resolved).cast(pl.Int64).cum_sum().over(keys).alias("_unres_le"),
-            (~resolved).cast(pl.Int64).sum().over(keys).alias("_unres"),
+            (~resolved).cast(pl.Int64).cum_sum().over(GID).alias("_unres_le"),
+            (~resolved).cast(pl.Int64).sum().over(GID).alias("_unres"),
         )
-        .group_by(keys)
+        .group_by(GID)
         .agg(
             pl.when(resolved)
             .then(pl.col("_unres") - pl.col("_unres_le"))
@@ -130,11 +132,12 @@ def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         for n in (*te_names(True).values(), *te_names(False).values())
         if n not in trainer_exprs(p)
     ]
+    # Rows come in (step, group_id) order, so the groups already are in it.
     return (
-        base.join(pairs, on=keys, how="left", nulls_equal=True)
+        base.join(pairs, on=GID, how="left", maintain_order="left")
         .with_columns(pl.col("inverted_pairs").fill_null(0))
         .with_columns(pl.lit(None, pl.Float64).alias(n) for n in other)
-        .sort(keys)
+        .drop(GID)
     )
 
 
