@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from replay_cli.config import AdvantageParams
+from replay_cli.segments import over
 
 EPS = 1e-6
 FLOAT32_MAX = 3.4028234663852886e38
@@ -54,9 +55,9 @@ def add_baseline_and_std(
     )
     rv, r2v = pl.col(t + "rv"), pl.col(t + "r2v")
     lf = lf.with_columns(
-        v.cast(pl.Int64).sum().over(gid).alias(t + "n"),
-        rv.cast(pl.Float64).sum().over(gid).alias(t + "s1"),
-        r2v.cast(pl.Float64).sum().over(gid).alias(t + "s2"),
+        over(v.cast(pl.Int64), gid, "sum", pl.Int64()).alias(t + "n"),
+        over(rv, gid, "sum", pl.Float64()).alias(t + "s1"),
+        over(r2v, gid, "sum", pl.Float64()).alias(t + "s2"),
     )
     n, s1, s2 = pl.col(t + "n"), pl.col(t + "s1"), pl.col(t + "s2")
     if p.baseline == "loo":
@@ -99,18 +100,19 @@ def add_peers_all_equal(
     Peers are the other valid rows (LOO, when the row itself is valid) or all valid rows.
     """
     t = f"_{out}_"
-    r, v = pl.col(reward).cast(_dtype(p)), pl.col(valid)
+    dt = _dtype(p)
+    r, v = pl.col(reward).cast(dt), pl.col(valid)
     vr = pl.when(v).then(r)
     lf = lf.with_columns(
         r.alias(t + "r"),
-        v.cast(pl.Int64).sum().over(gid).alias(t + "n"),
-        vr.min().over(gid).alias(t + "lo"),
-        vr.max().over(gid).alias(t + "hi"),
+        over(v.cast(pl.Int64), gid, "sum", pl.Int64()).alias(t + "n"),
+        over(vr, gid, "min", dt).alias(t + "lo"),
+        over(vr, gid, "max", dt).alias(t + "hi"),
     )
     r, n, lo, hi = pl.col(t + "r"), pl.col(t + "n"), pl.col(t + "lo"), pl.col(t + "hi")
     lf = lf.with_columns(
-        (v & (r == lo)).cast(pl.Int64).sum().over(gid).alias(t + "n_lo"),
-        (v & (r == hi)).cast(pl.Int64).sum().over(gid).alias(t + "n_hi"),
+        over((v & (r == lo)).cast(pl.Int64), gid, "sum", pl.Int64()).alias(t + "n_lo"),
+        over((v & (r == hi)).cast(pl.Int64), gid, "sum", pl.Int64()).alias(t + "n_hi"),
     )
     n_lo, n_hi = pl.col(t + "n_lo"), pl.col(t + "n_hi")
     same = (lo == hi).fill_null(True) | (n <= 1)
