@@ -22,7 +22,7 @@ from replay_cli.metrics import (
     group_table,
     step_table,
     summarise_steps,
-    trainer_exprs,
+    trainer_names,
 )
 from replay_cli.peers import add_peer_advantages
 from replay_cli.shaping import apply_shaping, minutes
@@ -225,17 +225,13 @@ def replay_batch(
     source = chunk.lazy()
     # One chunk per frame: float sums depend on chunk boundaries.
     row_frames = [f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])]
-    plans = []
-    for cfg, rows in zip(batch, row_frames, strict=True):
-        groups_lf = group_table(rows.lazy(), cfg.shaping)
-        plans += [groups_lf, step_table(rows.lazy(), groups_lf, cfg.shaping, cfg.metrics_by)]
-    tables = collect_all(plans)
+    groups = [group_table(rows, cfg.shaping) for cfg, rows in zip(batch, row_frames, strict=True)]
     return [
         ConfigPiece(
             config_id=cfg.config_id,
-            groups=tables[2 * i],
-            group_parts=group_partials(tables[2 * i]),
-            steps=tables[2 * i + 1],
+            groups=groups[i],
+            group_parts=group_partials(groups[i]),
+            steps=step_table(rows, groups[i], cfg.shaping, cfg.metrics_by),
             partials=row_partials(rows),
             # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
             advantages=rows.filter(pl.col(TRAINABLE))[S.ADVANTAGE].cast(
@@ -292,7 +288,7 @@ class Accumulator:
             advantages[cid] = pl.concat([p.advantages for p in pieces])
             deductions[cid] = pl.concat([p.deductions for p in pieces])
             names = [
-                *trainer_exprs(cfg.shaping),
+                *trainer_names(cfg.shaping),
                 "advantages/mean",
                 "advantages/max",
                 "advantages/min",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
+from replay_cli.segments import Runs
 
 SIGNAL_EPS = 1e-6
 
@@ -30,34 +32,62 @@ def te_names(internal: bool) -> dict[str, str]:
     }
 
 
-def trainer_exprs(p: ShapingParams) -> dict[str, pl.Expr]:
-    """The PR's `time_efficiency/*` metrics and `total_reward/mean` over one postprocess call's rows.
+def trainer_names(p: ShapingParams) -> list[str]:
+    """Names of the trainer metrics of one config, in report order."""
+    names = te_names(5 in p.items)
+    return [
+        names["minutes/mean"],
+        names["minutes/max"],
+        names["deduction/mean"],
+        names["deduction/max"],
+        f"{TE}calls/mean",
+        f"{TE}bonus/mean",
+        f"{TE}seconds_per_call",
+        f"{TE}bonus_saturated_frac",
+        f"{TE}floored_frac",
+        f"{TE}group_has_signal",
+        "total_reward/mean",
+    ]
 
-    Means divide by all rows: skipped rows count 0 deduction but their minutes and calls count.
+
+def trainer_metrics(rows: pl.DataFrame, runs: Runs, p: ShapingParams) -> dict[str, pl.Series]:
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call.
+
+    Each run of `runs` is one call's rows: a group (async trainer) or a step's batch. Means divide
+    by all rows: skipped rows count 0 deduction but their minutes and calls count.
     """
-    internal = 5 in p.items
-    names = te_names(internal)
-    minutes, deduction, calls = pl.col(S.MINUTES), pl.col(S.DEDUCTION), pl.col(S.CALLS)
-    trainable = ~pl.col(S.MASKED)
+    minutes, deduction = rows[S.MINUTES].to_numpy(), rows[S.DEDUCTION].to_numpy()
+    calls = rows[S.CALLS].to_numpy()
     ref = p.effective_call_bonus_ref
-    saturated = (calls >= ref).mean() if p.bonus_on and ref is not None else pl.lit(0.0)
-    if internal:
-        signal = (minutes.max() - minutes.min()) > SIGNAL_EPS
+    if p.bonus_on and ref is not None:
+        saturated = runs.count(calls >= ref) / runs.lengths
     else:
-        ded = deduction.filter(trainable)
-        signal = (trainable.sum() >= 2) & ((ded.max() - ded.min()) > SIGNAL_EPS)
+        saturated = np.zeros(len(runs))
+    if 5 in p.items:  # the internal hook: any spread of minutes
+        signal = (runs.extreme("max", minutes) - runs.extreme("min", minutes)) > SIGNAL_EPS
+    else:  # the PR: at least two trainable rows whose deductions differ
+        trainable = ~rows[S.MASKED].to_numpy()
+        hi = runs.extreme("max", deduction, trainable)
+        spread = hi - runs.extreme("min", deduction, trainable)
+        signal = pl.Series(values=runs.count(trainable) >= 2) & (spread > SIGNAL_EPS).fill_null(
+            False
+        )
+    values = [
+        runs.mean(minutes),
+        runs.extreme("max", minutes),
+        runs.mean(deduction),
+        runs.extreme("max", deduction),
+        runs.mean(calls),
+        runs.mean(rows[S.BONUS].to_numpy()),
+        runs.sum(minutes) * 60.0 / np.maximum(runs.sum(calls), 1),
+        saturated,
+        runs.mean(rows[S.FLOORED].to_numpy()),
+        signal,
+        runs.mean(rows[S.REWARD_SHAPED].to_numpy()),
+    ]
     return {
-        names["minutes/mean"]: minutes.mean(),
-        names["minutes/max"]: minutes.max(),
-        names["deduction/mean"]: deduction.mean(),
-        names["deduction/max"]: deduction.max(),
-        f"{TE}calls/mean": calls.cast(pl.Float64).mean(),
-        f"{TE}bonus/mean": pl.col(S.BONUS).mean(),
-        f"{TE}seconds_per_call": minutes.sum() * 60.0 / calls.sum().clip(lower_bound=1),
-        f"{TE}bonus_saturated_frac": saturated.cast(pl.Float64),
-        f"{TE}floored_frac": pl.col(S.FLOORED).cast(pl.Float64).mean(),
-        f"{TE}group_has_signal": signal.cast(pl.Float64),
-        "total_reward/mean": pl.col(S.REWARD_SHAPED).mean(),
+        name: pl.Series(name, v).cast(pl.Float64)
+        for name, v in zip(trainer_names(p), values, strict=True)
     }
 
 
@@ -70,113 +100,132 @@ def step_rule(name: str) -> pl.Expr:
     return pl.col(name).mean()
 
 
-def group_table(rows: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
-    """One row per (config, step, group) of training rows: pattern, signal, inversion, trainer metrics."""
-    keys = list(S.CONFIG_GROUP_KEYS)
+def _other_names(p: ShapingParams) -> list[str]:
+    """Trainer names of the other naming (item 5), as null columns: every config's table then
+    has one schema."""
+    mine = trainer_names(p)
+    return [n for n in (*te_names(True).values(), *te_names(False).values()) if n not in mine]
+
+
+def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
+    """One row per (config, step, group) of training rows: pattern, signal, inversion, trainer
+    metrics. Rows come sorted by the group id, so groups are runs, in (step, group_id) order."""
     train = rows.filter(~pl.col(IS_VAL))
-    t = pl.col(TRAINABLE)
-    resolved = pl.col(S.RESOLVED)
-    adv_abs, raw_abs = pl.col(S.ADVANTAGE).abs(), pl.col(S.ADV_RAW).abs()
-    n_res = (t & resolved).sum()
-    n_tr = t.sum()
-    shaped = pl.col(S.REWARD_SHAPED)
-    # The sorted integer id groups without hashing; the keys are carried along.
-    base = train.group_by(GID, maintain_order=True).agg(
-        *(pl.col(k).first() for k in keys),
-        pl.len().alias("size"),
-        n_tr.alias("trainable_rows"),
-        n_res.alias("resolved_rows"),
-        pl.when(n_res == 0)
-        .then(pl.lit("all_fail"))
-        .when(n_res == n_tr)
-        .then(pl.lit("all_pass"))
-        .otherwise(pl.lit("mixed"))
-        .alias("resolved_pattern"),
-        (t & (adv_abs > SIGNAL_EPS)).any().alias("has_signal"),
-        (t & (raw_abs > SIGNAL_EPS)).any().alias("has_signal_raw"),
-        (shaped.filter(t & resolved).min() < shaped.filter(t & ~resolved).max())
-        .fill_null(False)
-        .alias("inverted"),
-        (n_res * (t & ~resolved).sum()).cast(pl.Int64).alias("pairs"),
-        adv_abs.filter(t).max().alias("max_abs_advantage"),
-        pl.col(S.KEPT).sum().alias("kept_rows"),
-        # Kept although the outcome is uniform: only the shaping term gave the group a spread.
-        (pl.col(S.KEPT).any() & (resolved.all() | ~resolved.any())).alias("phantom"),
-        *(e.alias(k) for k, e in trainer_exprs(p).items()),
+    runs = Runs(train[GID])
+    t, resolved = train[TRAINABLE].to_numpy(), train[S.RESOLVED].to_numpy()
+    kept = train[S.KEPT].to_numpy()
+    adv_abs = train[S.ADVANTAGE].abs().fill_null(0.0).to_numpy()
+    raw_abs = train[S.ADV_RAW].abs().fill_null(0.0).to_numpy()
+    shaped = train[S.REWARD_SHAPED].to_numpy()
+    n_tr, n_res = runs.count(t), runs.count(t & resolved)
+    pattern = np.where(n_res == 0, "all_fail", np.where(n_res == n_tr, "all_pass", "mixed"))
+    has_signal = runs.any(t & (adv_abs > SIGNAL_EPS))
+    has_signal_raw = runs.any(t & (raw_abs > SIGNAL_EPS))
+    inverted = (
+        runs.extreme("min", shaped, t & resolved) < runs.extreme("max", shaped, t & ~resolved)
+    ).fill_null(False)
+    groups = pl.DataFrame(
+        {
+            **{k: runs.first(train[k]) for k in S.CONFIG_GROUP_KEYS},
+            "size": pl.Series(runs.lengths, dtype=pl.UInt32),
+            "trainable_rows": pl.Series(n_tr, dtype=pl.UInt32),
+            "resolved_rows": pl.Series(n_res, dtype=pl.UInt32),
+            "resolved_pattern": pl.Series(pattern, dtype=pl.String),
+            "has_signal": has_signal,
+            "has_signal_raw": has_signal_raw,
+            "inverted": inverted,
+            "pairs": pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
+            "max_abs_advantage": runs.extreme("max", adv_abs, t),
+            "kept_rows": pl.Series(runs.count(kept), dtype=pl.UInt32),
+            # Kept although the outcome is uniform: only the shaping term gave the group a spread.
+            "phantom": runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
+            **trainer_metrics(train, runs, p),
+            "time_only_signal": has_signal & ~has_signal_raw,
+            "inverted_pairs": _inverted_pairs(train, runs, inverted.to_numpy()),
+        }
     )
-    base = base.with_columns(
-        (pl.col("has_signal") & ~pl.col("has_signal_raw")).alias("time_only_signal")
-    )
-    # Inverted pairs exist only in inverted groups (usually few): count them there alone.
-    inverted_groups = base.filter(pl.col("inverted")).select(GID)
-    pairs = (
-        train.filter(t)
-        .join(inverted_groups, on=GID, how="semi")
-        .sort([GID, S.REWARD_SHAPED, S.RESOLVED])
-        .with_columns(
-            (~resolved).cast(pl.Int64).cum_sum().over(GID).alias("_unres_le"),
-            (~resolved).cast(pl.Int64).sum().over(GID).alias("_unres"),
+    return groups.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(p))
+
+
+def _inverted_pairs(train: pl.DataFrame, runs: Runs, inverted: np.ndarray) -> pl.Series:
+    """Per group, the trainable (resolved, unresolved) pairs whose shaped rewards are inverted.
+
+    Such pairs exist only in inverted groups (usually few): they are counted there alone.
+    """
+    out = np.zeros(len(runs), dtype=np.int64)
+    if inverted.any():
+        resolved = pl.col(S.RESOLVED)
+        pairs = (
+            train.with_columns(runs.spread(np.arange(len(runs))).alias("_group"))
+            .filter(pl.col(TRAINABLE) & runs.spread(inverted))
+            .sort(["_group", S.REWARD_SHAPED, S.RESOLVED])
+            .with_columns(
+                (~resolved).cast(pl.Int64).cum_sum().over("_group").alias("_unres_le"),
+                (~resolved).cast(pl.Int64).sum().over("_group").alias("_unres"),
+            )
+            .group_by("_group")
+            .agg(
+                pl.when(resolved)
+                .then(pl.col("_unres") - pl.col("_unres_le"))
+                .otherwise(0)
+                .sum()
+                .alias("n")
+            )
         )
-        .group_by(GID)
-        .agg(
-            pl.when(resolved)
-            .then(pl.col("_unres") - pl.col("_unres_le"))
-            .otherwise(0)
-            .sum()
-            .alias("inverted_pairs"),
-        )
-    )
-    # Both namings as columns (one of them null), so every config's table has one schema.
-    other = [
-        n
-        for n in (*te_names(True).values(), *te_names(False).values())
-        if n not in trainer_exprs(p)
-    ]
-    # Rows come in (step, group_id) order, so the groups already are in it.
-    return (
-        base.join(pairs, on=GID, how="left", maintain_order="left")
-        .with_columns(pl.col("inverted_pairs").fill_null(0))
-        .with_columns(pl.lit(None, pl.Float64).alias(n) for n in other)
-        .drop(GID)
-    )
+        out[pairs["_group"].to_numpy()] = pairs["n"].to_numpy()
+    return pl.Series(values=out)
 
 
 def step_table(
-    rows: pl.LazyFrame, groups: pl.LazyFrame, p: ShapingParams, metrics_by: str
-) -> pl.LazyFrame:
-    """One row per (config, step): trainer metrics at the trainer's granularity plus validation."""
+    rows: pl.DataFrame, groups: pl.DataFrame, p: ShapingParams, metrics_by: str
+) -> pl.DataFrame:
+    """One row per (config, step): trainer metrics at the trainer's granularity plus validation.
+
+    Rows and groups come sorted by step, so each step is a run.
+    """
     keys = [S.CONFIG_ID, S.STEP]
-    names = list(trainer_exprs(p))
     train = rows.filter(~pl.col(IS_VAL))
-    if metrics_by == "group":
-        trainer = groups.group_by(keys).agg(step_rule(n) for n in names)
-    else:
-        trainer = train.group_by(keys).agg(e.alias(k) for k, e in trainer_exprs(p).items())
-    adv = pl.col(S.ADVANTAGE)
-    per_step = train.group_by(keys).agg(
-        adv.mean().alias("advantages/mean"),
-        adv.max().alias("advantages/max"),
-        adv.min().alias("advantages/min"),
-        pl.len().alias("rows"),
+    runs = Runs(train[S.STEP])
+    adv = train[S.ADVANTAGE]
+    present = adv.is_not_null().to_numpy()
+    adv_values = adv.fill_null(0.0).to_numpy()
+    n_adv = runs.count(present)
+    per_step = pl.DataFrame(
+        {
+            **{k: runs.first(train[k]) for k in keys},
+            "advantages/mean": pl.Series(runs.sum(adv_values) / np.maximum(n_adv, 1)).set(
+                pl.Series(n_adv == 0), None
+            ),
+            "advantages/max": runs.extreme("max", adv_values, present),
+            "advantages/min": runs.extreme("min", adv_values, present),
+            "rows": pl.Series(runs.lengths, dtype=pl.UInt32),
+        }
     )
-    group_rates = groups.group_by(keys).agg(
+    if metrics_by == "group":
+        names = trainer_names(p)
+        trainer = groups.group_by(keys, maintain_order=True).agg(step_rule(n) for n in names)
+    else:
+        trainer = pl.DataFrame(
+            {**{k: runs.first(train[k]) for k in keys}, **trainer_metrics(train, runs, p)}
+        )
+    group_rates = groups.group_by(keys, maintain_order=True).agg(
         pl.len().alias("groups"),
         pl.col("has_signal").mean().alias("signal/group_rate"),
         pl.col("inverted").mean().alias("inversion/group_rate"),
     )
     val = (
         rows.filter(pl.col(IS_VAL))
-        .group_by(keys)
+        .group_by(keys, maintain_order=True)
         .agg(
             pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),
             pl.col(S.REWARD_SHAPED).mean().alias("validation/total_reward/mean"),
         )
     )
-    all_steps = rows.select(keys).unique()
-    out = all_steps
+    every_step = Runs(rows[S.STEP])  # a step with validation rows only is kept too
+    out = pl.DataFrame({k: every_step.first(rows[k]) for k in keys})
     for part in (trainer, per_step, group_rates, val):
-        out = out.join(part, on=keys, how="left", nulls_equal=True)
-    return out.sort(keys)
+        out = out.join(part, on=keys, how="left", maintain_order="left")
+    return out
 
 
 def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:

@@ -1,9 +1,9 @@
-"""Per-group sums, minima and maxima broadcast back to every row, for groups of a few rows.
+"""Per-group sums, minima and maxima over rows sorted by group, with numpy's `reduceat`.
 
-polars evaluates `expr.sum().over(gid)` group by group, which costs more than the arithmetic when
-a group holds 16 rows; on rows sorted by the group id numpy's `reduceat` does the whole column in
-one pass (about 4x faster per window at 1M rows). Rows in any other order are sorted stably first,
-so each group's values are still added in row order, and the result is put back in row order.
+polars evaluates `expr.sum().over(gid)` and `group_by(gid).agg(...)` group by group, which costs
+more than the arithmetic when a group holds 16 rows; on rows sorted by the group id `reduceat`
+does the whole column in one pass (4-10x faster at 1M rows). Values are added in row order
+within each group.
 """
 
 from __future__ import annotations
@@ -15,38 +15,78 @@ import numpy as np
 import polars as pl
 
 How = Literal["sum", "min", "max"]
-_UFUNC = {"sum": np.add, "min": np.minimum, "max": np.maximum}
-_EMPTY = {"sum": 0.0, "min": np.inf, "max": -np.inf}  # neutral element standing in for a null
+
+
+class Runs:
+    """The runs of equal ids in a sorted id column: one value per run from `reduceat`."""
+
+    def __init__(self, ids: np.ndarray | pl.Series) -> None:
+        ids = ids.to_numpy() if isinstance(ids, pl.Series) else ids
+        self.size = len(ids)
+        self.starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else ids[:0]
+        self.lengths = np.diff(np.r_[self.starts, len(ids)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def sum(self, x: np.ndarray) -> np.ndarray:
+        """Per-run sums (float64 for floats, int64 for booleans and integers)."""
+        x = x.astype(np.int64) if x.dtype.kind in "bui" else x.astype(np.float64, copy=False)
+        return np.add.reduceat(x, self.starts) if len(self) else x[:0]
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        return self.sum(mask)
+
+    def any(self, mask: np.ndarray) -> np.ndarray:
+        return self.count(mask) > 0
+
+    def all(self, mask: np.ndarray) -> np.ndarray:
+        return self.count(mask) == self.lengths
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        return self.sum(x) / self.lengths
+
+    def extreme(self, how: Literal["min", "max"], x: np.ndarray, where: np.ndarray | None = None):
+        """Per-run min or max of x over the rows `where` holds; null where a run has none."""
+        ufunc, neutral = (np.minimum, np.inf) if how == "min" else (np.maximum, -np.inf)
+        x = x.astype(np.float64, copy=False)
+        values = x if where is None else np.where(where, x, neutral)
+        out = pl.Series(values=ufunc.reduceat(values, self.starts) if len(self) else values[:0])
+        if where is not None and not (present := self.any(where)).all():
+            out = out.set(pl.Series(values=~present), None)
+        return out
+
+    def first(self, column: pl.Series) -> pl.Series:
+        return column.gather(self.starts)
+
+    def spread(self, per_run: np.ndarray | pl.Series) -> pl.Series:
+        """Each run's value repeated on its rows."""
+        if isinstance(per_run, pl.Series):
+            return per_run.gather(np.repeat(np.arange(len(self)), self.lengths))
+        return pl.Series(values=np.repeat(per_run, self.lengths))
 
 
 def _reduce(how: How, dtype: pl.DataType, packed: pl.Series) -> pl.Series:
-    """`how` of field v over each run of equal field g, repeated on every row of the run."""
+    """`how` of field v over each run of equal field g, on every row of the run."""
     g = packed.struct.field("g").to_numpy()
     v = packed.struct.field("v")
-    if len(g) == 0:
-        return pl.Series(values=[], dtype=dtype)
-    present = v.is_not_null().to_numpy()
-    values = v.cast(pl.Float64).fill_null(_EMPTY[how]).to_numpy()
     order = None if bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
-    if order is not None:
-        g, values, present = g[order], values[order], present[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    lengths = np.diff(np.r_[starts, len(g)])
-    per_group = _UFUNC[how].reduceat(values, starts)
-    rows = np.repeat(per_group, lengths)
-    out = pl.Series(values=rows).cast(dtype)
-    if how != "sum":  # min/max over no values is null, as in polars
-        any_present = np.repeat(np.logical_or.reduceat(present, starts), lengths)
-        out = out.set(pl.Series(values=~any_present), None) if not any_present.all() else out
+    if order is not None:  # sorted stably: each group still adds in row order
+        g, v = g[order], v.gather(order)
+    runs = Runs(g)
+    present = v.is_not_null().to_numpy()
+    if how == "sum":
+        out = runs.spread(runs.sum(v.fill_null(0).to_numpy()))
+    else:
+        out = runs.spread(runs.extreme(how, v.to_numpy(), present))
+    out = out.cast(dtype)
     if order is not None:
         out = out.scatter(order, out.clone())
     return out
 
 
 def over(expr: pl.Expr, gid: str, how: How, dtype: pl.DataType) -> pl.Expr:
-    """`expr.<how>().over(gid)` for groups of a few rows; nulls are skipped, as in polars.
-
-    Sums are taken in float64 (exact for counts below 2**53) and cast to `dtype`.
-    """
+    """`expr.<how>().over(gid)`: nulls are skipped, and min/max over no values is null, as in
+    polars. Sums are taken in float64 (exact for counts below 2**53) and cast to `dtype`."""
     packed = pl.struct(expr.alias("v"), pl.col(gid).alias("g"))
     return packed.map_batches(partial(_reduce, how, dtype), return_dtype=dtype)

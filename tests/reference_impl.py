@@ -128,3 +128,125 @@ def reference_replay(
                 baseline=b, std=s, advantage_unclipped=u, advantage=a, advantage_raw=a_raw
             )
     return shaped
+
+
+SIGNAL_EPS = 1e-6
+
+
+def _mean(xs: list[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def reference_trainer_metrics(rows: list[dict], shaping: dict[str, Any]) -> dict[str, float]:
+    """The PR's time_efficiency/* metrics and total_reward/mean over one postprocess call's rows."""
+    items = items_for(shaping)
+    sep = "_" if 5 in items else "/"
+    minutes = [r["minutes"] for r in rows]
+    deductions = [r["deduction"] for r in rows]
+    calls = [r["calls"] for r in rows]
+    bonus_lam = shaping.get("lambda_call_bonus", 0.0)
+    ref = shaping.get("call_bonus_ref")
+    if ref is None and bonus_lam > 0 and 8 in items:
+        ref = 56.0
+    if 5 in items:
+        signal = max(minutes) - min(minutes) > SIGNAL_EPS
+    else:
+        charged = [r["deduction"] for r in rows if not r["masked"]]
+        signal = len(charged) >= 2 and max(charged) - min(charged) > SIGNAL_EPS
+    te = "time_efficiency/"
+    return {
+        f"{te}minutes{sep}mean": _mean(minutes),
+        f"{te}minutes{sep}max": max(minutes),
+        f"{te}deduction{sep}mean": _mean(deductions),
+        f"{te}deduction{sep}max": max(deductions),
+        f"{te}calls/mean": _mean(calls),
+        f"{te}bonus/mean": _mean([r["bonus"] for r in rows]),
+        f"{te}seconds_per_call": math.fsum(minutes) * 60.0 / max(sum(calls), 1),
+        f"{te}bonus_saturated_frac": (
+            _mean([float(c >= ref) for c in calls]) if bonus_lam > 0 and ref is not None else 0.0
+        ),
+        f"{te}floored_frac": _mean([float(r["floored"]) for r in rows]),
+        f"{te}group_has_signal": float(signal),
+        "total_reward/mean": _mean([r["reward_shaped"] for r in rows]),
+    }
+
+
+def _trainable(r: dict) -> bool:
+    return r["split"] != "validation" and not r["masked"] and r["kept"]
+
+
+def reference_groups(rows: list[dict], shaping: dict[str, Any]) -> dict[tuple, dict]:
+    """Group table of spec §6 from a replay's report rows, one group at a time, pairs by pairs."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["split"] != "validation":
+            groups[(r["step"], r["group_id"])].append(r)
+    out = {}
+    for key, members in groups.items():
+        t = [r for r in members if _trainable(r)]
+        won = [r for r in t if r["resolved"]]
+        lost = [r for r in t if not r["resolved"]]
+        inverted_pairs = sum(w["reward_shaped"] < lo["reward_shaped"] for w in won for lo in lost)
+        has_signal = any(abs(r["advantage"]) > SIGNAL_EPS for r in t)
+        has_raw = any(
+            r["advantage_raw"] is not None and abs(r["advantage_raw"]) > SIGNAL_EPS for r in t
+        )
+        outcomes = {r["resolved"] for r in members}
+        out[key] = {
+            "size": len(members),
+            "trainable_rows": len(t),
+            "resolved_rows": len(won),
+            "resolved_pattern": "all_fail"
+            if not won
+            else ("all_pass" if len(won) == len(t) else "mixed"),
+            "has_signal": has_signal,
+            "has_signal_raw": has_raw,
+            "time_only_signal": has_signal and not has_raw,
+            "inverted": bool(won and lost)
+            and min(r["reward_shaped"] for r in won) < max(r["reward_shaped"] for r in lost),
+            "pairs": len(won) * len(lost),
+            "inverted_pairs": inverted_pairs,
+            "max_abs_advantage": max((abs(r["advantage"]) for r in t), default=None),
+            "kept_rows": sum(r["kept"] for r in members),
+            "phantom": any(r["kept"] for r in members) and len(outcomes) == 1,
+            **reference_trainer_metrics(members, shaping),
+        }
+    return out
+
+
+def reference_steps(
+    rows: list[dict], groups: dict[tuple, dict], shaping: dict[str, Any], metrics_by: str
+) -> dict[int, dict]:
+    """Step table of spec §6: trainer metrics per group folded per step (or per batch), advantages
+    and group rates over training rows, validation means."""
+    out: dict[int, dict] = {}
+    for step in sorted({r["step"] for r in rows}):
+        train = [r for r in rows if r["step"] == step and r["split"] != "validation"]
+        val = [r for r in rows if r["step"] == step and r["split"] == "validation"]
+        mine = [g for (s, _), g in groups.items() if s == step]
+        entry: dict[str, Any] = {}
+        if train:
+            if metrics_by == "batch":
+                entry.update(reference_trainer_metrics(train, shaping))
+            else:
+                for name in reference_trainer_metrics(train, shaping):
+                    values = [g[name] for g in mine]
+                    rule = max if name.endswith("/max") else _mean
+                    entry[name] = rule(values)
+            adv = [r["advantage"] for r in train if r["advantage"] is not None]
+            entry.update(
+                {
+                    "advantages/mean": _mean(adv) if adv else None,
+                    "advantages/max": max(adv, default=None),
+                    "advantages/min": min(adv, default=None),
+                    "rows": len(train),
+                    "groups": len(mine),
+                    "signal/group_rate": _mean([float(g["has_signal"]) for g in mine]),
+                    "inversion/group_rate": _mean([float(g["inverted"]) for g in mine]),
+                }
+            )
+        if val:
+            entry["validation/accuracy"] = _mean([float(r["reward"] or 0.0) for r in val])
+            entry["validation/total_reward/mean"] = _mean([r["reward_shaped"] for r in val])
+        out[step] = entry
+    return out

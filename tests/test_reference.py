@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import replay_frame
-from reference_impl import reference_replay
+from reference_impl import reference_groups, reference_replay, reference_steps
 
 COLUMNS = (
     "reward_shaped",
@@ -129,3 +129,45 @@ def test_legacy_guard_matches_reference_on_exact_rewards(rewards, baseline):
         {"enabled": False},
         {"std_guard": "legacy", "precision": "float64", "baseline": baseline},
     )
+
+
+def _assert_close(got, want, where):
+    for name, w in want.items():
+        g = got[name]
+        if w is None:
+            assert g is None, (where, name)
+        elif isinstance(w, bool | str):
+            assert g == w, (where, name)
+        else:
+            assert g == pytest.approx(w, rel=1e-9, abs=1e-12), (where, name)
+
+
+filtering = st.fixed_dictionaries(
+    {
+        "baseline": st.sampled_from(["loo", "mean"]),
+        "exclude_masked": st.booleans(),
+        "filter": st.sampled_from(["none", "nemo-rl", "verl", "openrlhf"]),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(row, min_size=1, max_size=30),
+    shaping_params=shaping,
+    advantage_params=filtering,
+    metrics_by=st.sampled_from(["group", "batch"]),
+)
+def test_group_and_step_tables_match_reference(rows, shaping_params, advantage_params, metrics_by):
+    result = replay_frame(_frame(rows), shaping_params, advantage_params, metrics_by=metrics_by)
+    report_rows = result.rows.to_dicts()
+    want_groups = reference_groups(report_rows, shaping_params)
+    got_groups = {(g["step"], g["group_id"]): g for g in result.groups.to_dicts()}
+    assert list(got_groups) == sorted(want_groups)  # one row per group, in (step, group) order
+    for key, want in want_groups.items():
+        _assert_close(got_groups[key], want, key)
+    want_steps = reference_steps(report_rows, want_groups, shaping_params, metrics_by)
+    got_steps = {s["step"]: s for s in result.steps.to_dicts()}
+    assert list(got_steps) == list(want_steps)
+    for step, want in want_steps.items():
+        _assert_close(got_steps[step], want, step)
