@@ -100,11 +100,21 @@ def step_rule(name: str) -> pl.Expr:
     return pl.col(name).mean()
 
 
+def _fold(runs: Runs, name: str, values: np.ndarray) -> pl.Series:
+    """`step_rule` over runs of per-group values: /max max, /min min, else mean."""
+    if name.endswith(("/max", "/min")):
+        return runs.extreme("max" if name.endswith("/max") else "min", values)
+    return pl.Series(values=runs.mean(values))
+
+
 def _other_names(p: ShapingParams) -> list[str]:
     """Trainer names of the other naming (item 5), as null columns: every config's table then
     has one schema."""
     mine = trainer_names(p)
     return [n for n in (*te_names(True).values(), *te_names(False).values()) if n not in mine]
+
+
+PATTERNS = pl.Series(["all_fail", "mixed", "all_pass"])
 
 
 def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
@@ -118,7 +128,7 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
     raw_abs = train[S.ADV_RAW].abs().fill_null(0.0).to_numpy()
     shaped = train[S.REWARD_SHAPED].to_numpy()
     n_tr, n_res = runs.count(t), runs.count(t & resolved)
-    pattern = np.where(n_res == 0, "all_fail", np.where(n_res == n_tr, "all_pass", "mixed"))
+    pattern = np.where(n_res == 0, 0, np.where(n_res == n_tr, 2, 1))
     has_signal = runs.any(t & (adv_abs > SIGNAL_EPS))
     has_signal_raw = runs.any(t & (raw_abs > SIGNAL_EPS))
     inverted = (
@@ -130,7 +140,7 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
             "size": pl.Series(runs.lengths, dtype=pl.UInt32),
             "trainable_rows": pl.Series(n_tr, dtype=pl.UInt32),
             "resolved_rows": pl.Series(n_res, dtype=pl.UInt32),
-            "resolved_pattern": pl.Series(pattern, dtype=pl.String),
+            "resolved_pattern": PATTERNS.gather(pattern),
             "has_signal": has_signal,
             "has_signal_raw": has_signal_raw,
             "inverted": inverted,
@@ -201,17 +211,19 @@ def step_table(
             "rows": pl.Series(runs.lengths, dtype=pl.UInt32),
         }
     )
-    if metrics_by == "group":
-        names = trainer_names(p)
-        trainer = groups.group_by(keys, maintain_order=True).agg(step_rule(n) for n in names)
+    by_step = Runs(groups[S.STEP])
+    if metrics_by == "group":  # the async trainer logs per group: fold per step as W&B shows it
+        folded = {n: _fold(by_step, n, groups[n].to_numpy()) for n in trainer_names(p)}
     else:
-        trainer = pl.DataFrame(
-            {**{k: runs.first(train[k]) for k in keys}, **trainer_metrics(train, runs, p)}
-        )
-    group_rates = groups.group_by(keys, maintain_order=True).agg(
-        pl.len().alias("groups"),
-        pl.col("has_signal").mean().alias("signal/group_rate"),
-        pl.col("inverted").mean().alias("inversion/group_rate"),
+        folded = trainer_metrics(train, runs, p)
+    trainer = pl.DataFrame({**{k: runs.first(train[k]) for k in keys}, **folded})
+    group_rates = pl.DataFrame(
+        {
+            **{k: by_step.first(groups[k]) for k in keys},
+            "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
+            "signal/group_rate": by_step.mean(groups["has_signal"].to_numpy()),
+            "inversion/group_rate": by_step.mean(groups["inverted"].to_numpy()),
+        }
     )
     val = (
         rows.filter(pl.col(IS_VAL))

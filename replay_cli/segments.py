@@ -31,8 +31,10 @@ class Runs:
 
     def sum(self, x: np.ndarray) -> np.ndarray:
         """Per-run sums (float64 for floats, int64 for booleans and integers)."""
-        x = x.astype(np.int64) if x.dtype.kind in "bui" else x.astype(np.float64, copy=False)
-        return np.add.reduceat(x, self.starts) if len(self) else x[:0]
+        dtype = np.int64 if x.dtype.kind in "bui" else np.float64
+        if not len(self):
+            return np.zeros(0, dtype)
+        return np.add.reduceat(x, self.starts, dtype=dtype)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         return self.sum(mask)
