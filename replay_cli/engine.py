@@ -25,7 +25,7 @@ from replay_cli.metrics import (
     trainer_names,
 )
 from replay_cli.peers import add_peer_advantages
-from replay_cli.shaping import apply_shaping, minutes
+from replay_cli.shaping import apply_shaping, masked, minutes
 from replay_cli.validation import Rollouts
 
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
@@ -81,48 +81,76 @@ class ReplayResult:
     minutes: pl.Series | None = None
 
 
-def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
-    """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy)."""
+def _with_valid(lf: pl.LazyFrame, a: AdvantageParams) -> pl.LazyFrame:
+    """The rows that vote in the baseline (`_VALID`) and, for the masking diagnostic, the other
+    choice (`_VALID_TOGGLED`). Columns, not literals: a literal would be summed once per group."""
+    all_rows, not_masked = pl.lit(True), ~pl.col(S.MASKED)
+    return lf.with_columns(
+        (not_masked if a.exclude_masked else all_rows).alias(_VALID),
+        (all_rows if a.exclude_masked else not_masked).alias(_VALID_TOGGLED),
+    )
+
+
+def _filter_metric(a: AdvantageParams, reward: str) -> pl.Expr:
+    """What the dynamic-sampling filter looks at: the outcome, or a reward column."""
+    return pl.col(S.RESOLVED).cast(pl.Float64) if a.filter_on == "resolved" else pl.col(reward)
+
+
+def _survivors(a: AdvantageParams, kept: str) -> pl.Expr:
+    """Group id of the survivors: advantages are recomputed on the rows the filter kept."""
+    if a.filter == "none":  # every row kept: the groups stay as they are
+        return pl.col(_GID)
+    return pl.struct(_GID, kept).rank("dense")
+
+
+RawKey = tuple[AdvantageParams, bool]
+
+
+def raw_key(cfg: ReplayConfig) -> RawKey:
+    """What the shaping-off advantages depend on: the estimator and which rows are masked."""
+    return cfg.advantage, cfg.shaping.mask_flagged
+
+
+def raw_plan(lf: pl.LazyFrame, key: RawKey) -> pl.LazyFrame:
+    """`advantage_raw`, the advantages with shaping off (one column, lazy).
+
+    They do not depend on the shaping parameters, so a sweep computes them once per `raw_key`.
+    The shaping-off run filters on its own rewards.
+    """
+    a, mask_flagged = key
+    lf = _with_valid(
+        lf.with_columns(
+            pl.col(S.REWARD).fill_null(0.0).alias(_REWARD_RAW_FILLED),
+            masked(mask_flagged).alias(S.MASKED),
+        ),
+        a,
+    )
+    metric = _filter_metric(a, _REWARD_RAW_FILLED)
+    lf = add_kept(lf, metric, _GID, _VALID, a, _KEPT_RAW)
+    lf = lf.with_columns(_survivors(a, _KEPT_RAW).alias(_GID_KEPT_RAW))
+    lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW)
+    trained = ~pl.col(IS_VAL) & pl.col(_KEPT_RAW)
+    return lf.select(pl.when(trained).then(pl.col(S.ADV_RAW).cast(pl.Float64)).alias(S.ADV_RAW))
+
+
+def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series) -> pl.LazyFrame:
+    """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy); `raw` is
+    the chunk's `raw_plan` for this config's `raw_key`."""
     a = cfg.advantage
     inputs = [c for c in lf.collect_schema().names() if c not in CHUNK_IDS]
     lf = lf.with_columns(pl.lit(cfg.config_id).alias(S.CONFIG_ID))
     lf = apply_shaping(lf, cfg.shaping).with_columns(
         pl.col(S.REWARD_RAW).fill_null(0.0).alias(_REWARD_RAW_FILLED),
     )
-    # Columns, not literals: a literal would be summed once per group, not once per row.
-    all_rows, not_masked = pl.lit(True), ~pl.col(S.MASKED)
-    lf = lf.with_columns(
-        (not_masked if a.exclude_masked else all_rows).alias(_VALID),
-        (all_rows if a.exclude_masked else not_masked).alias(_VALID_TOGGLED),
-    )
-    # Dynamic sampling: the shaped run and the shaping-off run each filter on their own rewards.
-    on_resolved = pl.col(S.RESOLVED).cast(pl.Float64)
-    shaped_metric = pl.col(_REWARD_RAW_FILLED if a.filter == "openrlhf" else S.REWARD_SHAPED)
-    lf = add_kept(
-        lf, on_resolved if a.filter_on == "resolved" else shaped_metric, _GID, _VALID, a, S.KEPT
-    )
-    lf = add_kept(
-        lf,
-        on_resolved if a.filter_on == "resolved" else pl.col(_REWARD_RAW_FILLED),
-        _GID,
-        _VALID,
-        a,
-        _KEPT_RAW,
-    )
+    lf = _with_valid(lf, a)
+    # OpenRLHF filters on the raw score even in the shaped run.
+    metric = _filter_metric(a, _REWARD_RAW_FILLED if a.filter == "openrlhf" else S.REWARD_SHAPED)
+    lf = add_kept(lf, metric, _GID, _VALID, a, S.KEPT)
     lf = lf.with_columns(
         (~pl.col(IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(TRAINABLE),
-        # Survivors are regrouped: advantages are recomputed on the rows the filter kept.
-        *(
-            (pl.col(_GID).alias(_GID_KEPT), pl.col(_GID).alias(_GID_KEPT_RAW))
-            if a.filter == "none"  # every row kept: the groups stay as they are
-            else (
-                pl.struct(_GID, S.KEPT).rank("dense").alias(_GID_KEPT),
-                pl.struct(_GID, _KEPT_RAW).rank("dense").alias(_GID_KEPT_RAW),
-            )
-        ),
+        _survivors(a, S.KEPT).alias(_GID_KEPT),
     )
     lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED)
-    lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW)
     # The baseline with masked rows voting vs not, whichever the config does not use.
     toggled = a
     if a.estimator != "grpo":
@@ -144,9 +172,7 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig) -> pl.LazyFrame:
             pl.when(shaped_rows).then(pl.col(c).cast(pl.Float64)).alias(c)
             for c in PER_CONFIG_NULL_ON_VALIDATION
         ),
-        pl.when(~pl.col(IS_VAL) & pl.col(_KEPT_RAW))
-        .then(pl.col(S.ADV_RAW).cast(pl.Float64))
-        .alias(S.ADV_RAW),
+        pl.lit(raw).alias(S.ADV_RAW),
     )
     return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE, _GID)
 
@@ -219,12 +245,23 @@ def input_piece(chunk: pl.DataFrame, chart_every: int) -> InputPiece:
 
 
 def replay_batch(
-    chunk: pl.DataFrame, batch: Sequence[ReplayConfig], chart_every: int
+    chunk: pl.DataFrame,
+    batch: Sequence[ReplayConfig],
+    chart_every: int,
+    raw_cache: dict[RawKey, pl.Series] | None = None,
 ) -> list[ConfigPiece]:
-    """Every config of a batch over one chunk, through one `collect_all` per stage."""
+    """Every config of a batch over one chunk, through one `collect_all` per stage.
+
+    `raw_cache` keeps the chunk's shaping-off advantages between batches of the same chunk.
+    """
     source = chunk.lazy()
+    raw_cache = {} if raw_cache is None else raw_cache
+    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in raw_cache))
+    for key, raw in zip(missing, collect_all([raw_plan(source, k) for k in missing]), strict=True):
+        raw_cache[key] = raw.to_series()
+    plans = [row_plan(source, cfg, raw_cache[raw_key(cfg)]) for cfg in batch]
     # One chunk per frame: float sums depend on chunk boundaries.
-    row_frames = [f.rechunk() for f in collect_all([row_plan(source, cfg) for cfg in batch])]
+    row_frames = [f.rechunk() for f in collect_all(plans)]
     groups = [group_table(rows, cfg.shaping) for cfg, rows in zip(batch, row_frames, strict=True)]
     return [
         ConfigPiece(
@@ -363,8 +400,9 @@ def run_replay(
     for lo, hi in chunks:
         chunk = read_chunk(rollouts, lo, hi)
         acc.add_input(input_piece(chunk, chart_every))
+        raw_cache: dict[RawKey, pl.Series] = {}
         for batch in groups_of_configs:
-            for piece in replay_batch(chunk, batch, chart_every):
+            for piece in replay_batch(chunk, batch, chart_every, raw_cache):
                 if row_sink is not None and piece.rows is not None:
                     row_sink(piece.rows)
                 acc.add(piece)
