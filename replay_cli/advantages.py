@@ -8,7 +8,8 @@ variances and the division are rounded to float32 like torch's CPU math; the gro
 exact (float64) sums of the float32 values, so the peer sums are correctly rounded float32 values.
 
 Each function adds columns in stages (windows first, then arithmetic on them) so that every
-window is computed once; `gid` is an integer group id over which all windows run.
+window is computed once; `gid` is an integer group-id column, or the runs of rows sorted by it
+(`segments.Groups`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from replay_cli.config import AdvantageParams
-from replay_cli.segments import over
+from replay_cli.segments import Groups, over
 
 EPS = 1e-6
 FLOAT32_MAX = 3.4028234663852886e38
@@ -41,7 +42,13 @@ def _dtype(p: AdvantageParams) -> pl.DataType:
 
 
 def add_baseline_and_std(
-    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, baseline: str, std: str
+    lf: pl.LazyFrame,
+    reward: str,
+    valid: str,
+    gid: Groups,
+    p: AdvantageParams,
+    baseline: str,
+    std: str,
 ) -> pl.LazyFrame:
     """Per-row baseline and Bessel-corrected std of the row's peers, in the working precision."""
     dt = _dtype(p)
@@ -93,7 +100,7 @@ def add_baseline_and_std(
 
 
 def add_peers_all_equal(
-    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, out: str
+    lf: pl.LazyFrame, reward: str, valid: str, gid: Groups, p: AdvantageParams, out: str
 ) -> pl.LazyFrame:
     """PR #4158 `is_trivial_distribution`: the row's valid peers are all exactly equal.
 
@@ -126,7 +133,7 @@ def add_peers_all_equal(
 
 
 def add_grpo(
-    lf: pl.LazyFrame, reward: str, valid: str, gid: str, p: AdvantageParams, out: AdvColumns
+    lf: pl.LazyFrame, reward: str, valid: str, gid: Groups, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
     """Add baseline, std, guard flags and advantages (before and after the clip) for one reward column."""
     dt = _dtype(p)

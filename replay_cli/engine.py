@@ -25,6 +25,7 @@ from replay_cli.metrics import (
     trainer_names,
 )
 from replay_cli.peers import add_peer_advantages
+from replay_cli.segments import Groups, Runs
 from replay_cli.shaping import apply_shaping, masked, minutes
 from replay_cli.validation import Rollouts
 
@@ -39,11 +40,17 @@ _GID_KEPT, _GID_KEPT_RAW, _KEPT_RAW = "_gid_kept", "_gid_kept_raw", "_kept_raw"
 
 
 def add_advantages(
-    lf: pl.LazyFrame, reward: str, gid: str, kept: str, a: AdvantageParams, out: AdvColumns
+    lf: pl.LazyFrame,
+    reward: str,
+    gid: str,
+    kept: str,
+    a: AdvantageParams,
+    out: AdvColumns,
+    runs: Runs | None,
 ) -> pl.LazyFrame:
     """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`."""
     if a.estimator == "grpo":
-        return add_grpo(lf, reward, _VALID, gid, a, out)
+        return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out)
     active = ~pl.col(IS_VAL) & pl.col(kept)
     return add_peer_advantages(lf, reward, gid, _BID, a, out, active)
 
@@ -103,6 +110,11 @@ def _survivors(a: AdvantageParams, kept: str) -> pl.Expr:
     return pl.struct(_GID, kept).rank("dense")
 
 
+def _groups(a: AdvantageParams, survivors: str, runs: Runs | None) -> Groups:
+    """The survivors' groups as the chunk's runs when nothing is filtered (the fast path)."""
+    return runs if a.filter == "none" and runs is not None else survivors
+
+
 RawKey = tuple[AdvantageParams, bool]
 
 
@@ -111,7 +123,7 @@ def raw_key(cfg: ReplayConfig) -> RawKey:
     return cfg.advantage, cfg.shaping.mask_flagged
 
 
-def raw_plan(lf: pl.LazyFrame, key: RawKey) -> pl.LazyFrame:
+def raw_plan(lf: pl.LazyFrame, key: RawKey, runs: Runs | None = None) -> pl.LazyFrame:
     """`advantage_raw`, the advantages with shaping off (one column, lazy).
 
     They do not depend on the shaping parameters, so a sweep computes them once per `raw_key`.
@@ -128,14 +140,16 @@ def raw_plan(lf: pl.LazyFrame, key: RawKey) -> pl.LazyFrame:
     metric = _filter_metric(a, _REWARD_RAW_FILLED)
     lf = add_kept(lf, metric, _GID, _VALID, a, _KEPT_RAW)
     lf = lf.with_columns(_survivors(a, _KEPT_RAW).alias(_GID_KEPT_RAW))
-    lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW)
+    lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW, runs)
     trained = ~pl.col(IS_VAL) & pl.col(_KEPT_RAW)
     return lf.select(pl.when(trained).then(pl.col(S.ADV_RAW).cast(pl.Float64)).alias(S.ADV_RAW))
 
 
-def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series) -> pl.LazyFrame:
+def row_plan(
+    lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series, runs: Runs | None = None
+) -> pl.LazyFrame:
     """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy); `raw` is
-    the chunk's `raw_plan` for this config's `raw_key`."""
+    the chunk's `raw_plan` for this config's `raw_key`, `runs` the runs of the chunk's `_GID`."""
     a = cfg.advantage
     inputs = [c for c in lf.collect_schema().names() if c not in CHUNK_IDS]
     lf = lf.with_columns(pl.lit(cfg.config_id).alias(S.CONFIG_ID))
@@ -150,7 +164,7 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series) -> pl.LazyFram
         (~pl.col(IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(TRAINABLE),
         _survivors(a, S.KEPT).alias(_GID_KEPT),
     )
-    lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED)
+    lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED, runs)
     # The baseline with masked rows voting vs not, whichever the config does not use.
     toggled = a
     if a.estimator != "grpo":
@@ -161,7 +175,7 @@ def row_plan(lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series) -> pl.LazyFram
         lf,
         S.REWARD_SHAPED,
         _VALID_TOGGLED,
-        _GID_KEPT,
+        _groups(a, _GID_KEPT, runs),
         toggled,
         S.BASELINE_NO_MASKED,
         "_toggled_std",
@@ -257,9 +271,11 @@ def replay_batch(
     source = chunk.lazy()
     raw_cache = {} if raw_cache is None else raw_cache
     missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in raw_cache))
-    for key, raw in zip(missing, collect_all([raw_plan(source, k) for k in missing]), strict=True):
+    runs = Runs(chunk[_GID])
+    raws = collect_all([raw_plan(source, k, runs) for k in missing])
+    for key, raw in zip(missing, raws, strict=True):
         raw_cache[key] = raw.to_series()
-    plans = [row_plan(source, cfg, raw_cache[raw_key(cfg)]) for cfg in batch]
+    plans = [row_plan(source, cfg, raw_cache[raw_key(cfg)], runs) for cfg in batch]
     # One chunk per frame: float sums depend on chunk boundaries.
     row_frames = [f.rechunk() for f in collect_all(plans)]
     groups = [group_table(rows, cfg.shaping) for cfg, rows in zip(batch, row_frames, strict=True)]

@@ -68,27 +68,35 @@ class Runs:
         return pl.Series(values=np.repeat(per_run, self.lengths))
 
 
-def _reduce(how: How, dtype: pl.DataType, packed: pl.Series) -> pl.Series:
-    """`how` of field v over each run of equal field g, on every row of the run."""
-    g = packed.struct.field("g").to_numpy()
-    v = packed.struct.field("v")
-    order = None if bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
-    if order is not None:  # sorted stably: each group still adds in row order
-        g, v = g[order], v.gather(order)
-    runs = Runs(g)
-    present = v.is_not_null().to_numpy()
+def _spread(runs: Runs, how: How, dtype: pl.DataType, v: pl.Series) -> pl.Series:
+    """`how` of v over each run, on every row of the run (nulls skipped)."""
     if how == "sum":
         out = runs.spread(runs.sum(v.fill_null(0).to_numpy()))
     else:
-        out = runs.spread(runs.extreme(how, v.to_numpy(), present))
-    out = out.cast(dtype)
-    if order is not None:
-        out = out.scatter(order, out.clone())
-    return out
+        out = runs.spread(runs.extreme(how, v.to_numpy(), v.is_not_null().to_numpy()))
+    return out.cast(dtype)
 
 
-def over(expr: pl.Expr, gid: str, how: How, dtype: pl.DataType) -> pl.Expr:
-    """`expr.<how>().over(gid)`: nulls are skipped, and min/max over no values is null, as in
+def _reduce(how: How, dtype: pl.DataType, packed: pl.Series) -> pl.Series:
+    """`how` of field v over each group of field g, on every row, in row order."""
+    g = packed.struct.field("g").to_numpy()
+    v = packed.struct.field("v")
+    order = None if bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
+    if order is None:
+        return _spread(Runs(g), how, dtype, v)
+    # Sorted stably: each group still adds in row order.
+    out = _spread(Runs(g[order]), how, dtype, v.gather(order))
+    return out.scatter(order, out.clone())
+
+
+Groups = str | Runs
+"""A group-id column, or the runs of a frame whose rows are sorted by group (found once)."""
+
+
+def over(expr: pl.Expr, groups: Groups, how: How, dtype: pl.DataType) -> pl.Expr:
+    """`expr.<how>().over(groups)`: nulls are skipped, and min/max over no values is null, as in
     polars. Sums are taken in float64 (exact for counts below 2**53) and cast to `dtype`."""
-    packed = pl.struct(expr.alias("v"), pl.col(gid).alias("g"))
+    if isinstance(groups, Runs):
+        return expr.map_batches(partial(_spread, groups, how, dtype), return_dtype=dtype)
+    packed = pl.struct(expr.alias("v"), pl.col(groups).alias("g"))
     return packed.map_batches(partial(_reduce, how, dtype), return_dtype=dtype)
