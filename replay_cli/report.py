@@ -105,9 +105,10 @@ class ParquetRowSink:
             strings = [f.name for f in self._schema if pa.types.is_string(f.type)]
             strings += [f.name for f in self._schema if pa.types.is_large_string(f.type)]
             self._writer = pq.ParquetWriter(self.path, self._schema, use_dictionary=strings)
-        self._writer.write_table(
-            table.select(self._schema.names).cast(self._schema), row_group_size=ROW_GROUP_SIZE
-        )
+        table = table.select(self._schema.names)
+        if table.schema != self._schema:  # a later chunk may infer a null or narrower column
+            table = table.cast(self._schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
         self.rows += rows.height
 
     def close(self) -> None:
