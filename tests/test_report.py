@@ -2,10 +2,12 @@
 
 import json
 
+import polars as pl
 import pytest
 
 from replay_cli import api
 from replay_cli.errors import OutputExistsError
+from replay_cli.report import ParquetRowSink
 
 from factories import config
 
@@ -62,3 +64,21 @@ def test_manifest_records_inputs_and_configs(synth_path, tmp_path):
 def test_config_id_is_stable():
     assert config({"apply_to": "correct"}).config_id == config({"apply_to": "correct"}).config_id
     assert config({"apply_to": "correct"}).config_id != config({"apply_to": "all"}).config_id
+
+
+def test_row_sink_casts_a_later_chunk_to_the_first_schema(tmp_path):
+    path = tmp_path / "rows.parquet"
+    sink = ParquetRowSink(path)
+    sink(pl.DataFrame({"step": [1, 1], "x": [0.5, None], "label": ["a", "b"]}))
+    # A later chunk whose column came out all-null (Null type) and narrower integers.
+    later = pl.DataFrame({"step": pl.Series([2], dtype=pl.Int32), "x": [None], "label": ["c"]})
+    sink(later)
+    sink.close()
+    back = pl.read_parquet(path)
+    assert back.schema == pl.Schema({"step": pl.Int64, "x": pl.Float64, "label": pl.String})
+    assert back.to_dict(as_series=False) == {
+        "step": [1, 1, 2],
+        "x": [0.5, None, None],
+        "label": ["a", "b", "c"],
+    }
+    assert sink.rows == 3
