@@ -3,6 +3,8 @@ and per-step number is exact inside its chunk, and memory is bounded by the chun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from replay_cli import schema as S
@@ -36,3 +38,12 @@ def plan_chunks(counts: pl.DataFrame, chunk_rows: int) -> list[tuple[int, int]]:
 def in_chunk(lo: int, hi: int) -> pl.Expr:
     """Rows of the chunk [lo, hi] of steps."""
     return pl.col(S.STEP).is_between(lo, hi)
+
+
+def in_order(df: pl.DataFrame, keys: Sequence[str]) -> bool:
+    """Whether the rows are already sorted by `keys` (lexicographically, ties allowed)."""
+    later = pl.lit(True)  # equal on every key: in order
+    for key in reversed(keys):
+        c, prev = pl.col(key), pl.col(key).shift(1)
+        later = (c > prev) | ((c == prev) & later)
+    return bool(df.select(later.slice(1).all()).item())

@@ -9,7 +9,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
-from replay_cli.chunks import plan_chunks, step_counts
+from replay_cli.chunks import in_order, plan_chunks
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, row_partials
@@ -217,15 +217,6 @@ CHUNK_ORDER = (S.STEP, S.GROUP_ID, IS_VAL, S.ROLLOUT_INDEX)
 CHUNK_IDS = (IS_VAL, _GID, _BID)
 
 
-def _in_order(df: pl.DataFrame, keys: Sequence[str]) -> bool:
-    """Whether the rows are already sorted by `keys` (lexicographically, ties allowed)."""
-    later = pl.lit(True)  # equal on every key: in order
-    for key in reversed(keys):
-        c, prev = pl.col(key), pl.col(key).shift(1)
-        later = (c > prev) | ((c == prev) & later)
-    return bool(df.select(later.slice(1).all()).item())
-
-
 def _changed(keys: Sequence[str]) -> pl.Expr:
     """True on the first row of each run of equal `keys` (rows in order)."""
     return pl.any_horizontal(pl.col(k) != pl.col(k).shift(1) for k in keys).fill_null(True)
@@ -242,7 +233,7 @@ def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     df = collect(
         rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL))
     )
-    if not _in_order(df, CHUNK_ORDER):
+    if not in_order(df, CHUNK_ORDER):
         df = df.sort(CHUNK_ORDER)
     step_no = _changed([S.STEP]).cum_sum().cast(pl.Int64)
     return df.with_columns(
@@ -387,7 +378,7 @@ def batches(configs: Sequence[ReplayConfig], size: int) -> list[list[ReplayConfi
 
 def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], int]:
     """The chunks of whole steps and the thinning of chart values for an input."""
-    counts = step_counts(rollouts.frame)
+    counts = rollouts.step_counts()
     return plan_chunks(counts, chunk_rows), max(1, int(counts["len"].sum()) // CHART_VALUES)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.chunks import COUNT_ENGINE, in_chunk, plan_chunks, step_counts
+from replay_cli.chunks import COUNT_ENGINE, in_chunk, in_order, plan_chunks, step_counts
 from replay_cli.errors import SchemaError
 from replay_cli.frames import collect
 from replay_cli.io.parquet import discover, scan_file
@@ -71,6 +71,13 @@ class Rollouts:
     resolved_derived: bool = False
     notes: list[str] = field(default_factory=list)
     fill_positions: bool = False
+    counts: pl.DataFrame | None = None  # rows per step, once known
+
+    def step_counts(self) -> pl.DataFrame:
+        """Rows per step (sorted; a null step is its own row), counted once."""
+        if self.counts is None:
+            self.counts = step_counts(self.frame)
+        return self.counts
 
     def chunk(self, lo: int, hi: int) -> pl.LazyFrame:
         """Rows of steps lo..hi with rollout_index complete (groups never span steps)."""
@@ -175,12 +182,19 @@ def _build(
     fill = S.GROUP_ID in has and (
         S.ROLLOUT_INDEX not in has or _null_count(lf, S.ROLLOUT_INDEX, names) > 0
     )
+    counts = None
     if check_values:
-        _check_values(
+        counts = _check_values(
             lf, group_size, strict, group_derived=S.GROUP_ID not in has, fill_positions=fill
         )
     return Rollouts(
-        lf, files, extra, resolved_derived=S.RESOLVED not in has, notes=notes, fill_positions=fill
+        lf,
+        files,
+        extra,
+        resolved_derived=S.RESOLVED not in has,
+        notes=notes,
+        fill_positions=fill,
+        counts=counts,
     )
 
 
@@ -298,7 +312,9 @@ def _has_duplicate_key(chunk: pl.DataFrame) -> bool:
     """Whether two rows share (step, group_id, rollout_index): adjacent equal keys once sorted
     (a sort of three columns costs far less than hashing the struct of every row)."""
     key = [S.STEP, S.GROUP_ID, S.ROLLOUT_INDEX]
-    ordered = chunk.select(key).sort(key)
+    ordered = chunk.select(key)
+    if not in_order(ordered, key):  # logs usually are: then no sort is needed
+        ordered = ordered.sort(key)
     same = pl.all_horizontal(pl.col(c) == pl.col(c).shift(1) for c in key)
     return bool(ordered.select(same.any()).item())
 
@@ -353,8 +369,9 @@ def _check_values(
     strict: bool,
     group_derived: bool,
     fill_positions: bool,
-) -> None:
-    """Every value check, in one pass per chunk of whole steps (bounded memory)."""
+) -> pl.DataFrame:
+    """Every value check, in one pass per chunk of whole steps (bounded memory); returns the
+    rows per step, which the replay plans its chunks with."""
     cols = [S.SOURCE_FILE, S.SOURCE_ROW]
     try:
         counts = step_counts(lf)
@@ -401,6 +418,7 @@ def _check_values(
     problems = found.messages()
     if problems:
         raise SchemaError(_format(len(problems), problems))
+    return counts
 
 
 def _format(n: int, problems: list[str]) -> str:
