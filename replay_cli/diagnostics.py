@@ -7,6 +7,9 @@ value: the trainable rows' advantages are kept per config for that.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
@@ -69,22 +72,47 @@ def _ratio(num: float | None, den: int) -> float | None:
     return None if not den or num is None else num / den
 
 
+def quantiles(values: pl.Series, qs: dict[str, float]) -> dict[str, float | None]:
+    """Quantiles with polars' linear interpolation, from one partial sort (numpy's partition)
+    instead of one selection per quantile: at 10M values that is 5x less work."""
+    n = len(values)
+    if n == 0:
+        return dict.fromkeys(qs)
+    positions = {k: (n - 1) * q for k, q in qs.items()}
+    below = {k: math.floor(p) for k, p in positions.items()}
+    kth = sorted({i for lo in below.values() for i in (lo, min(lo + 1, n - 1))})
+    ordered = np.partition(values.cast(pl.Float64).to_numpy(), kth)
+    out: dict[str, float | None] = {}
+    for k, p in positions.items():
+        lo = below[k]
+        a, b = float(ordered[lo]), float(ordered[min(lo + 1, n - 1)])
+        out[k] = a if a == b else (p - lo) * (b - a) + a
+    return out
+
+
+def input_statistics(run_times: pl.Series) -> dict[str, float | None]:
+    """Quantiles and maximum of the input's finite run times (the same for every config)."""
+    finite = run_times.filter(run_times.is_finite())
+    return {
+        **{f"input/run_time_{k}": v for k, v in quantiles(finite, RUN_TIME_QUANTILES).items()},
+        "input/run_time_max": finite.max(),
+    }
+
+
 def finish(
     partials: pl.DataFrame,
     advantages: pl.Series,
     group_parts: pl.DataFrame,
     steps: int,
-    run_times: pl.Series,
+    inputs: dict[str, float | None],
 ) -> dict[str, float | int | None]:
-    """Every diagnostic and input statistic of one config from its chunks' partials."""
+    """Every diagnostic of one config from its chunks' partials; `inputs` is
+    `input_statistics()` of the replayed input."""
     p = partials.select(
         pl.exclude("min_adv", "max_adv").sum(), pl.col("min_adv").min(), pl.col("max_adv").max()
     ).row(0, named=True)
     n = p["n_trainable"]
-    advantages = advantages.cast(
-        pl.Float64
-    )  # kept as float32 for float32 configs: exact either way
-    finite = run_times.filter(run_times.is_finite())
+    advantages = advantages.cast(pl.Float64)  # float32 for float32 configs: exact either way
     out: dict[str, float | int | None] = {
         **group_diagnostics(group_parts),
         "adv/mean": _ratio(p["sum_adv"], n),
@@ -92,9 +120,7 @@ def finish(
         "adv/min": p["min_adv"],
         "adv/max": p["max_adv"],
         "adv/abs_max": None if n == 0 else max(abs(p["min_adv"]), abs(p["max_adv"])),
-        **{
-            f"adv/{k}": advantages.quantile(q, interpolation="linear") for k, q in QUANTILES.items()
-        },
+        **{f"adv/{k}": v for k, v in quantiles(advantages, QUANTILES).items()},
         "adv/clip_frac": _ratio(p["n_clipped"], n),
         "adv/explosion_frac": _ratio(p["n_explosion"], n),
         "adv/fragile_std_frac": _ratio(p["n_fragile"], n),
@@ -108,11 +134,7 @@ def finish(
         "input/validation_rows": p["n_validation"],
         "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
         "input/resolved_frac": _ratio(p["n_train_resolved"], p["n_train"]),
-        **{
-            f"input/run_time_{k}": finite.quantile(q, interpolation="linear")
-            for k, q in RUN_TIME_QUANTILES.items()
-        },
-        "input/run_time_max": finite.max(),
+        **inputs,
         "input/run_time_invalid": p["n_run_time_invalid"],
         "input/run_time_null": p["n_run_time_null"],
         "input/run_time_negative": p["n_run_time_negative"],

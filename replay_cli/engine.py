@@ -12,7 +12,7 @@ from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.chunks import in_order, plan_chunks
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
-from replay_cli.diagnostics import group_partials, row_partials
+from replay_cli.diagnostics import group_partials, input_statistics, row_partials
 from replay_cli.filters import add_kept
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
@@ -318,7 +318,7 @@ class Accumulator:
         self.inputs.append(piece)
 
     def finish(self) -> ReplayResult:
-        run_times = pl.concat([p.run_times for p in self.inputs], rechunk=False)
+        inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
         summaries, groups_all, steps_all = [], [], []
         advantages, deductions = {}, {}
         for cfg in self.configs:
@@ -351,7 +351,7 @@ class Accumulator:
                         advantages[cid],
                         pl.concat([p.group_parts for p in pieces]),
                         steps.height,
-                        run_times,
+                        inputs,
                     ),
                 }
             )

@@ -1,6 +1,10 @@
 """Tests for replay_cli.metrics: trainer metric names and values, granularities and diagnostics."""
 
+import numpy as np
+import polars as pl
 import pytest
+
+from replay_cli.diagnostics import quantiles
 
 from factories import replay_frame, rollouts
 
@@ -188,3 +192,37 @@ def test_input_stats():
     assert summary["input/validation_rows"] == 1
     assert summary["input/masked_frac"] == 0.5
     assert summary["input/groups"] == 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
+def test_quantiles_equal_polars_linear_interpolation(n):
+    values = pl.Series(np.random.default_rng(n).normal(size=n) * 3.0)
+    values = pl.concat([values, values.head(n // 3)])  # ties
+    qs = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99, "max": 1.0, "min": 0.0}
+    got = quantiles(values, qs)
+    assert got == {k: values.quantile(q, interpolation="linear") for k, q in qs.items()}
+
+
+def test_quantiles_of_nothing_are_null():
+    assert quantiles(pl.Series([], dtype=pl.Float64), {"p50": 0.5}) == {"p50": None}
+
+
+def test_summary_quantiles_are_those_of_trainable_advantages_and_finite_run_times(synth_path):
+    from replay_cli import api
+    from replay_cli.validation import load_rollouts
+
+    from factories import config
+
+    result = api.replay(load_rollouts([synth_path]), [config({"apply_to": "correct"})])
+    summary = result.summary.row(0, named=True)
+    rows = result.rows
+    trainable = rows.filter((pl.col("split") != "validation") & ~pl.col("masked") & pl.col("kept"))[
+        "advantage"
+    ]
+    for key, q in {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}.items():
+        assert summary[f"adv/{key}"] == trainable.quantile(q, interpolation="linear"), key
+    # Run times are kept as float32 values (half the memory); quantiles interpolate in float64.
+    run_times = rows["openhands_run_time"].cast(pl.Float32).cast(pl.Float64)
+    finite = run_times.filter(run_times.is_finite())
+    assert summary["input/run_time_p90"] == finite.quantile(0.9, interpolation="linear")
+    assert summary["input/run_time_max"] == finite.max()
