@@ -194,13 +194,18 @@ def test_input_stats():
     assert summary["input/groups"] == 1
 
 
+@pytest.mark.parametrize("dtype", [pl.Float64, pl.Float32])
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
-def test_quantiles_equal_polars_linear_interpolation(n):
-    values = pl.Series(np.random.default_rng(n).normal(size=n) * 3.0)
+def test_quantiles_equal_polars_linear_interpolation(n, dtype):
+    values = pl.Series(np.random.default_rng(n).normal(size=n) * 3.0).cast(dtype)
     values = pl.concat([values, values.head(n // 3)])  # ties
     qs = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99, "max": 1.0, "min": 0.0}
+    before = values.to_list()
     got = quantiles(values, qs)
-    assert got == {k: values.quantile(q, interpolation="linear") for k, q in qs.items()}
+    assert values.to_list() == before, "the input is partitioned in a copy, never in place"
+    # float32 values are interpolated in float64, as over the exact float64 copies.
+    exact = values.cast(pl.Float64)
+    assert got == {k: exact.quantile(q, interpolation="linear") for k, q in qs.items()}
 
 
 def test_quantiles_of_nothing_are_null():
