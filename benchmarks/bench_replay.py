@@ -2,7 +2,8 @@
 
     uv run python benchmarks/bench_replay.py                     # 1M and 10M rollouts
     uv run python benchmarks/bench_replay.py --sizes 1e6 --sweeps 24,100
-    uv run python benchmarks/bench_replay.py --sizes 1e8 --sweeps none --no-reference   # out-of-core
+    uv run python benchmarks/bench_replay.py --sizes 1e8 --sweeps none --no-reference \
+        --rows sample --repeat 1                                   # out-of-core
 
 Every measurement runs in its own process, so its peak RSS is its own (os.wait4), and is repeated
 (`--repeat`, default 3): the fastest run is reported, the one least disturbed by other load. Inputs are
@@ -57,7 +58,7 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
         )
     elif kind == "sweep":
         n = int(arg)
-        lambdas = [i / 600 for i in range(1, n // 4 + 1)]
+        lambdas = [i / 600 for i in range(1, -(-n // 4) + 1)]  # 4 configs per lambda
         configs = expand(
             {}, {"lambda_time": lambdas, "apply_to": ["all", "correct"], "floor": [None, 0.05]}
         )[:n]
@@ -117,6 +118,11 @@ def main() -> None:
     parser.add_argument(
         "--reference-rows", type=int, default=20_000, help="subsample for the per-row reference"
     )
+    parser.add_argument(
+        "--rows",
+        default="all,none",
+        help="per-row report modes of the single replay (all,sample,none)",
+    )
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs per measurement; the fastest is reported"
@@ -146,10 +152,11 @@ def main() -> None:
             n = size // (GROUPS_PER_STEP * GROUP_SIZE) * GROUPS_PER_STEP * GROUP_SIZE or size
             floor, rss, _ = best_of(args.repeat, "floor", path)
             rows = [("floor: scan + one grouped aggregation", floor, rss, "")]
-            for mode in ("all", "none"):
+            for mode in args.rows.split(","):
                 seconds, rss, _ = best_of(args.repeat, "replay", path, mode, work / "report")
                 rows.append((f"replay, 1 config, rows={mode}", seconds, rss, ""))
-            single = rows[-1][1]
+            # Sweeps write no rows: compare them (and the reference) with the rows=none replay.
+            single = next((r[1] for r in rows if r[0].endswith("rows=none")), rows[-1][1])
             if args.ray:
                 seconds, rss, _ = measure("ray", path, "", work / "report")
                 rows.append(
@@ -180,7 +187,7 @@ def main() -> None:
                         "per-row reference (extrapolated)",
                         estimate,
                         rss,
-                        f"{args.reference_rows} rows measured; replay is {estimate / rows[2][1]:.0f}× faster",
+                        f"{args.reference_rows} rows measured; replay is {estimate / single:.0f}× faster",
                     )
                 )
             for name, seconds, rss, note in rows:
