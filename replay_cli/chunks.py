@@ -47,3 +47,11 @@ def in_order(df: pl.DataFrame, keys: Sequence[str]) -> bool:
         c, prev = pl.col(key), pl.col(key).shift(1)
         later = (c > prev) | ((c == prev) & later)
     return bool(df.select(later.slice(1).all()).item())
+
+
+def fill_positions(lf: pl.LazyFrame, fill: bool) -> pl.LazyFrame:
+    """A missing or null rollout_index is the row's position in its group (input order)."""
+    if not fill:
+        return lf
+    position = pl.int_range(pl.len(), dtype=pl.Int64).over([S.STEP, S.GROUP_ID])
+    return lf.with_columns(pl.col(S.ROLLOUT_INDEX).fill_null(position))
