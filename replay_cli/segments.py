@@ -22,7 +22,6 @@ class Runs:
 
     def __init__(self, ids: np.ndarray | pl.Series) -> None:
         ids = ids.to_numpy() if isinstance(ids, pl.Series) else ids
-        self.size = len(ids)
         self.starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else ids[:0]
         self.lengths = np.diff(np.r_[self.starts, len(ids)]).astype(np.int64)
 
@@ -48,7 +47,9 @@ class Runs:
     def mean(self, x: np.ndarray) -> np.ndarray:
         return self.sum(x) / self.lengths
 
-    def extreme(self, how: Literal["min", "max"], x: np.ndarray, where: np.ndarray | None = None):
+    def extreme(
+        self, how: Literal["min", "max"], x: np.ndarray, where: np.ndarray | None = None
+    ) -> pl.Series:
         """Per-run min or max of x over the rows `where` holds; null where a run has none."""
         ufunc, neutral = (np.minimum, np.inf) if how == "min" else (np.maximum, -np.inf)
         x = x.astype(np.float64, copy=False)
