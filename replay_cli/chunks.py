@@ -49,6 +49,11 @@ def in_order(df: pl.DataFrame, keys: Sequence[str]) -> bool:
     return bool(df.select(later.slice(1).all()).item())
 
 
+def run_starts(keys: Sequence[str]) -> pl.Expr:
+    """True on the first row of each run of equal `keys` (rows in order)."""
+    return pl.any_horizontal(pl.col(k) != pl.col(k).shift(1) for k in keys).fill_null(True)
+
+
 def fill_positions(lf: pl.LazyFrame, fill: bool) -> pl.LazyFrame:
     """A missing or null rollout_index is the row's position in its group (input order)."""
     if not fill:

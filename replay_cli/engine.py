@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.chunks import in_order, plan_chunks
+from replay_cli.chunks import in_order, plan_chunks, run_starts
 from replay_cli.config import ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
@@ -76,11 +76,6 @@ class InputPiece:
 CHUNK_ORDER = (S.STEP, S.GROUP_ID, IS_VAL, S.ROLLOUT_INDEX)
 
 
-def _changed(keys: Sequence[str]) -> pl.Expr:
-    """True on the first row of each run of equal `keys` (rows in order)."""
-    return pl.any_horizontal(pl.col(k) != pl.col(k).shift(1) for k in keys).fill_null(True)
-
-
 def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group), with
     a sorted integer group id (step, group_id, split) and a batch id (step, split).
@@ -94,9 +89,9 @@ def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     )
     if not in_order(df, CHUNK_ORDER):
         df = df.sort(CHUNK_ORDER)
-    step_no = _changed([S.STEP]).cum_sum().cast(pl.Int64)
+    step_no = run_starts([S.STEP]).cum_sum().cast(pl.Int64)
     return df.with_columns(
-        _changed(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(GID),
+        run_starts(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(GID),
         (step_no * 2 + pl.col(IS_VAL).cast(pl.Int64)).alias(BID),
     ).rechunk()
 

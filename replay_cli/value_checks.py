@@ -12,6 +12,7 @@ from replay_cli.chunks import (
     in_chunk,
     in_order,
     plan_chunks,
+    run_starts,
     step_counts,
 )
 from replay_cli.errors import SchemaError
@@ -34,8 +35,7 @@ def _has_duplicate_key(chunk: pl.DataFrame) -> bool:
     ordered = chunk.select(key)
     if not in_order(ordered, key):  # logs usually are: then no sort is needed
         ordered = ordered.sort(key)
-    same = pl.all_horizontal(pl.col(c) == pl.col(c).shift(1) for c in key)
-    return bool(ordered.select(same.any()).item())
+    return not ordered.select(run_starts(key).all()).item()
 
 
 def _checks(strict: bool) -> dict[tuple[str, str], pl.Expr]:
