@@ -30,10 +30,33 @@ from replay_cli.engine import (
     read_chunk,
     replay_batch,
 )
-from replay_cli.errors import ConfigError
+from replay_cli.errors import ConfigError, ReplayError
 from replay_cli.validation import Rollouts, load_rollouts
 
 MAX_RETRIES = 3
+
+
+class TaskFailedError(ReplayError):
+    """A Ray task failed for good (its worker died on every try); no report is written."""
+
+
+def _outcome(ray: Any, ref: Any, what: str) -> Any:
+    """A task's result. Bad input found in a worker is raised as itself (exit code 2, no Ray
+    traceback); a task that died on every retry becomes one readable error. Other exceptions in
+    a task are bugs and keep Ray's remote traceback."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, ReplayError):
+            raise exc.cause from None
+        raise
+    except ray.exceptions.RayError as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TaskFailedError(
+            f"Ray task for {what} failed after {MAX_RETRIES} retries ({type(exc).__name__}: "
+            f"{first_line}). A worker that runs out of memory dies this way: try a smaller "
+            "--chunk-rows."
+        ) from None
 
 
 def _task(
@@ -143,7 +166,9 @@ def run_replay_ray(
         ready, pending = ray.wait(pending, num_returns=1)
         for ref in ready:
             k = index[ref]
-            results[k] = ray.get(ref)
+            _, lo, hi, _, batch = jobs[k]
+            what = f"steps {lo}-{hi} x configs {', '.join(c.config_id for c in batch)}"
+            results[k] = _outcome(ray, ref, what)
             done += len(jobs[k][4])
         # Feed finished tasks in task order so the tables come out exactly as locally.
         while fed in results:

@@ -110,3 +110,37 @@ def test_worker_killed_mid_task_is_retried(synth_path, tmp_path, monkeypatch):
     api.replay_to_report([synth_path], configs, tmp_path / "ray", chunk_rows=30, engine="ray")
     assert marker.exists()  # a worker did die
     same_reports(tmp_path / "local", tmp_path / "ray")
+
+
+def test_bad_input_found_in_a_worker_is_a_plain_error(synth_path, tmp_path, monkeypatch):
+    """An input that vanishes after the driver checked it fails in the worker: the CLI prints
+    the library's own message (exit 2), not Ray's remote traceback."""
+    source = tmp_path / "rollouts.parquet"
+    source.write_bytes(Path(synth_path).read_bytes())
+    real_task = ray_engine._task
+
+    def input_gone(*args):
+        source.unlink(missing_ok=True)
+        return real_task(*args)
+
+    monkeypatch.setattr(ray_engine, "_task", input_gone)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["replay", str(source), "--out", str(out), "--engine", "ray"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"Error: Input file {source} does not exist.\n"
+    assert not out.exists()
+
+
+def test_task_dying_on_every_try_is_one_readable_error(synth_path, tmp_path, monkeypatch):
+    """A worker that dies on every try (retries exhausted) ends the run with a message naming
+    the task; no report is written."""
+    monkeypatch.setattr(ray_engine, "MAX_RETRIES", 1)
+
+    def always_dies(*args):
+        os._exit(1)
+
+    monkeypatch.setattr(ray_engine, "_task", always_dies)
+    out = tmp_path / "report"
+    with pytest.raises(ray_engine.TaskFailedError, match=r"Ray task for steps \d+-\d+ x configs"):
+        api.replay_to_report([synth_path], [config()], out, engine="ray")
+    assert not out.exists()
