@@ -40,7 +40,7 @@ class TaskFailedError(ReplayError):
     """A Ray task failed for good (its worker died on every try); no report is written."""
 
 
-def _outcome(ray: Any, ref: Any, what: str) -> Any:
+def _outcome(ray: Any, ref: Any, lo: int, hi: int, batch: Sequence[ReplayConfig]) -> Any:
     """A task's result. Bad input found in a worker is raised as itself (exit code 2, no Ray
     traceback); a task that died on every retry becomes one readable error. Other exceptions in
     a task are bugs and keep Ray's remote traceback."""
@@ -51,9 +51,10 @@ def _outcome(ray: Any, ref: Any, what: str) -> Any:
             raise exc.cause from None
         raise
     except ray.exceptions.RayError as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        configs = ", ".join(c.config_id for c in batch)
         raise TaskFailedError(
-            f"Ray task for {what} failed after {MAX_RETRIES} retries ({type(exc).__name__}: "
+            f"Ray task for steps {lo}-{hi} x configs {configs} failed after {MAX_RETRIES} retries ({type(exc).__name__}: "
             f"{first_line}). A worker that runs out of memory dies this way: try a smaller "
             "--chunk-rows."
         ) from None
@@ -167,9 +168,8 @@ def run_replay_ray(
         for ref in ready:
             k = index[ref]
             _, lo, hi, _, batch = jobs[k]
-            what = f"steps {lo}-{hi} x configs {', '.join(c.config_id for c in batch)}"
-            results[k] = _outcome(ray, ref, what)
-            done += len(jobs[k][4])
+            results[k] = _outcome(ray, ref, lo, hi, batch)
+            done += len(batch)
         # Feed finished tasks in task order so the tables come out exactly as locally.
         while fed in results:
             pieces, inputs = results.pop(fed)
