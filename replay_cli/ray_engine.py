@@ -54,9 +54,9 @@ def _outcome(ray: Any, ref: Any, lo: int, hi: int, batch: Sequence[ReplayConfig]
         first_line = (str(exc).strip().splitlines() or [""])[0]
         configs = ", ".join(c.config_id for c in batch)
         raise TaskFailedError(
-            f"Ray task for steps {lo}-{hi} x configs {configs} failed after {MAX_RETRIES} retries ({type(exc).__name__}: "
-            f"{first_line}). A worker that runs out of memory dies this way: try a smaller "
-            "--chunk-rows."
+            f"Ray task for steps {lo}-{hi} x configs {configs} failed after {MAX_RETRIES} "
+            f"retries ({type(exc).__name__}: {first_line}). A worker that runs out of memory "
+            "dies this way: try a smaller --chunk-rows."
         ) from None
 
 
