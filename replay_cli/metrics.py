@@ -134,6 +134,9 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
     inverted = (
         runs.extreme("min", shaped, t & resolved) < runs.extreme("max", shaped, t & ~resolved)
     ).fill_null(False)
+    unclipped_abs = train[S.ADV_UNCLIPPED].abs().fill_null(0.0).to_numpy()
+    max_unclipped = runs.extreme("max", unclipped_abs, t)
+    at_max = t & (unclipped_abs == runs.spread(max_unclipped.fill_null(-1.0)).to_numpy())
     groups = pl.DataFrame(
         {
             **{k: runs.first(train[k]) for k in S.CONFIG_GROUP_KEYS},
@@ -146,15 +149,35 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
             "inverted": inverted,
             "pairs": pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
             "max_abs_advantage": runs.extreme("max", adv_abs, t),
+            "max_abs_advantage_unclipped": max_unclipped,
+            # The std that divided the group's largest |advantage| (the cause of an explosion).
+            "std_at_max_abs": runs.extreme(
+                "min", train[S.STD].fill_null(np.nan).to_numpy(), at_max
+            ),
             "kept_rows": pl.Series(runs.count(kept), dtype=pl.UInt32),
             # Kept although the outcome is uniform: only the shaping term gave the group a spread.
             "phantom": runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
             **trainer_metrics(train, runs, p),
             "time_only_signal": has_signal & ~has_signal_raw,
             "inverted_pairs": _inverted_pairs(train, runs, inverted.to_numpy()),
+            "uncharged_only_signal": has_signal
+            & ~has_signal_raw
+            & _spread_only_from_uncharged(train, runs, shaped),
         }
     )
     return groups.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(p))
+
+
+def _spread_only_from_uncharged(train: pl.DataFrame, runs: Runs, shaped: np.ndarray) -> np.ndarray:
+    """Per group: every charged row ends at one shaped reward and some uncharged row (masked,
+    skipped) at another, so whatever signal shaping created came from the rows it did not charge
+    (e.g. masked rows keeping 0.0 beside siblings floored to 0.05)."""
+    charged = train[S.CHARGED].fill_null(False).to_numpy()
+    c_lo, c_hi = runs.extreme("min", shaped, charged), runs.extreme("max", shaped, charged)
+    u_lo, u_hi = runs.extreme("min", shaped, ~charged), runs.extreme("max", shaped, ~charged)
+    uniform = (c_hi - c_lo) <= SIGNAL_EPS
+    differs = ((u_lo - c_lo).abs() > SIGNAL_EPS) | ((u_hi - c_lo).abs() > SIGNAL_EPS)
+    return (uniform & differs).fill_null(False).to_numpy()
 
 
 def _inverted_pairs(train: pl.DataFrame, runs: Runs, inverted: np.ndarray) -> pl.Series:

@@ -192,6 +192,7 @@ def reference_groups(rows: list[dict], shaping: dict[str, Any]) -> dict[tuple, d
             r["advantage_raw"] is not None and abs(r["advantage_raw"]) > SIGNAL_EPS for r in t
         )
         outcomes = {r["resolved"] for r in members}
+        top = max((abs(r["advantage_unclipped"]) for r in t), default=None)
         out[key] = {
             "size": len(members),
             "trainable_rows": len(t),
@@ -207,11 +208,25 @@ def reference_groups(rows: list[dict], shaping: dict[str, Any]) -> dict[tuple, d
             "pairs": len(won) * len(lost),
             "inverted_pairs": inverted_pairs,
             "max_abs_advantage": max((abs(r["advantage"]) for r in t), default=None),
+            "max_abs_advantage_unclipped": top,
+            "std_at_max_abs": min(
+                (r["std"] for r in t if abs(r["advantage_unclipped"]) == top), default=None
+            ),
+            "uncharged_only_signal": has_signal and not has_raw and _uncharged_only(members),
             "kept_rows": sum(r["kept"] for r in members),
             "phantom": any(r["kept"] for r in members) and len(outcomes) == 1,
             **reference_trainer_metrics(members, shaping),
         }
     return out
+
+
+def _uncharged_only(members: list[dict]) -> bool:
+    """All charged rows share one shaped reward and an uncharged row has another."""
+    charged = [r["reward_shaped"] for r in members if r["charged"]]
+    others = [r["reward_shaped"] for r in members if not r["charged"]]
+    if not charged or not others or max(charged) - min(charged) > SIGNAL_EPS:
+        return False
+    return any(abs(v - charged[0]) > SIGNAL_EPS for v in others)
 
 
 def reference_steps(
