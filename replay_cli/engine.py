@@ -12,6 +12,7 @@ from replay_cli.chunks import in_order, plan_chunks, run_starts
 from replay_cli.config import ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
+from replay_cli.findings import findings
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
     GID,
@@ -49,6 +50,7 @@ class ReplayResult:
     advantages: dict[str, pl.Series] = field(default_factory=dict)
     deductions: dict[str, pl.Series] = field(default_factory=dict)
     minutes: pl.Series | None = None
+    findings: pl.DataFrame | None = None
 
 
 @dataclass
@@ -212,15 +214,19 @@ class Accumulator:
             if groups is not None:
                 groups_all.append(groups)
             steps_all.append(steps)
+        summary = pl.from_dicts(summaries, infer_schema_length=None)
+        all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
         return ReplayResult(
             rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
-            groups=pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None,
+            groups=all_groups,
             steps=pl.concat(steps_all, how="diagonal_relaxed"),
-            summary=pl.from_dicts(summaries, infer_schema_length=None),
+            summary=summary,
             configs=self.configs,
             advantages=advantages,
             deductions=deductions,
             minutes=pl.concat([p.minutes for p in self.inputs]),
+            # With the groups streamed to a file, the report computes them from that file.
+            findings=None if all_groups is None else findings(summary, all_groups),
         )
 
 
