@@ -30,6 +30,7 @@ def _check(fig):
 def test_report_figures(result):
     figures = plots.report_figures(result)
     assert set(figures) == {
+        "frontier",
         "signal_vs_lambda",
         "inversion_vs_lambda",
         "explosion_vs_lambda",
@@ -43,8 +44,16 @@ def test_report_figures(result):
 
 def test_signal_chart_has_one_line_per_apply_to_and_the_raw_reference(result):
     fig = plots.signal_vs_lambda(result.summary)
-    labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert labels == ["all", "correct", "shaping off"]
+    assert len(fig.axes) == 1  # four shaped configs: one panel, no facets
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["apply_to=all", "apply_to=correct", "shaping off (same estimator)"]
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 4  # each series and its shaping-off rate
+    assert list(lines[0].get_ydata()) == (
+        result.summary.filter(pl.col("enabled") & (pl.col("apply_to") == "all"))
+        .sort("lambda_time")["signal/group_rate"]
+        .to_list()
+    )
 
 
 def test_lambda_charts_skipped_for_one_lambda(result):
