@@ -67,6 +67,7 @@ def replay_to_report(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     engine: Engine = "local",
     ray_address: str | None = None,
+    highlight: Sequence[str] | None = None,
 ) -> ReplayResult:
     """Load, replay and write a report directory atomically; refuses an existing `out` unless force.
 
@@ -96,6 +97,7 @@ def replay_to_report(
         engine,
         ray_address,
         load_args,
+        highlight,
     )
 
 
@@ -112,6 +114,7 @@ def _replay_into(
     engine: Engine = "local",
     ray_address: str | None = None,
     load_args: dict | None = None,
+    highlight: Sequence[str] | None = None,
 ) -> ReplayResult:
     with staged_directory(Path(out), force) as tmp:
         if engine == "ray":
@@ -150,7 +153,13 @@ def _replay_into(
                 sink.close()
                 group_sink.close()
         finish_report(
-            tmp, result, rollouts, charts=render_all if charts else None, argv=argv, rows_mode=rows
+            tmp,
+            result,
+            rollouts,
+            charts=render_all if charts else None,
+            argv=argv,
+            rows_mode=rows,
+            highlight=list(highlight) if highlight else None,
         )
     return result
 
@@ -209,11 +218,24 @@ def run_demo(
     return _replay_into(out, rollouts, demo_configs(), force, True, "all", argv, progress)
 
 
-def plot_report(report: Path) -> list[Path]:
-    """Re-render a report's charts into report/charts (the tables are not touched)."""
-    from replay_cli.report import load_report
+def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
+    """Re-render a report's charts into report/charts and its index.html (the tables are not
+    touched); `highlight` replaces the configs the manifest recorded for the per-step charts."""
+    from replay_cli.report import load_report, read_highlight
 
-    return render_all(load_report(report), Path(report) / "charts")
+    chosen = list(highlight) if highlight else read_highlight(Path(report))
+    paths = render_all(load_report(report), Path(report) / "charts", chosen)
+    render_report(report)
+    return paths
+
+
+def render_report(report: Path) -> Path:
+    """Rewrite a report's findings.parquet and index.html from its own tables; returns the page."""
+    from replay_cli.html_report import render_index
+    from replay_cli.report import refresh_findings
+
+    refresh_findings(Path(report))
+    return render_index(report)
 
 
 def compare_reports(

@@ -17,6 +17,7 @@ from replay_cli.cli_options import (
     EngineOpt,
     ForceOpt,
     GroupSizeOpt,
+    HighlightOpt,
     IgnoreUnknownOpt,
     MapOpt,
     OutOpt,
@@ -28,6 +29,7 @@ from replay_cli.cli_options import (
     base_layer,
     command_values,
     engine_name,
+    highlight_ids,
     list_values,
     rows_mode,
     single_values,
@@ -114,6 +116,7 @@ def replay(
     chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
+    highlight: HighlightOpt = None,
     charts: Annotated[
         bool,
         typer.Option(
@@ -155,8 +158,9 @@ def replay(
             chunk_rows=chunk_rows,
             engine=engine_name(engine),  # type: ignore[arg-type]
             ray_address=ray_address,
+            highlight=highlight_ids(highlight),
         )
-        terminal.print_summary(result, out)
+        terminal.print_report(result, out)
 
 
 @app.command(rich_help_panel="Replay")
@@ -198,6 +202,7 @@ def sweep(
     chunk_rows: ChunkRowsOpt = DEFAULT_CHUNK_ROWS,
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
+    highlight: HighlightOpt = None,
     charts: Annotated[
         bool,
         typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel="Output"),
@@ -239,8 +244,9 @@ def sweep(
                 chunk_rows=chunk_rows,
                 engine=engine_name(engine),  # type: ignore[arg-type]
                 ray_address=ray_address,
+                highlight=highlight_ids(highlight),
             )
-        terminal.print_summary(result, out)
+        terminal.print_report(result, out)
 
 
 @app.command(rich_help_panel="Data")
@@ -303,10 +309,11 @@ def demo(
         terminal.progress("replaying demo configs") as tick,
     ):
         result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
-        terminal.print_summary(result, out)
+        terminal.print_report(result, out)
         typer.echo(terminal.demo_guide(out))
 
 
+app.command(rich_help_panel="Analysis")(cli_analysis.report)
 app.command(rich_help_panel="Analysis")(cli_analysis.plot)
 app.command(rich_help_panel="Analysis")(cli_analysis.compare)
 app.command(rich_help_panel="Analysis")(cli_analysis.explain)

@@ -12,12 +12,14 @@ from replay_cli import api, terminal
 from replay_cli.cli_options import (
     ForceOpt,
     GroupSizeOpt,
+    HighlightOpt,
     IgnoreUnknownOpt,
     MapOpt,
     RunConfigOpt,
     Sources,
     StrictOpt,
     base_layer,
+    highlight_ids,
     single_values,
     user_errors,
 )
@@ -30,12 +32,18 @@ ReportDir = Annotated[
 ]
 
 
-def plot(report: ReportDir) -> None:
-    """Re-render the charts of a report into REPORT/charts."""
+def plot(report: ReportDir, highlight: HighlightOpt = None) -> None:
+    """Re-render the charts of a report into REPORT/charts, and its index.html."""
     with user_errors():
-        paths = api.plot_report(report)
+        paths = api.plot_report(report, highlight_ids(highlight))
         for path in paths:
             typer.echo(str(path))
+
+
+def report(report: ReportDir) -> None:
+    """Re-render REPORT/index.html (and findings.parquet) from the report's own tables."""
+    with user_errors():
+        typer.echo(str(api.render_report(report)))
 
 
 def compare(
@@ -75,6 +83,7 @@ def compare(
         deltas, joined = api.compare_reports(
             reports, out, reference=reference, internal=internal, config_id=config_id, force=force
         )
+        typer.echo(f"Report: {Path(out) / 'index.html'}")
         terminal.print_deltas(deltas)
         if joined is not None:
             terminal.print_internal(joined)

@@ -113,6 +113,25 @@ ForceOpt = Annotated[
 ]
 
 
+HighlightOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--highlight",
+        help="Configs drawn step by step (config ids, id prefixes or labels, comma separated); "
+        "default: shaping off plus the best and the worst by the frontier.",
+        rich_help_panel=OUT,
+        show_default=False,
+    ),
+]
+
+
+def highlight_ids(value: str | None) -> list[str] | None:
+    """The --highlight list, or None for the default choice."""
+    if not value:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
 def single_values(raw: dict[str, str | None]) -> dict[str, Any]:
     """Flags of `replay`: one value each (a comma list belongs to `sweep`)."""
     out = {}

@@ -22,9 +22,12 @@ from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.engine import ReplayResult
 from replay_cli.errors import InputFileError, OutputExistsError
+from replay_cli.findings import findings
+from replay_cli.html_report import render_index
+from replay_cli.io.parquet import atomic_path
 from replay_cli.validation import Rollouts
 
-TABLES = ("rollouts", "groups", "steps", "summary")
+TABLES = ("rollouts", "groups", "steps", "summary", "findings")
 ROW_GROUP_SIZE = 128_000
 RowsMode = Literal["all", "sample", "none"]
 SAMPLE_ONE_IN = 20
@@ -121,6 +124,7 @@ def manifest(
     rollouts: Rollouts,
     argv: list[str] | None = None,
     rows_mode: RowsMode = "all",
+    highlight: list[str] | None = None,
 ) -> dict[str, Any]:
     """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
     return {
@@ -132,6 +136,7 @@ def manifest(
         "resolved_derived_from_reward": rollouts.resolved_derived,
         "notes": rollouts.notes,
         "rows": rows_mode,
+        "highlight": highlight,
         "configs": [
             {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
             for c in result.configs
@@ -160,6 +165,7 @@ def write_directory(
         write_tables(tmp, tables)
         if extra is not None:
             extra(tmp)
+        render_index(tmp)
     return Path(out)
 
 
@@ -168,21 +174,27 @@ def finish_report(
     result: ReplayResult,
     rollouts: Rollouts,
     *,
-    charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
+    charts: Callable[[ReplayResult, Path, list[str] | None], list[Path]] | None = None,
     argv: list[str] | None = None,
     rows_mode: RowsMode = "all",
+    highlight: list[str] | None = None,
 ) -> None:
-    """Everything of a report but the per-row table: groups, steps, summary, charts, manifest."""
+    """Everything of a report but the per-row table: groups, steps, summary, findings, charts,
+    manifest and index.html."""
     tables = {"steps": result.steps, "summary": result.summary}
     if result.groups is not None:
         tables["groups"] = result.groups
     if result.rows is not None:
         tables["rollouts"] = result.rows
     write_tables(tmp, tables)
+    groups = result.groups if result.groups is not None else pl.scan_parquet(tmp / "groups.parquet")
+    result.findings = findings(result.summary, groups)
+    write_tables(tmp, {"findings": result.findings})
     if charts is not None:
-        charts(result, tmp / "charts")
-    text = json.dumps(manifest(result, rollouts, argv, rows_mode), indent=2) + "\n"
+        charts(result, tmp / "charts", highlight)
+    text = json.dumps(manifest(result, rollouts, argv, rows_mode, highlight), indent=2) + "\n"
     (tmp / "manifest.json").write_text(text)
+    render_index(tmp)
 
 
 def write_report(
@@ -191,7 +203,7 @@ def write_report(
     rollouts: Rollouts,
     *,
     force: bool = False,
-    charts: Callable[[ReplayResult, Path], list[Path]] | None = None,
+    charts: Callable[[ReplayResult, Path, list[str] | None], list[Path]] | None = None,
     argv: list[str] | None = None,
 ) -> Path:
     """The report of spec §6 from an in-memory result: four tables, optional charts/, manifest.json."""
@@ -219,6 +231,11 @@ def load_report(path: str | Path) -> ReplayResult:
         summary=pl.read_parquet(path / "summary.parquet"),
         configs=configs,
     )
+    findings_path = path / "findings.parquet"
+    if findings_path.exists():
+        result.findings = pl.read_parquet(findings_path)
+    else:  # a report written before findings existed
+        result.findings = findings(result.summary, pl.scan_parquet(path / "groups.parquet"))
     rows_path = path / "rollouts.parquet"
     if rows_path.exists():
         cols = [S.CONFIG_ID, S.ADVANTAGE, S.MASKED, S.CHARGED, S.DEDUCTION, S.MINUTES, S.SPLIT]
@@ -234,3 +251,21 @@ def load_report(path: str | Path) -> ReplayResult:
         )
         result.minutes = train[S.MINUTES]
     return result
+
+
+def read_highlight(path: Path) -> list[str] | None:
+    """The --highlight configs a report was written with (None: the default choice)."""
+    manifest_path = Path(path) / "manifest.json"
+    if not manifest_path.exists():
+        return None
+    return json.loads(manifest_path.read_text()).get("highlight")
+
+
+def refresh_findings(path: Path) -> None:
+    """Recompute findings.parquet from a replay report's summary and groups (atomically)."""
+    summary_path, groups_path = path / "summary.parquet", path / "groups.parquet"
+    if not (summary_path.exists() and groups_path.exists()):
+        return
+    table = findings(pl.read_parquet(summary_path), pl.scan_parquet(groups_path))
+    with atomic_path(path / "findings.parquet") as tmp:
+        table.write_parquet(tmp)

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
+import typer
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -32,6 +33,28 @@ def print_summary(result: ReplayResult, out: Path) -> None:
     _console().print(table)
 
 
+def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
+    """The headline findings, most severe first, one line each (the terminal wraps them), and
+    where the rest are."""
+    if found is None or found.is_empty():
+        return
+    typer.echo("Findings:")
+    head = found.filter(pl.col("headline"))
+    for row in head.iter_rows(named=True):
+        typer.echo(f"  [{row['severity']}] {row['text']}")
+    more = found.height - head.height
+    if more:
+        where = f"{out}/findings.parquet" if out is not None else "findings.parquet"
+        typer.echo(f"  ... and {more} per-config findings in {where}")
+
+
+def print_report(result: ReplayResult, out: Path) -> None:
+    """After a replay: the page to open, the summary table, then the findings."""
+    typer.echo(f"Report: {Path(out) / 'index.html'}")
+    print_summary(result, out)
+    print_findings(result.findings, out)
+
+
 def print_inspect(sources: Sequence[str], **kwargs: object) -> None:
     """Validate and describe an input."""
     rollouts = load(sources, **kwargs)  # type: ignore[arg-type]
@@ -49,9 +72,9 @@ def print_inspect(sources: Sequence[str], **kwargs: object) -> None:
 def demo_guide(out: Path) -> str:
     """Where to look after `replay-cli demo`."""
     return (
-        f"\nOpen {out}/charts/signal_vs_lambda.png first: how many prompt groups still teach something.\n"
-        f"Then {out}/charts/advantage_distribution.png (explosions) and inversion_vs_lambda.png.\n"
-        f"Tables: {out}/summary.parquet (one row per config), steps.parquet, groups.parquet, rollouts.parquet."
+        f"\nOpen {out}/index.html first: findings, the sortable summary, the frontier and every chart.\n"
+        f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
+        "findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
     )
 
 

@@ -27,7 +27,9 @@ def test_replay_writes_every_table(synth_path, tmp_path):
         "groups.parquet",
         "steps.parquet",
         "summary.parquet",
+        "findings.parquet",
         "manifest.json",
+        "index.html",
     }
     rows = pl.read_parquet(out / "rollouts.parquet")
     for col in (

@@ -16,7 +16,9 @@ def test_report_appears_complete(synth_path, tmp_path):
     out = tmp_path / "r"
     api.replay_to_report([synth_path], [config()], out)
     assert sorted(p.name for p in out.iterdir()) == [
+        "findings.parquet",
         "groups.parquet",
+        "index.html",
         "manifest.json",
         "rollouts.parquet",
         "steps.parquet",
@@ -28,7 +30,7 @@ def test_report_appears_complete(synth_path, tmp_path):
 def test_failure_leaves_no_partial_report(synth_path, tmp_path):
     out = tmp_path / "r"
 
-    def broken_charts(result, directory):
+    def broken_charts(result, directory, highlight):
         raise RuntimeError("boom")
 
     rollouts = api.load([synth_path])

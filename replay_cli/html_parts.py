@@ -1,0 +1,212 @@
+"""Pieces of the self-contained HTML report: escaping, number cells, tables, an SVG scatter, and
+the page's inline CSS and JavaScript (no file, font or script is fetched from anywhere)."""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+
+def fmt(value: Any) -> str:
+    """A number as a reader wants it in a table: 4 significant digits, '-' for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 1e5 or abs(value) < 1e-3:
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def cell(value: Any, css: str = "", title: str = "") -> str:
+    """A <td> whose data-v holds the exact value, so sorting is numeric where the value is."""
+    sort_key = "" if value is None else repr(value) if isinstance(value, float | int) else value
+    attrs = f' data-v="{escape(str(sort_key))}"'
+    if css:
+        attrs += f' class="{css}"'
+    if title:
+        attrs += f' title="{escape(title)}"'
+    return f"<td{attrs}>{escape(fmt(value))}</td>"
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    css: str = "",
+    row_ids: Sequence[str] = (),
+    text_headers: Sequence[str] = (),
+) -> str:
+    """A plain HTML table of raw values or ready <td> cells; text_headers are left-aligned."""
+    head = "".join(
+        f'<th class="text">{escape(h)}</th>' if h in text_headers else f"<th>{escape(h)}</th>"
+        for h in headers
+    )
+    body = []
+    for i, row in enumerate(rows):
+        rid = f' id="{escape(row_ids[i])}"' if row_ids else ""
+        cells = "".join(c if isinstance(c, str) and c.startswith("<td") else cell(c) for c in row)
+        body.append(f"<tr{rid}>{cells}</tr>")
+    cls = f' class="{css}"' if css else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def png_image(path: Path, alt: str) -> str:
+    """A PNG inlined as a data: URI (opening the report reads nothing else from disk or network)."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img class="chart" alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]."""
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    first = math.floor(lo / step) * step
+    ticks = (first + i * step for i in range(int((hi - first) / step) + 2))
+    return [t for t in ticks if lo - 1e-12 <= t <= hi + 1e-12]
+
+
+def scatter_svg(
+    points: Sequence[dict[str, Any]], *, x: str, y: str, xlabel: str, ylabel: str, title: str
+) -> str:
+    """A scatter plot as inline SVG; each point carries its label as a hover <title> and its
+    config number as text, and links to the config's detail section."""
+    width, height, left, right, top, bottom = 460, 320, 62, 16, 30, 48
+    xs = [p[x] for p in points] or [0.0]
+    ys = [p[y] for p in points] or [0.0]
+    x_lo, x_hi = min(0.0, min(xs)), max(max(xs), 1e-3)
+    y_lo, y_hi = min(0.0, min(ys)), max(max(ys), 1e-3)
+    pad_x, pad_y = (x_hi - x_lo) * 0.06, (y_hi - y_lo) * 0.08
+    x_lo, x_hi, y_lo, y_hi = x_lo - pad_x, x_hi + pad_x, y_lo - pad_y, y_hi + pad_y
+
+    def px(v: float) -> float:
+        return left + (v - x_lo) / (x_hi - x_lo) * (width - left - right)
+
+    def py(v: float) -> float:
+        return height - bottom - (v - y_lo) / (y_hi - y_lo) * (height - top - bottom)
+
+    parts = [
+        (
+            f'<svg class="scatter" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+        ),
+        f'<text x="{width / 2}" y="18" class="svg-title">{escape(title)}</text>',
+    ]
+    for t in _ticks(x_lo, x_hi):
+        parts.append(
+            f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>'
+            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" class="tick">{fmt(round(t, 10))}</text>'
+        )
+    for t in _ticks(y_lo, y_hi):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">'
+            f"{fmt(round(t, 10))}</text>"
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2}" y="{height - 10}" class="axis">{escape(xlabel)}</text>'
+        f'<text transform="translate(14 {(top + height - bottom) / 2}) rotate(-90)" class="axis">'
+        f"{escape(ylabel)}</text>"
+    )
+    for p in points:
+        cx, cy = px(p[x]), py(p[y])
+        parts.append(
+            f'<a href="#cfg-{escape(p["config_id"])}"><g class="pt {p["status"]}">'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6"/>'
+            f'<text x="{cx + 8:.1f}" y="{cy + 4:.1f}" class="pt-label">{p["n"]}</text>'
+            f"<title>#{p['n']} {escape(p['label'])}: {escape(ylabel)} {fmt(p[y])}, "
+            f"{escape(xlabel)} {fmt(p[x])}</title></g></a>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:14px 28px}header h1{font-size:20px;margin:0}
+header p{margin:4px 0 0;color:#c7ccd6;font-size:12px;word-break:break-all}
+nav{padding:6px 28px;background:#e9ecf1;font-size:13px}nav a{margin-right:14px;color:#2450a6}
+main{padding:8px 28px 40px;max-width:1500px}
+section{background:#fff;border:1px solid #dfe3ea;border-radius:6px;padding:10px 18px 16px;margin:16px 0}
+h2{font-size:17px;margin:6px 0 10px}h3{font-size:15px;margin:14px 0 6px}
+table{border-collapse:collapse;font-size:12.5px;margin:4px 0}
+th,td{border-bottom:1px solid #e6e9ef;padding:3px 8px;text-align:right;white-space:nowrap}
+th:first-child,td:first-child,td.text,th.text{text-align:left}
+thead th{background:#f0f2f6;position:sticky;top:0}
+table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e2e6ee}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+td.hazard{background:#fde2e1;color:#8a1c14;font-weight:600}td.warn{background:#fff3d6;color:#7a5200}
+.scroll{overflow-x:auto;max-height:640px;overflow-y:auto}
+ul.findings{list-style:none;padding:0;margin:0}ul.findings li{padding:5px 8px;margin:4px 0;border-left:4px solid #999;background:#fafbfc}
+li.hazard{border-color:#c62828!important}li.warning{border-color:#e6a100!important}li.ok{border-color:#2e7d32!important}li.info{border-color:#5c7cfa!important}
+.badge{display:inline-block;font-size:11px;font-weight:700;text-transform:uppercase;padding:0 6px;border-radius:3px;margin-right:6px;color:#fff;background:#777}
+.badge.hazard{background:#c62828}.badge.warning{background:#b07800}.badge.ok{background:#2e7d32}.badge.info{background:#4263c9}
+.filters{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0}.filters label{font-size:12px}
+.charts figure{margin:10px 0 18px}.charts figcaption{font-size:12.5px;color:#4a5263;margin-bottom:4px}
+img.chart{max-width:100%;height:auto;border:1px solid #e6e9ef}
+.grid{stroke:#e6e9ef}.tick{font-size:10px;fill:#556;text-anchor:middle}.axis{font-size:11.5px;fill:#334;text-anchor:middle}
+.svg-title{font-size:13px;font-weight:600;text-anchor:middle}.pt circle{fill:#8892a6;stroke:#fff}.pt.ok circle{fill:#2e7d32}
+.pt.hazard circle{fill:#c62828}.pt.off circle{fill:#1d2330}.pt-label{font-size:10px;fill:#334}
+.frontier{display:flex;flex-wrap:wrap;gap:16px}.muted{color:#667085;font-size:12.5px}
+details{border-top:1px solid #eef0f4;padding:4px 0}summary{cursor:pointer;font-weight:600}
+dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:6px 0}dt{color:#556}dd{margin:0}
+"""
+
+JS = """
+(function(){
+  function key(td){var v=td.getAttribute('data-v');var n=parseFloat(v);
+    return (v!==null&&v!==''&&!isNaN(n)&&isFinite(v))?n:(v===null||v===''?null:v.toLowerCase());}
+  document.querySelectorAll('table.sortable').forEach(function(t){
+    var heads=t.querySelectorAll('thead th');
+    heads.forEach(function(th,i){th.addEventListener('click',function(){
+      var asc=th.getAttribute('aria-sort')!=='ascending';
+      heads.forEach(function(h){h.removeAttribute('aria-sort');});
+      th.setAttribute('aria-sort',asc?'ascending':'descending');
+      var body=t.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){var x=key(a.cells[i]),y=key(b.cells[i]);
+        if(x===y)return 0;if(x===null)return 1;if(y===null)return -1;
+        if(typeof x!==typeof y){x=String(x);y=String(y);}
+        return (x<y?-1:1)*(asc?1:-1);});
+      rows.forEach(function(r){body.appendChild(r);});
+    });});
+  });
+  var filters=document.querySelectorAll('select[data-filter]');
+  function apply(){
+    var t=document.getElementById('summary-table');if(!t)return;var shown=0;
+    Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
+      var ok=true;filters.forEach(function(f){var c=parseInt(f.getAttribute('data-filter'),10);
+        if(f.value!=='*'&&r.cells[c].textContent!==f.value)ok=false;});
+      r.style.display=ok?'':'none';if(ok)shown++;});
+    var n=document.getElementById('shown-count');if(n)n.textContent=String(shown);
+  }
+  filters.forEach(function(f){f.addEventListener('change',apply);});
+})();
+"""
+
+
+def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:
+    """The whole document: inline CSS and script, a navigation bar and the sections."""
+    links = "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header>"
+        f"<nav>{links}</nav><main>{''.join(sections)}</main>"
+        f"<script>{JS}</script></body></html>\n"
+    )

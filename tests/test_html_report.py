@@ -1,0 +1,162 @@
+"""Tests for replay_cli.html_report: index.html is self-contained, holds the report's own
+numbers, and works in a real browser (Debian's headless Chromium driven by Playwright)."""
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli import api
+from replay_cli.cli import app
+from replay_cli.sweep import expand
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from replay_cli.synth import synth_rollouts
+
+    root = tmp_path_factory.mktemp("html")
+    path = root / "rollouts.parquet"
+    synth_rollouts(
+        steps=3, groups_per_step=8, group_size=4, seed=11, validation_groups=2
+    ).write_parquet(path)
+    grid = {
+        "lambda_time": [0.0, 1 / 120, 1 / 30],
+        "apply_to": ["all", "correct"],
+        "floor": [None, 0.05],
+    }
+    configs = expand({}, grid)
+    out = root / "report"
+    api.replay_to_report([path], configs, out, charts=True)
+    return out
+
+
+def test_index_is_self_contained(report):
+    html = (report / "index.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "@import" not in html
+    assert "url(" not in html
+    assert html.count("data:image/png;base64,") == len(list((report / "charts").glob("*.png")))
+    sections = re.findall(r'<section id="([a-z_]+)"', html)
+    assert sections == ["replayed", "findings", "summary", "charts", "configs"]
+
+
+def test_index_numbers_are_the_tables_numbers(report):
+    html = (report / "index.html").read_text()
+    summary = pl.read_parquet(report / "summary.parquet")
+    for row in summary.iter_rows(named=True):
+        cells = re.search(rf'<tr id="row-{row["config_id"]}">(.*?)</tr>', html).group(1)
+        values = re.findall(r'data-v="([^"]*)"', cells)
+        assert values[1] == row["label"]
+        assert float(values[2]) == row["total_reward/mean"]  # exact: the repr of the value
+        assert float(values[3]) == row["signal/group_rate"]
+    found = pl.read_parquet(report / "findings.parquet")
+    for text in found.filter(pl.col("headline"))["text"]:
+        assert text.replace("'", "&#x27;").replace(">", "&gt;") in html
+
+
+def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(report, copy)
+    (copy / "index.html").unlink()
+    (copy / "findings.parquet").unlink()
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == str(copy / "index.html")
+    assert pl.read_parquet(copy / "findings.parquet").equals(
+        pl.read_parquet(report / "findings.parquet")
+    )
+
+    def body(path):  # the page less its title, which names the directory
+        return re.sub(r"<title>.*?</title>|<header>.*?</header>", "", path.read_text())
+
+    assert body(copy / "index.html") == body(report / "index.html")
+
+
+def test_compare_and_explain_directories_get_an_index(report, tmp_path):
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(app, ["compare", str(report), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Report: {out / 'index.html'}")
+    html = (out / "index.html").read_text()
+    assert '<section id="comparison">' in html
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    )
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's chromium (.ci/run does it with apt-get)")
+        pytest.skip("needs Debian's chromium: apt-get install chromium")
+    return found
+
+
+def test_report_in_a_real_browser(report, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    summary = pl.read_parquet(report / "summary.parquet")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors, requests = [], []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        url = (report / "index.html").as_uri()
+        page.goto(url)
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(tmp_path / "index.png"), full_page=False)
+
+        rows = page.locator("#summary-table tbody tr")
+        assert rows.count() == summary.height
+        # Click "max |adv|": ascending, then descending.
+        headers = page.locator("#summary-table thead th")
+        names = headers.all_inner_texts()
+        col = names.index("max |adv|")
+        headers.nth(col).click()
+        cells = f"#summary-table tbody tr td:nth-child({col + 1})"
+        ascending = [
+            float(v) for v in page.locator(cells).evaluate_all("els => els.map(e => e.dataset.v)")
+        ]
+        assert ascending == sorted(ascending)
+        assert headers.nth(col).get_attribute("aria-sort") == "ascending"
+        headers.nth(col).click()
+        descending = [
+            float(v) for v in page.locator(cells).evaluate_all("els => els.map(e => e.dataset.v)")
+        ]
+        assert descending == sorted(ascending, reverse=True)
+        # Filter by a parameter value.
+        page.select_option("select[data-filter]:near(:text('apply_to'))", "correct")
+        visible = page.locator("#summary-table tbody tr:visible")
+        assert visible.count() == summary.filter(pl.col("apply_to") == "correct").height
+        # Every chart and frontier plot has a size.
+        charts = page.locator("img.chart, svg.scatter")
+        assert charts.count() == len(list((report / "charts").glob("*.png"))) + 2
+        for i in range(charts.count()):
+            box = charts.nth(i).bounding_box()
+            assert box is not None
+            assert box["width"] > 0
+            assert box["height"] > 0
+        natural = page.locator("img.chart").evaluate_all("els => els.map(e => e.naturalWidth)")
+        assert all(w > 0 for w in natural)
+        page.screenshot(path=str(tmp_path / "index_full.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert requests == [url]  # the page itself; charts are data: URIs, nothing else is fetched
