@@ -2,10 +2,12 @@
 
 Mirrors `calculate_baseline_and_std_per_prompt` + `GRPOAdvantageEstimator.compute_advantage`
 (NVIDIA-NeMo/RL `nemo_rl/algorithms/utils.py`, `advantage_estimator.py` @ 7ea279ab, with the
-PR #4158 trivial-distribution guard and the PR #4160 valid mask). Leave-one-out sums come from
-group totals minus the row, never from pairwise loops. In float32 mode rewards, squares, means,
-variances and the division are rounded to float32 like torch's CPU math; the group totals are
-exact (float64) sums of the float32 values, so the peer sums are correctly rounded float32 values.
+PR #4158 trivial-distribution guard and the PR #4160 valid mask). In float32 mode leave-one-out
+sums come from group totals minus the row, as torch's do, and rewards, squares, means, variances
+and the division are rounded to float32 like torch's CPU math; the group totals are exact
+(float64) sums of the float32 values, so the peer sums are correctly rounded float32 values and
+the trainer's cancellation residues are reproduced. float64 mode is the exact maths: the peer sums
+are taken directly, without cancellation (exact_moments.py).
 
 Each function adds columns in stages (windows first, then arithmetic on them) so that every
 window is computed once; `gid` is an integer group-id column, or the runs of rows sorted by it
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from replay_cli.config import AdvantageParams
+from replay_cli.exact_moments import exact_moments
 from replay_cli.segments import Groups, over
 
 EPS = 1e-6
@@ -49,10 +52,24 @@ def add_baseline_and_std(
     p: AdvantageParams,
     baseline: str,
     std: str,
+    diff: str | None = None,
 ) -> pl.LazyFrame:
-    """Per-row baseline and Bessel-corrected std of the row's peers, in the working precision."""
+    """Per-row baseline and Bessel-corrected std of the row's peers, in the working precision,
+    and (when `diff` names a column) the row's reward minus its baseline.
+
+    float64 takes the peer sums directly (exact_moments.py): no cancellation, so equal peers
+    give a std of exactly 0. float32 keeps the trainer's totals-minus-row, residues included.
+    """
     dt = _dtype(p)
     t = f"_{baseline}_"  # prefix of this call's temporary columns
+    if p.precision == "float64":
+        moments = exact_moments(pl.col(reward), pl.col(valid), gid, p.baseline == "loo")
+        lf = lf.with_columns(moments.alias(t + "m"))
+        parts = [pl.col(t + "m").struct.field("baseline").alias(baseline)]
+        parts.append(pl.col(t + "m").struct.field("std").alias(std))
+        if diff is not None:
+            parts.append(pl.col(t + "m").struct.field("diff").alias(diff))
+        return lf.with_columns(parts).drop(t + "m")
     r, v = pl.col(reward).cast(dt), pl.col(valid)
     zero = pl.lit(0.0, dt)
     lf = lf.with_columns(
@@ -86,7 +103,7 @@ def add_baseline_and_std(
     )
     sd = pl.col(t + "sd")
     few = n <= 1
-    return lf.with_columns(
+    lf = lf.with_columns(
         pl.when(few).then(pl.col(t + "r")).otherwise(b).alias(baseline),
         # n <= 1: std 0. One peer (m = 1): its variance is exactly 0 in the trainer, 0 * inf = nan -> 0.
         # nan_to_num maps +inf (a positive residue times m/(m-1) = inf) to the largest float.
@@ -97,6 +114,9 @@ def add_baseline_and_std(
         .otherwise(sd)
         .alias(std),
     ).drop(t + c for c in ("r", "rv", "r2v", "n", "s1", "s2", "m", "b", "q", "sd"))
+    if diff is not None:
+        lf = lf.with_columns((pl.col(reward).cast(dt) - pl.col(baseline)).alias(diff))
+    return lf
 
 
 def add_peers_all_equal(
@@ -137,13 +157,14 @@ def add_grpo(
 ) -> pl.LazyFrame:
     """Add baseline, std, guard flags and advantages (before and after the clip) for one reward column."""
     dt = _dtype(p)
-    lf = add_baseline_and_std(lf, reward, valid, gid, p, out.baseline, out.std)
+    diff_col = f"_{out.unclipped}_diff"
+    lf = add_baseline_and_std(lf, reward, valid, gid, p, out.baseline, out.std, diff_col)
     lf = add_peers_all_equal(lf, reward, valid, gid, p, out.peers_equal)
     guard = pl.col(out.std) > 0
     if p.std_guard == "trivial":
         guard = guard & ~pl.col(out.peers_equal)
     normalized = guard & pl.lit(p.normalize)
-    diff = pl.col(reward).cast(dt) - pl.col(out.baseline)
+    diff = pl.col(diff_col)
     scaled = diff / (pl.col(out.std) + pl.lit(EPS, dt))
     lf = lf.with_columns(
         normalized.alias(out.normalized),
@@ -155,6 +176,11 @@ def add_grpo(
             lower_bound=None if p.clip_low is None else pl.lit(p.clip_low, dt),
             upper_bound=None if p.clip_high is None else pl.lit(p.clip_high, dt),
         )
-    return lf.with_columns(clipped.alias(out.advantage)).with_columns(
-        pl.col(c).cast(pl.Float64) for c in (out.baseline, out.std, out.unclipped, out.advantage)
+    return (
+        lf.with_columns(clipped.alias(out.advantage))
+        .with_columns(
+            pl.col(c).cast(pl.Float64)
+            for c in (out.baseline, out.std, out.unclipped, out.advantage)
+        )
+        .drop(diff_col)
     )
