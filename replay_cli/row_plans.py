@@ -24,6 +24,7 @@ _RAW = AdvColumns(
 _REWARD_RAW_FILLED = "_reward_raw_filled"
 _VALID, _VALID_TOGGLED = "_valid", "_valid_toggled"
 _GID_KEPT, _GID_KEPT_RAW, _KEPT_RAW = "_gid_kept", "_gid_kept_raw", "_kept_raw"
+_BID_KEPT = "_bid_kept"
 
 
 def add_advantages(
@@ -35,11 +36,19 @@ def add_advantages(
     out: AdvColumns,
     runs: Runs | None,
 ) -> pl.LazyFrame:
-    """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`."""
+    """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`.
+
+    The trainers filter before the batch is formed, so step-level statistics (verl's whitening,
+    TRL's batch std) are taken over the rows the filter kept: the dropped rows form a batch of
+    their own, whose values are discarded.
+    """
     if a.estimator == "grpo":
         return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out)
     active = ~pl.col(IS_VAL) & pl.col(kept)
-    return add_peer_advantages(lf, reward, gid, BID, a, out, active)
+    if a.filter == "none":
+        return add_peer_advantages(lf, reward, gid, BID, a, out, active)
+    lf = lf.with_columns(pl.struct(BID, kept).rank("dense").alias(_BID_KEPT))
+    return add_peer_advantages(lf, reward, gid, _BID_KEPT, a, out, active).drop(_BID_KEPT)
 
 
 PER_CONFIG_NULL_ON_VALIDATION = (

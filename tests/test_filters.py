@@ -1,5 +1,6 @@
 """Tests for replay_cli.filters: which rows survive each trainer's dynamic sampling."""
 
+import polars as pl
 import pytest
 
 from factories import replay_frame, rollouts
@@ -60,3 +61,50 @@ def test_phantom_groups_from_shaping_and_filter_on_resolved():
 def test_no_filter_keeps_everything():
     summary = run(rollouts(reward=[1.0, 0.0]), filter="none").summary.row(0, named=True)
     assert summary["filter/kept_rows_frac"] == 1.0
+
+
+ESTIMATORS = [
+    ("grpo", "group"),
+    ("verl-grpo", "group"),
+    ("verl-rloo", "group"),
+    ("trl-grpo", "group"),
+    ("trl-grpo", "batch"),
+    ("trl-grpo", "none"),
+    ("openrlhf-group-norm", "group"),
+    ("openrlhf-rloo", "group"),
+    ("dr-grpo", "group"),
+    ("reinforce-pp-baseline", "group"),
+]
+
+
+def _two_steps():
+    """Groups every filter treats differently: a spread, an all-fail tie, an all-pass tie."""
+    frames = []
+    for step in (1, 2):
+        frames.append(
+            rollouts(
+                step=[step] * 12,
+                group_id=[0] * 4 + [1] * 4 + [2] * 4,
+                reward=[1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+                openhands_run_time=[300.0 * step, 600.0, 900.0, 1200.0] + [600.0] * 8,
+            )
+        )
+    return pl.concat(frames)
+
+
+@pytest.mark.parametrize("filter_", ["nemo-rl", "verl", "openrlhf"])
+@pytest.mark.parametrize(("estimator", "scale"), ESTIMATORS)
+def test_statistics_are_taken_over_the_kept_rows(estimator, scale, filter_):
+    """Filtering then computing equals computing on the survivors alone, step statistics too."""
+    frame = _two_steps()
+    advantage = {"estimator": estimator, "scale_rewards": scale, "precision": "float64"}
+    filtered = replay_frame(frame, {}, {**advantage, "filter": filter_}).rows
+    kept = filtered.filter(pl.col("kept"))
+    assert 0 < kept.height < frame.height
+    survivors = frame.join(
+        kept.select("step", "group_id", "rollout_index"), on=["step", "group_id", "rollout_index"]
+    )
+    alone = replay_frame(survivors, {}, advantage).rows
+    key = ["step", "group_id", "rollout_index"]
+    got = kept.sort(key)["advantage"].to_list()
+    assert got == pytest.approx(alone.sort(key)["advantage"].to_list(), abs=1e-12)
