@@ -14,6 +14,7 @@ from replay_cli.config import ReplayConfig, build_config
 from replay_cli.engine import DEFAULT_CHUNK_ROWS, ReplayResult, run_replay
 from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
 from replay_cli.io.parquet import atomic_path, parse_mapping
+from replay_cli.peers import estimator_notes
 from replay_cli.plots import render_all
 from replay_cli.report import (
     ParquetRowSink,
@@ -48,7 +49,15 @@ def replay(
         configs = [ReplayConfig()]
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
-    return run_replay(rollouts, configs)
+    result = run_replay(rollouts, configs)
+    result.notes = replay_notes(rollouts, configs)
+    return result
+
+
+def replay_notes(rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> list[str]:
+    """Warnings about replaying these configs on this input (printed, and kept in the manifest)."""
+    columns = rollouts.frame.collect_schema().names()
+    return estimator_notes(columns, {c.advantage.estimator for c in configs})
 
 
 def replay_to_report(
@@ -152,6 +161,7 @@ def _replay_into(
             finally:
                 sink.close()
                 group_sink.close()
+        result.notes = replay_notes(rollouts, configs)
         finish_report(
             tmp,
             result,

@@ -42,7 +42,9 @@ VALUED: dict[str, tuple[str, str]] = {
     "estimator": (
         (
             "grpo (NeMo-RL) | verl-grpo | verl-rloo | trl-grpo | openrlhf-group-norm"
-            " | openrlhf-rloo | reinforce-pp-baseline | dr-grpo."
+            " | openrlhf-rloo | reinforce-pp-baseline | dr-grpo. reinforce-pp-baseline whitens"
+            " over response_tokens when the input has that column, else one token per rollout"
+            " (verl always weighs tokens)."
         ),
         ADV,
     ),

@@ -51,6 +51,8 @@ class ReplayResult:
     deductions: dict[str, pl.Series] = field(default_factory=dict)
     minutes: pl.Series | None = None
     findings: pl.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+    """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
 
 
 @dataclass

@@ -21,6 +21,26 @@ TOKENS = "response_tokens"
 """Optional column with each row's response token count (token-weighted whitening)."""
 
 
+def whitening_weights(columns: list[str]) -> str:
+    """What reinforce-pp-baseline weighs each row by in the step whitening, for this input."""
+    return "response_tokens" if TOKENS in columns else "one per rollout"
+
+
+def estimator_notes(columns: list[str], estimators: set[str]) -> list[str]:
+    """Warnings about how faithfully the chosen estimators can be replayed on this input."""
+    if "reinforce-pp-baseline" in estimators and TOKENS not in columns:
+        return [
+            (
+                "reinforce-pp-baseline: the input has no response_tokens column, so every "
+                "rollout weighs one token in the step whitening; verl whitens over tokens "
+                "(Bessel factor T/(T-1) over tokens), so the advantages match verl's only if "
+                "every response has the same length. Add a response_tokens column to replay "
+                "verl exactly."
+            )
+        ]
+    return []
+
+
 class EstimatorError(ReplayError):
     """The estimator refuses this input, as its trainer would."""
 

@@ -25,6 +25,7 @@ from replay_cli.errors import InputFileError, OutputExistsError
 from replay_cli.findings import findings
 from replay_cli.html_report import render_index
 from replay_cli.io.parquet import atomic_path
+from replay_cli.peers import whitening_weights
 from replay_cli.validation import Rollouts
 
 TABLES = ("rollouts", "groups", "steps", "summary", "findings")
@@ -134,9 +135,14 @@ def manifest(
         "command_line": argv if argv is not None else sys.argv,
         "inputs": [vars(f) for f in rollouts.files],
         "resolved_derived_from_reward": rollouts.resolved_derived,
-        "notes": rollouts.notes,
+        "notes": [*rollouts.notes, *result.notes],
         "rows": rows_mode,
         "highlight": highlight,
+        **(
+            {"whitening_weights": whitening_weights(rollouts.frame.collect_schema().names())}
+            if any(c.advantage.estimator == "reinforce-pp-baseline" for c in result.configs)
+            else {}
+        ),
         "configs": [
             {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
             for c in result.configs

@@ -51,6 +51,8 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
 def print_report(result: ReplayResult, out: Path) -> None:
     """After a replay: the page to open, the summary table, then the findings."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
+    for note in result.notes:
+        typer.echo(f"Warning: {note}", err=True)
     print_summary(result, out)
     print_findings(result.findings, out)
 

@@ -137,3 +137,32 @@ def test_estimator_through_replay_and_label():
         [1.0, -1 / 3, -1 / 3, -1 / 3]
     )
     assert "verl-rloo" in result.summary["label"][0]
+
+
+@pytest.mark.parametrize("tokens", [False, True])
+def test_reinforce_pp_without_tokens_warns_and_the_manifest_says_so(tmp_path, tokens):
+    import json
+
+    from typer.testing import CliRunner
+
+    from replay_cli.cli import app
+
+    frame = rollouts(reward=[1.0, 0.0, 1.0, 1.0], group_id=[0, 0, 1, 1])
+    if tokens:
+        frame = frame.with_columns(pl.Series("response_tokens", [3, 1, 1, 1]))
+    src = tmp_path / "in.parquet"
+    frame.write_parquet(src)
+    out = tmp_path / "r"
+    args = ["replay", str(src), "--out", str(out), "--estimator", "reinforce-pp-baseline"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    warned = "Warning: reinforce-pp-baseline: the input has no response_tokens column"
+    if tokens:
+        assert warned not in result.stderr
+        assert manifest["whitening_weights"] == "response_tokens"
+        assert manifest["notes"] == []
+    else:
+        assert warned in result.stderr
+        assert manifest["whitening_weights"] == "one per rollout"
+        assert manifest["notes"][0].startswith("reinforce-pp-baseline: the input has no")
