@@ -4,10 +4,12 @@
   per row, keep where the DAPO-pass std is not 0 (`std_guard=legacy`), or where the row's peers
   are not all equal (`trivial`, PR #4158). With leave-one-out a lone success has std 0 and is
   dropped while its siblings stay (PR #3469).
-* `verl` (`filter_groups`, verl-recipe `dapo_ray_trainer.py`): per group, keep when
-  `np.std(metric) > 0` (population std) or the group has one row.
-* `openrlhf` (`dynamic_filtering`, `samples_generator.py` L169-190 @ 3c3be623): per group, keep
-  when `0 < mean(score) < 1` (strict), on the raw score, never the shaped reward.
+* `verl` (`filter_groups`; verl 0.9.1 `verl/trainer/ppo/v1/replay_buffer.py`
+  `ReplayBuffer._dapo_filtered_keys`, L261): per group, evict when it has more than one row and
+  `np.std(metric) == 0` (population std), before the batch is formed; singletons are kept.
+* `openrlhf` (`dynamic_filtering`; OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/samples_generator.py`
+  `SamplesGenerator._generate_vllm`, L169): per group, keep when `0 < mean(score) < 1` (strict,
+  `dynamic_filtering_range`), on the raw score, never the shaped reward.
 
 `filter_on=reward` filters on the reward the trainer sees (shaped for nemo-rl and verl, raw for
 openrlhf); `filter_on=resolved` on the binary outcome (verl's `acc`).

@@ -1,5 +1,6 @@
 """Advantage estimators of other trainers, so one log can be replayed as verl, TRL or OpenRLHF
-would train on it (reference/peers.md). Each reproduces its source's edge cases: groups of one,
+would train on it (reference/peers.md). Each cites the released package it reproduces (verl
+0.9.1, TRL 1.16.0, OpenRLHF 0.11.2): file, function and, as a help, the line it starts on. Each reproduces its source's edge cases: groups of one,
 all-equal rewards and NaN rewards. All statistics use every row of a group (no trainer here
 drops masked rows from them); `batch` statistics use every training row of the step.
 
@@ -95,8 +96,8 @@ def _finish(
 def verl_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """verl `compute_grpo_outcome_advantage` (volcengine/verl `verl/trainer/ppo/core_algos.py`
-    L266-330 @ b178a3cd): `(r - mean) / (std_unbiased + 1e-6)`; `normalize=False` is
+    """verl 0.9.1 `verl/trainer/ppo/core_algos.py` `compute_grpo_outcome_advantage` (L268):
+    `(r - mean) / (std_unbiased + 1e-6)`; `normalize=False` is
     `norm_adv_by_std_in_grpo=False` (Dr. GRPO). A group of one gets mean 0 and std 1, so the raw
     reward leaks through as `r / (1 + 1e-6)`. NaN rewards make the whole group NaN."""
     t = "_vg_"
@@ -115,7 +116,7 @@ def verl_grpo(
 def verl_rloo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """verl `compute_rloo_outcome_advantage` (core_algos.py L476-525 @ b178a3cd):
+    """verl 0.9.1 `verl/trainer/ppo/core_algos.py` `compute_rloo_outcome_advantage` (L588):
     `n/(n-1) * (r - mean)`, i.e. `r - mean of the others`. A group of one keeps `A = r`."""
     t = "_vr_"
     dt = _dtype(p)
@@ -131,7 +132,8 @@ def verl_rloo(
 def trl_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, batch: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """TRL `GRPOTrainer` (huggingface/trl `trl/trainer/grpo_trainer.py` @ f2cd5771):
+    """TRL 1.16.0 `trl/trainer/grpo_trainer.py` `GRPOTrainer._generate_and_score_completions`
+    (the `sum_then_normalize` branch) with `trl/trainer/utils.py` `nanstd`:
     `A = r - nanmean_G`, divided by `nanstd + 1e-4` with `scale_rewards` group (group std), batch
     (the step's std; the group mean is still subtracted) or none. NaN rewards are left out of the
     statistics and get `A = 0` (nan_to_num); a group of one has nanstd NaN, so `A = 0`."""
@@ -174,8 +176,9 @@ def _require_pairs(lf: pl.LazyFrame, gid: str, name: str, active: pl.Expr) -> No
 def openrlhf_group_norm(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """OpenRLHF `group_norm` (OpenRLHF/OpenRLHF `openrlhf/trainer/ppo_utils/experience_maker.py`
-    L264-270 @ 3c3be623): `(r - mean) / (std_unbiased + 1e-9)`; NaN propagates."""
+    """OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/experience_maker.py`
+    `compute_advantages_and_returns`, estimator `group_norm` (L273):
+    `(r - mean) / (std_unbiased + 1e-9)`; NaN propagates."""
     t = "_og_"
     dt = _dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
@@ -186,7 +189,8 @@ def openrlhf_group_norm(
 def openrlhf_rloo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """OpenRLHF `rloo` (experience_maker.py L264-270 @ 3c3be623): `r - (sum_G - r) / (n - 1)`."""
+    """OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/experience_maker.py`
+    `compute_advantages_and_returns`, estimator `rloo` (L268): `r - (sum_G - r) / (n - 1)`."""
     t = "_or_"
     dt = _dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
@@ -199,7 +203,8 @@ def openrlhf_rloo(
 def dr_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """OpenRLHF `dr_grpo` (experience_maker.py L264-270 @ 3c3be623): `r - mean_G`, no std, no
+    """OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/experience_maker.py`
+    `compute_advantages_and_returns`, estimator `dr_grpo` (L271): `r - mean_G`, no std, no
     whitening (verl's Dr. GRPO is `verl-grpo` with `--no-normalize`)."""
     t = "_dg_"
     dt = _dtype(p)
@@ -211,8 +216,9 @@ def dr_grpo(
 def reinforce_pp_baseline(
     lf: pl.LazyFrame, reward: str, gid: str, batch: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
-    """verl `compute_reinforce_plus_plus_baseline_outcome_advantage` (core_algos.py L422-473 @
-    b178a3cd) then `masked_whiten` (verl/utils/torch_functional.py L304-340): `x = r - mean_G`
+    """verl 0.9.1 `verl/trainer/ppo/core_algos.py`
+    `compute_reinforce_plus_plus_baseline_outcome_advantage` (L536), then
+    `verl/utils/torch_functional.py` `masked_whiten` (L329, over `masked_var`): `x = r - mean_G`
     (a group of one: mean 0), then over the step's training rows `(x - mu) * rsqrt(var_unbiased + 1e-8)`.
     verl whitens over valid tokens: with a `response_tokens` column each row weighs its token
     count, without it each row weighs 1 (per-sequence whitening)."""
