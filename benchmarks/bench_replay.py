@@ -34,7 +34,7 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
     import polars as pl
 
     from replay_cli import api
-    from replay_cli.sweep import expand
+    from replay_cli.parameters import expand
 
     start = time.perf_counter()
     if kind == "floor":

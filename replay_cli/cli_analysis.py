@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from replay_cli import api, terminal
+from replay_cli import api, parameters, terminal
 from replay_cli.cli_options import (
     ForceOpt,
     GroupSizeOpt,
@@ -18,13 +18,11 @@ from replay_cli.cli_options import (
     RunConfigOpt,
     Sources,
     StrictOpt,
-    base_layer,
     highlight_ids,
-    single_values,
     user_errors,
+    with_parameters,
 )
 from replay_cli.errors import ConfigError
-from replay_cli.sweep import expand
 
 ReportDir = Annotated[
     Path,
@@ -90,20 +88,10 @@ def compare(
         typer.echo(f"Wrote {out}")
 
 
+@with_parameters("explain")
 def explain(
     sources: Sources,
-    lambda_time: Annotated[str | None, typer.Option(help="Reward cost per agent minute.")] = None,
-    apply_to: Annotated[str | None, typer.Option(help="all | correct.")] = None,
-    floor: Annotated[str | None, typer.Option(help="Lower clamp, or none.")] = None,
-    lambda_call_bonus: Annotated[
-        str | None, typer.Option(help="Tool-call bonus (0 = off).")
-    ] = None,
-    call_bonus_ref: Annotated[
-        str | None, typer.Option(help="Calls at which the bonus saturates.")
-    ] = None,
-    no_mask_flagged: Annotated[
-        bool, typer.Option("--no-mask-flagged", help="env.should_mask_flagged_samples=false.")
-    ] = False,
+    params: dict[str, Any],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write attribution.parquet here.")
     ] = None,
@@ -116,19 +104,9 @@ def explain(
 ) -> None:
     """Attribute the nemo-rl vs internal difference to each numbered item (spec §3.3), one at a time."""
     with user_errors():
-        paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
-        flags = single_values(
-            {
-                "lambda_time": lambda_time,
-                "apply_to": apply_to,
-                "floor": floor,
-                "lambda_call_bonus": lambda_call_bonus,
-                "call_bonus_ref": call_bonus_ref,
-            }
-        )
-        if no_mask_flagged:
-            flags["mask_flagged"] = False
-        (config,) = expand({**base, **flags}, {})
+        paths, base, ignored = parameters.base_layer(sources, run_config, ignore_unknown_overrides)
+        _report_ignored(ignored)
+        (config,) = parameters.expand({**base, **params}, {})
         table = api.explain(
             paths,
             config,
@@ -139,7 +117,14 @@ def explain(
             strict=strict,
             argv=sys.argv,
         )
+        if out is not None:
+            typer.echo(f"Report: {Path(out) / 'index.html'}")
         terminal.print_attribution(table)
+
+
+def _report_ignored(ignored: list[str]) -> None:
+    if ignored:
+        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
 
 
 def import_(
@@ -215,23 +200,26 @@ def verify(
 ) -> None:
     """Recompute advantages from a run's logged rewards, diff them against its logged advantages, and
     say which settings (LOO, normalise, guard, masked rows, clip) reproduce the log."""
-    from replay_cli.params import parse_number
-
     with user_errors():
         if not train_data:
             raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
         clip = None
         if clip_low is not None or clip_high is not None:
             clip = (
-                None if clip_low is None else parse_number(clip_low, "--clip-low", allow_none=True),
+                None
+                if clip_low is None
+                else parameters.parse_number(clip_low, "--clip-low", allow_none=True),
                 None
                 if clip_high is None
-                else parse_number(clip_high, "--clip-high", allow_none=True),
+                else parameters.parse_number(clip_high, "--clip-high", allow_none=True),
             )
         result = api.verify_run(train_data, group_size=group_size, clip=clip, out=out, force=force)
         rewards = None
         if sources:
-            paths, base = base_layer(sources, run_config, ignore_unknown_overrides)
-            (config,) = expand(base, {})
+            paths, base, ignored = parameters.base_layer(
+                sources, run_config, ignore_unknown_overrides
+            )
+            _report_ignored(ignored)
+            (config,) = parameters.expand(base, {})
             rewards = api.compare_logged_rewards(paths, train_data, config)
         terminal.print_verification(result, rewards)

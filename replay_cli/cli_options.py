@@ -1,20 +1,30 @@
-"""Option types shared by the replay-cli commands, and the error boundary (exit code 2)."""
+"""Option types shared by the replay-cli commands, the parameter options derived from the
+registry (parameters.py), and the error boundary (exit code 2).
+
+`with_parameters(mode)` gives a command one option per replay parameter, generated from the
+pydantic fields: `replay` and `explain` take one value (choices as enums, booleans as switches),
+`sweep` takes comma lists. The command receives them as one flat dict, `params`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
-from replay_cli.errors import ConfigError, ReplayError
-from replay_cli.overrides import is_override, parse_overrides
-from replay_cli.runconfig import read_run_config
-from replay_cli.sweep import flatten, parse_list, parse_value
+from replay_cli import parameters as P
+from replay_cli.errors import ReplayError
 
-IN, SHAPE, ADV, OUT = "Input", "Shaping", "Advantages", "Output"
+IN, OUT = "Input", "Output"
+Mode = Literal["replay", "sweep", "explain"]
 
 
 @contextmanager
@@ -27,44 +37,101 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-# Parameters that take a value in both `replay` (one value) and `sweep` (a comma list).
-VALUED: dict[str, tuple[str, str]] = {
-    "lambda_time": ("Reward cost per agent minute; fractions ok (1/60: an hour costs 1.0).", SHAPE),
-    "apply_to": ("all | correct: charge every rollout or only correct ones.", SHAPE),
-    "floor": ("Lower clamp on the shaped reward, or none.", SHAPE),
-    "lambda_call_bonus": ("Saturating tool-call bonus (0 = off).", SHAPE),
-    "call_bonus_ref": ("Calls at which the bonus saturates, or none.", SHAPE),
-    "semantics": ("nemo-rl (PR #4029) | internal (the earlier implementation).", SHAPE),
-    "internal_items": (
-        "Internal differences to switch on alone, joined by '+': 1+3 (spec §3.3).",
-        SHAPE,
-    ),
-    "estimator": (
-        (
-            "grpo (NeMo-RL) | verl-grpo | verl-rloo | trl-grpo | openrlhf-group-norm"
-            " | openrlhf-rloo | reinforce-pp-baseline | dr-grpo. reinforce-pp-baseline whitens"
-            " over response_tokens when the input has that column, else one token per rollout"
-            " (verl always weighs tokens)."
-        ),
-        ADV,
-    ),
-    "scale_rewards": ("trl-grpo: group | batch | none.", ADV),
-    "filter": ("Dynamic-sampling filter: none | nemo-rl | verl | openrlhf.", ADV),
-    "filter_on": ("What the filter looks at: reward | resolved.", ADV),
-    "baseline": ("loo | mean: leave-one-out or group-mean baseline.", ADV),
-    "std_guard": ("legacy (std > 0) | trivial (PR #4158, default).", ADV),
-    "clip_low": ("grpo.advantage_clip_low, or none.", ADV),
-    "clip_high": ("grpo.advantage_clip_high, or none.", ADV),
-    "precision": ("float32 (emulates the trainer) | float64 (exact maths).", ADV),
-    "metrics_by": ("group (async trainer) | batch (sync trainer).", OUT),
-}
-# Switches: replay has --no-X / --X flags, sweep takes true,false lists.
-SWITCHES: dict[str, tuple[str, str]] = {
-    "enabled": ("Shaping on (false = raw replay).", SHAPE),
-    "mask_flagged": ("env.should_mask_flagged_samples.", SHAPE),
-    "normalize": ("Divide by the group std where the guard passes.", ADV),
-    "exclude_masked": ("Masked rows do not vote in the baseline (PR #4160).", ADV),
-}
+def _complete(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """Shell completion of the last item of a comma list."""
+
+    def complete(incomplete: str) -> list[str]:
+        head, _, last = incomplete.rpartition(",")
+        prefix = f"{head}," if head else ""
+        return [prefix + c for c in choices if c.startswith(last)]
+
+    return complete
+
+
+def _option(p: P.Param, mode: Mode) -> tuple[Any, Any]:
+    """(annotation, default) of one parameter's option in a command of this mode."""
+    common = {"help": p.help, "rich_help_panel": p.panel, "show_default": False}
+    if mode == "sweep":
+        extra = " Comma list: true,false." if p.kind == "bool" else " Comma list."
+        if p.choices:
+            extra = f" Comma list of: {', '.join(p.choices)}."
+            common["autocompletion"] = _complete(p.choices)
+        option = typer.Option(p.flag, **{**common, "help": p.help + extra})
+        return Annotated[str | None, option], None
+    if p.kind == "bool":
+        return Annotated[bool, typer.Option(p.switch, **common)], False
+    if p.kind == "choice":
+        return Annotated[p.enum() | None, typer.Option(p.flag, **common)], None
+    return Annotated[str | None, typer.Option(p.flag, **common)], None
+
+
+def _params_for(mode: Mode) -> list[P.Param]:
+    chosen = P.registry().values()
+    if mode == "replay":
+        return [p for p in chosen if p.replay]
+    if mode == "explain":
+        return [p for p in chosen if p.explain]
+    return list(chosen)
+
+
+def _translate(mode: Mode, given: dict[str, Any]) -> dict[str, Any]:
+    """The options' values as flat parameters (only those given)."""
+    if mode == "sweep":
+        return P.list_values(given)
+    params = P.registry()
+    raw: dict[str, Any] = {}
+    for name, value in given.items():
+        if params[name].kind == "bool":
+            raw[name] = (not params[name].default) if value else None
+        else:
+            raw[name] = value.value if isinstance(value, Enum) else value
+    return P.single_values(raw)
+
+
+def with_parameters(mode: Mode) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Replace a command's `params` argument by one option per replay parameter."""
+
+    def wrap(func: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(func).parameters.values()
+        ]
+        at = next(i for i, p in enumerate(own) if p.name == "params")
+        chosen = _params_for(mode)
+        generated = []
+        for p in chosen:
+            annotation, default = _option(p, mode)
+            generated.append(
+                inspect.Parameter(
+                    p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+                )
+            )
+        takes_run = any(p.name == "run" for p in own)
+        keyword = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[at + 1 :] if p.name != "run"
+        ]
+        injected = _run_options() if takes_run else []
+        signature = inspect.Signature([*own[:at], *generated, *keyword, *injected])
+        names = {p.name for p in chosen}
+        run_names = {p.name for p in injected}
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> None:
+            given = {n: kwargs.pop(n) for n in list(kwargs) if n in names}
+            if takes_run:
+                kwargs["run"] = RunOptions(**{n: kwargs.pop(n) for n in run_names})
+            with user_errors():
+                flat = _translate(mode, given)
+            func(*args, params=flat, **kwargs)
+
+        del command.__wrapped__  # Typer must read the generated signature, not the original
+        command.__signature__ = signature  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+        return command
+
+    return wrap
+
 
 Sources = Annotated[
     list[str],
@@ -113,8 +180,6 @@ OutOpt = Annotated[
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT)
 ]
-
-
 HighlightOpt = Annotated[
     str | None,
     typer.Option(
@@ -127,53 +192,26 @@ HighlightOpt = Annotated[
 ]
 
 
-def highlight_ids(value: str | None) -> list[str] | None:
-    """The --highlight list, or None for the default choice."""
-    if not value:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+class Rows(StrEnum):
+    """--rows: how much of the per-row table to write."""
+
+    all = "all"
+    sample = "sample"
+    none = "none"
 
 
-def single_values(raw: dict[str, str | None]) -> dict[str, Any]:
-    """Flags of `replay`: one value each (a comma list belongs to `sweep`)."""
-    out = {}
-    for name, text in raw.items():
-        if text is None:
-            continue
-        if "," in text:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(
-                f"{flag} takes one value in `replay`; use `replay-cli sweep` for {text!r}."
-            )
-        out[name] = parse_value(name, text)
-    return out
+class EngineName(StrEnum):
+    """--engine: where the work runs."""
 
-
-def list_values(raw: dict[str, str | None]) -> dict[str, list[Any]]:
-    """Flags of `sweep`: comma lists, one grid axis each."""
-    return {name: parse_list(name, text) for name, text in raw.items() if text is not None}
-
-
-def base_layer(
-    sources: list[str], run_config: Path | None, ignore_unknown: bool
-) -> tuple[list[str], dict[str, Any]]:
-    """Split paths from overrides; defaults < run config file < overrides (flat parameters)."""
-    paths = [s for s in sources if not is_override(s)]
-    overrides, ignored = parse_overrides(
-        [s for s in sources if is_override(s)], ignore_unknown=ignore_unknown
-    )
-    if ignored:
-        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
-    base = flatten(read_run_config(run_config)) if run_config is not None else {}
-    base.update(flatten(overrides))
-    return paths, base
+    local = "local"
+    ray = "ray"
 
 
 RowsOpt = Annotated[
-    str,
+    Rows,
     typer.Option(
         "--rows",
-        help="Per-row table: all | sample (about 1 group in 20) | none.",
+        help="Per-row table: all, a sample (about 1 group in 20) or none.",
         rich_help_panel=OUT,
     ),
 ]
@@ -186,20 +224,11 @@ ChunkRowsOpt = Annotated[
         rich_help_panel=IN,
     ),
 ]
-
-
-def rows_mode(value: str) -> str:
-    """Check a --rows value."""
-    if value not in ("all", "sample", "none"):
-        raise ConfigError(f"--rows expects all, sample or none, got {value!r}.")
-    return value
-
-
 EngineOpt = Annotated[
-    str,
+    EngineName,
     typer.Option(
         "--engine",
-        help="local | ray (tasks of whole steps x config batches on a Ray cluster).",
+        help="local, or ray (tasks of whole steps x config batches on a Ray cluster).",
         rich_help_panel=IN,
     ),
 ]
@@ -213,16 +242,81 @@ RayAddressOpt = Annotated[
 ]
 
 
-def engine_name(value: str) -> str:
-    """Check an --engine value."""
-    if value not in ("local", "ray"):
-        raise ConfigError(f"--engine expects local or ray, got {value!r}.")
-    return value
+def highlight_ids(value: str | None) -> list[str] | None:
+    """The --highlight list, or None for the default choice."""
+    if not value:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
 
 
-_PY_NAMES = {"filter": "filter_"}  # parameters whose Python argument name differs
+@dataclass(frozen=True)
+class RunOptions:
+    """The input and output options `replay` and `sweep` share (injected by with_parameters)."""
+
+    force: bool
+    rows: Rows
+    chunk_rows: int
+    engine: EngineName
+    ray_address: str | None
+    highlight: str | None
+    run_config: Path | None
+    map_: list[str] | None
+    group_size: int | None
+    strict: bool
+    ignore_unknown_overrides: bool
+
+    def layers(self, sources: list[str]) -> tuple[list[str], dict[str, Any]]:
+        """(paths, flat parameters: run config < overrides); reports ignored overrides."""
+        paths, base, ignored = P.base_layer(sources, self.run_config, self.ignore_unknown_overrides)
+        if ignored:
+            typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+        return paths, base
+
+    def report_args(self) -> dict[str, Any]:
+        """Keyword arguments of api.replay_to_report."""
+        return {
+            "force": self.force,
+            "rows": self.rows.value,
+            "chunk_rows": self.chunk_rows,
+            "engine": self.engine.value,
+            "ray_address": self.ray_address,
+            "highlight": highlight_ids(self.highlight),
+            "mapping": self.map_,
+            "group_size": self.group_size,
+            "strict": self.strict,
+        }
 
 
-def command_values(args: dict[str, Any], names: Iterable[str]) -> dict[str, str | None]:
-    """The named parameters' values among a command's arguments (pass `locals()`)."""
-    return {n: args[_PY_NAMES.get(n, n)] for n in names if _PY_NAMES.get(n, n) in args}
+def _run_options() -> list[inspect.Parameter]:
+    from replay_cli.engine import DEFAULT_CHUNK_ROWS
+
+    defaults = {
+        "force": False,
+        "rows": Rows.all,
+        "chunk_rows": DEFAULT_CHUNK_ROWS,
+        "engine": EngineName.local,
+        "ray_address": None,
+        "highlight": None,
+        "run_config": None,
+        "map_": None,
+        "group_size": None,
+        "strict": False,
+        "ignore_unknown_overrides": False,
+    }
+    annotations = {
+        "force": ForceOpt,
+        "rows": RowsOpt,
+        "chunk_rows": ChunkRowsOpt,
+        "engine": EngineOpt,
+        "ray_address": RayAddressOpt,
+        "highlight": HighlightOpt,
+        "run_config": RunConfigOpt,
+        "map_": MapOpt,
+        "group_size": GroupSizeOpt,
+        "strict": StrictOpt,
+        "ignore_unknown_overrides": IgnoreUnknownOpt,
+    }
+    return [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=annotations[n])
+        for n, d in defaults.items()
+    ]

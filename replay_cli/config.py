@@ -25,33 +25,103 @@ ITEM_DESCRIPTIONS = {
 INTERNAL_CALL_BONUS_REF = 56.0
 
 
+SHAPE, ADV, OUT = "Shaping", "Advantages", "Output"
+"""Help panels of the CLI options."""
+
+
+def param(
+    default: Any,
+    help: str,
+    *,
+    panel: str,
+    trainer: tuple[str, ...] = (),
+    explain: bool = True,
+    replay: bool = True,
+    label: str | None = None,
+    **constraints: Any,
+) -> Any:
+    """One parameter, declared once: its default, help (also the field's description), CLI
+    panel, trainer keys (`++` overrides and run configs; the first wins over the others), whether
+    `replay`/`explain` take it, and the label fragment shown when it differs from its default
+    (a format string over the parameter's value). parameters.py derives everything else."""
+    extra = {"panel": panel, "trainer": list(trainer), "explain": explain, "replay": replay}
+    if label is not None:
+        extra["label"] = label
+    return Field(default, description=help, json_schema_extra=extra, **constraints)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+TE = "grpo.time_efficiency."
 
 
 class ShapingParams(_Frozen):
     """`grpo.time_efficiency.*` plus the semantics switch; names match NeMo-RL."""
 
-    enabled: bool = Field(True, description="Off = replay the raw rewards.")
-    lambda_time: float = Field(1 / 60, allow_inf_nan=False, description="Cost per agent minute.")
-    apply_to: Literal["all", "correct"] = Field("all", description="Which rows are charged.")
-    floor: float | None = Field(
-        None, allow_inf_nan=False, description="Lower clamp on the shaped reward."
+    enabled: bool = param(
+        True,
+        "Shaping on (false = replay the raw rewards).",
+        panel=SHAPE,
+        trainer=(TE + "enabled",),
+        explain=False,
+        replay=False,
     )
-    lambda_call_bonus: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="Saturating tool-call bonus."
+    lambda_time: float = param(
+        1 / 60,
+        "Reward cost per agent minute; fractions ok (1/60: an hour costs 1.0).",
+        panel=SHAPE,
+        trainer=(TE + "lambda_time",),
+        allow_inf_nan=False,
     )
-    call_bonus_ref: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="Calls that saturate the bonus."
+    apply_to: Literal["all", "correct"] = param(
+        "all",
+        "Charge every rollout or only correct ones.",
+        panel=SHAPE,
+        trainer=(TE + "apply_to",),
     )
-    mask_flagged: bool = Field(True, description="env.should_mask_flagged_samples.")
-    semantics: Literal["nemo-rl", "internal"] = Field(
-        "nemo-rl", description="PR #4029 or the earlier internal code."
-    )
-    internal_items: tuple[int, ...] | None = Field(
+    floor: float | None = param(
         None,
-        description="Items of spec §3.3 that behave the internal way; default: all under "
-        "'internal', none under 'nemo-rl'. Used to attribute differences one item at a time.",
+        "Lower clamp on the shaped reward, or none.",
+        panel=SHAPE,
+        trainer=(TE + "floor",),
+        allow_inf_nan=False,
+    )
+    lambda_call_bonus: float = param(
+        0.0,
+        "Saturating tool-call bonus (0 = off).",
+        panel=SHAPE,
+        trainer=(TE + "lambda_call_bonus",),
+        ge=0,
+        allow_inf_nan=False,
+    )
+    call_bonus_ref: float | None = param(
+        None,
+        "Calls at which the bonus saturates, or none.",
+        panel=SHAPE,
+        trainer=(TE + "call_bonus_ref",),
+        gt=0,
+        allow_inf_nan=False,
+    )
+    mask_flagged: bool = param(
+        True,
+        "env.should_mask_flagged_samples: loss-masked rows are not charged.",
+        panel=SHAPE,
+        trainer=("env.should_mask_flagged_samples",),
+    )
+    semantics: Literal["nemo-rl", "internal"] = param(
+        "nemo-rl",
+        "nemo-rl (PR #4029) or internal (the earlier implementation).",
+        panel=SHAPE,
+        explain=False,
+    )
+    internal_items: tuple[int, ...] | None = param(
+        None,
+        "Internal differences to switch on alone, joined by '+': 1+3 (spec §3.3); default: all "
+        "under internal, none under nemo-rl.",
+        panel=SHAPE,
+        explain=False,
     )
 
     @model_validator(mode="after")
@@ -97,32 +167,66 @@ class AdvantageParams(_Frozen):
         "openrlhf-rloo",
         "reinforce-pp-baseline",
         "dr-grpo",
-    ] = Field("grpo", description="grpo = NeMo-RL; the others replay a peer trainer (peers.py).")
-    scale_rewards: Literal["group", "batch", "none"] = Field(
+    ] = param(
+        "grpo",
+        "grpo (NeMo-RL) or a peer trainer's estimator (peers.py). reinforce-pp-baseline whitens "
+        "over response_tokens when the input has that column, else one token per rollout (verl "
+        "always weighs tokens).",
+        panel=ADV,
+        trainer=("grpo.adv_estimator.name",),
+    )
+    scale_rewards: Literal["group", "batch", "none"] = param(
         "group",
-        description="trl-grpo only: divide by the group std, the step's std, or not at all.",
+        "trl-grpo only: divide by the group std, the step's std, or not at all.",
+        panel=ADV,
     )
-    baseline: Literal["loo", "mean"] = Field("loo", description="Leave-one-out or group mean.")
-    normalize: bool = Field(True, description="Divide by the (LOO) std where the guard passes.")
-    std_guard: Literal["legacy", "trivial"] = Field(
+    baseline: Literal["loo", "mean"] = param(
+        "loo",
+        "Leave-one-out or group-mean baseline.",
+        panel=ADV,
+        trainer=(
+            "grpo.adv_estimator.use_leave_one_out_baseline",
+            "grpo.use_leave_one_out_baseline",
+        ),
+    )
+    normalize: bool = param(
+        True,
+        "Divide by the (leave-one-out) std where the guard passes.",
+        panel=ADV,
+        trainer=("grpo.adv_estimator.normalize_rewards", "grpo.normalize_rewards"),
+    )
+    std_guard: Literal["legacy", "trivial"] = param(
         "trivial",
-        description="legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
+        "legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
+        panel=ADV,
     )
-    exclude_masked: bool = Field(False, description="Masked rows do not vote (NeMo-RL PR #4160).")
-    filter: Literal["none", "nemo-rl", "verl", "openrlhf"] = Field(
-        "none", description="Dynamic-sampling filter to replay (filters.py)."
+    exclude_masked: bool = param(
+        False, "Masked rows do not vote in the baseline (NeMo-RL PR #4160).", panel=ADV
     )
-    filter_on: Literal["reward", "resolved"] = Field(
-        "reward", description="What the filter looks at."
+    filter: Literal["none", "nemo-rl", "verl", "openrlhf"] = param(
+        "none", "Dynamic-sampling filter to replay (filters.py).", panel=ADV
     )
-    clip_low: float | None = Field(
-        None, allow_inf_nan=False, description="grpo.advantage_clip_low."
+    filter_on: Literal["reward", "resolved"] = param(
+        "reward", "What the filter looks at.", panel=ADV
     )
-    clip_high: float | None = Field(
-        None, allow_inf_nan=False, description="grpo.advantage_clip_high."
+    clip_low: float | None = param(
+        None,
+        "grpo.advantage_clip_low, or none.",
+        panel=ADV,
+        trainer=("grpo.advantage_clip_low",),
+        allow_inf_nan=False,
     )
-    precision: Literal["float32", "float64"] = Field(
-        "float32", description="float32 emulates torch."
+    clip_high: float | None = param(
+        None,
+        "grpo.advantage_clip_high, or none.",
+        panel=ADV,
+        trainer=("grpo.advantage_clip_high",),
+        allow_inf_nan=False,
+    )
+    precision: Literal["float32", "float64"] = param(
+        "float32",
+        "float32 emulates the trainer's torch maths; float64 is the exact maths.",
+        panel=ADV,
     )
 
     @model_validator(mode="after")
@@ -141,8 +245,8 @@ class ReplayConfig(_Frozen):
 
     shaping: ShapingParams = ShapingParams()
     advantage: AdvantageParams = AdvantageParams()
-    metrics_by: Literal["group", "batch"] = Field(
-        "group", description="async (group) or sync (batch) trainer."
+    metrics_by: Literal["group", "batch"] = param(
+        "group", "group (async trainer) or batch (sync trainer) metric granularity.", panel=OUT
     )
 
     @property

@@ -6,7 +6,7 @@ import pytest
 
 from replay_cli import api, plots
 from replay_cli.facets import layout
-from replay_cli.sweep import expand
+from replay_cli.parameters import expand
 
 GRIDS = {
     2: {"lambda_time": [0.0, 1 / 60]},

@@ -155,7 +155,8 @@ def test_existing_output_is_refused_without_force(synth_path, tmp_path):
         (["--clip-low", "3", "--clip-high", "-3"], "clip_low (3.0) is above clip_high (-3.0)"),
         (["--lambda-call-bonus", "-1", "--call-bonus-ref", "5"], "greater than or equal to 0"),
         (["--internal-items", "1+7"], "internal_items [7] unknown"),
-        (["--apply-to", "all,correct"], "use `replay-cli sweep`"),
+        (["--lambda-time", "0,1/60"], "use `replay-cli sweep`"),
+        (["--apply-to", "all,correct"], "Invalid value for '--apply-to'"),
     ],
 )
 def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
@@ -165,10 +166,12 @@ def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
     assert "Traceback" not in result.output
 
 
-def test_bad_choice_is_a_usage_error(synth_path, tmp_path):
+def test_bad_choice_is_a_usage_error(synth_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     result = run("replay", synth_path, "--out", tmp_path / "r", "--apply-to", "corect")
     assert result.exit_code == 2
-    assert "apply_to: Input should be 'all' or 'correct' (got 'corect')" in result.output
+    assert "Invalid value for '--apply-to'" in result.output
+    assert "'corect' is not one of" in result.output
 
 
 def test_missing_input_exit_2(tmp_path):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from replay_cli import api
 from replay_cli.cli import app
-from replay_cli.sweep import expand
+from replay_cli.parameters import expand
 
 CHROMIUM_ARGS = [
     "--headless",

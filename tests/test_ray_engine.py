@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from replay_cli import api, ray_engine
 from replay_cli.cli import app
-from replay_cli.sweep import expand
+from replay_cli.parameters import expand
 
 from factories import config
 
@@ -87,7 +87,8 @@ def test_bad_engine(synth_path, tmp_path):
         app, ["replay", str(synth_path), "--out", str(tmp_path / "r"), "--engine", "spark"]
     )
     assert result.exit_code == 2
-    assert "--engine expects local or ray" in result.output
+    assert "Invalid value for '--engine'" in result.output
+    assert "'spark' is not one of" in result.output
 
 
 def test_worker_killed_mid_task_is_retried(synth_path, tmp_path, monkeypatch):

@@ -147,10 +147,7 @@ def test_unknown_option(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expect"),
     [
-        (
-            ["--apply-to", "correctt"],
-            "apply_to: Input should be 'all' or 'correct' (got 'correctt')",
-        ),
+        (["--apply-to", "correctt"], "Invalid value for '--apply-to'"),
         (
             ["--lambda-call-bonus", "-0.1", "--call-bonus-ref", "5"],
             "lambda_call_bonus: Input should be greater than or equal to 0",

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.runconfig: NeMo-RL run configs, interpolation, defaults and precedence."""
+"""Tests for reading NeMo-RL run configs (parameters.read_run_config, io/run_config.py): interpolation, defaults, precedence."""
 
 import polars as pl
 import pytest
@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from replay_cli.cli import app
 from replay_cli.errors import ConfigError
-from replay_cli.runconfig import read_run_config
+from replay_cli.parameters import read_run_config
 
 RUN = """
 grpo:
@@ -34,14 +34,12 @@ def test_reads_the_trainer_keys(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(RUN)
     values = read_run_config(path)
-    assert values["shaping"] == {
+    assert values == {
         "enabled": True,
         "lambda_time": 0.0166,
         "apply_to": "correct",
         "floor": 0.05,
         "mask_flagged": False,
-    }
-    assert values["advantage"] == {
         "estimator": "grpo",
         "normalize": True,
         "baseline": "mean",
@@ -55,13 +53,13 @@ def test_adv_estimator_wins_over_the_fallback(tmp_path):
     path.write_text(
         "grpo:\n  normalize_rewards: true\n  adv_estimator:\n    normalize_rewards: false\n"
     )
-    assert read_run_config(path)["advantage"]["normalize"] is False
+    assert read_run_config(path)["normalize"] is False
 
 
 def test_fallback_is_used_without_adv_estimator(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("grpo:\n  normalize_rewards: false\n")
-    assert read_run_config(path)["advantage"]["normalize"] is False
+    assert read_run_config(path)["normalize"] is False
 
 
 def test_defaults_chain(tmp_path):
@@ -71,7 +69,7 @@ def test_defaults_chain(tmp_path):
     (tmp_path / "run.yaml").write_text(
         "defaults: base\ngrpo:\n  time_efficiency:\n    apply_to: correct\n"
     )
-    assert read_run_config(tmp_path / "run.yaml")["shaping"] == {
+    assert read_run_config(tmp_path / "run.yaml") == {
         "lambda_time": 0.5,
         "apply_to": "correct",
     }

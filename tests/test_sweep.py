@@ -1,4 +1,4 @@
-"""Tests for replay_cli.sweep and the sweep command: parsing, grids, one-pass equivalence."""
+"""Tests for replay_cli.parameters and the sweep command: parsing, grids, one-pass equivalence."""
 
 import polars as pl
 import pytest
@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from replay_cli import api
 from replay_cli.cli import app
 from replay_cli.errors import ConfigError
-from replay_cli.sweep import expand, parse_list, parse_value, read_grid
+from replay_cli.parameters import expand, parse_list, parse_value, read_grid
 
 from factories import config
 

@@ -1,4 +1,5 @@
-"""Read replay parameters from a NeMo-RL run config YAML (`--config run.yaml`)."""
+"""Read a NeMo-RL run config YAML as a tree: Hydra-style `defaults:` parents merged (the child
+wins) and `${a.b}` interpolations resolved on lookup. parameters.py picks the trainer keys."""
 
 from __future__ import annotations
 
@@ -6,9 +7,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from replay_cli.errors import ConfigError
-from replay_cli.overrides import TRAINER_KEYS, trainer_values
-from replay_cli.params import read_yaml
+
+
+def read_yaml(path: Path, kind: str) -> Any:
+    """Parse a YAML file; unreadable or invalid files are a ConfigError naming the file."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {kind} {path}: {exc.strerror}.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{kind[0].upper()}{kind[1:]} {path} is not valid YAML: {exc}") from None
+
 
 _INTERPOLATION = re.compile(r"\$\{([^}]+)\}")
 _MAX_DEPTH = 20
@@ -24,7 +36,7 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _load(path: Path, depth: int = 0) -> dict[str, Any]:
+def read_tree(path: Path, depth: int = 0) -> dict[str, Any]:
     """Load a YAML file and its Hydra-style `defaults:` parents (parents first, the child wins)."""
     if depth > _MAX_DEPTH:
         raise ConfigError(f"{path}: `defaults:` chain is deeper than {_MAX_DEPTH} files.")
@@ -38,11 +50,11 @@ def _load(path: Path, depth: int = 0) -> dict[str, Any]:
     for parent in [parents] if isinstance(parents, str) else parents or []:
         if isinstance(parent, str):
             name = parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml"
-            merged = _merge(merged, _load((path.parent / name).resolve(), depth + 1))
+            merged = _merge(merged, read_tree((path.parent / name).resolve(), depth + 1))
     return _merge(merged, data)
 
 
-def _lookup(tree: dict[str, Any], dotted: str) -> Any:
+def lookup(tree: dict[str, Any], dotted: str) -> Any:
     node: Any = tree
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -51,7 +63,7 @@ def _lookup(tree: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def _resolve(tree: dict[str, Any], value: Any, key: str, depth: int = 0) -> Any:
+def resolve(tree: dict[str, Any], value: Any, key: str, depth: int = 0) -> Any:
     """Resolve `${a.b}` references to other keys of the same config (no resolvers like oc.env)."""
     if not isinstance(value, str) or "${" not in value:
         return value
@@ -60,24 +72,11 @@ def _resolve(tree: dict[str, Any], value: Any, key: str, depth: int = 0) -> Any:
     whole = _INTERPOLATION.fullmatch(value.strip())
     try:
         if whole:
-            return _resolve(tree, _lookup(tree, whole.group(1).strip()), key, depth + 1)
+            return resolve(tree, lookup(tree, whole.group(1).strip()), key, depth + 1)
         return _INTERPOLATION.sub(
-            lambda m: str(_resolve(tree, _lookup(tree, m.group(1).strip()), key, depth + 1)), value
+            lambda m: str(resolve(tree, lookup(tree, m.group(1).strip()), key, depth + 1)), value
         )
     except KeyError as exc:
         raise ConfigError(
             f"Run config key {key} refers to ${{{exc.args[0]}}}, which is not set."
         ) from None
-
-
-def read_run_config(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The replay parameters a NeMo-RL run config sets (grpo.time_efficiency.*, adv_estimator.*, clip, mask)."""
-    tree = _load(Path(path))
-    pairs = []
-    for key in TRAINER_KEYS:
-        try:
-            raw = _lookup(tree, key)
-        except KeyError:
-            continue
-        pairs.append((key, _resolve(tree, raw, key)))
-    return trainer_values(pairs)
