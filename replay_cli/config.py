@@ -38,15 +38,20 @@ def param(
     explain: bool = True,
     replay: bool = True,
     label: str | None = None,
+    since: str | None = None,
     **constraints: Any,
 ) -> Any:
     """One parameter, declared once: its default, help (also the field's description), CLI
     panel, trainer keys (`++` overrides and run configs; the first wins over the others), whether
     `replay`/`explain` take it, and the label fragment shown when it differs from its default
-    (a format string over the parameter's value). parameters.py derives everything else."""
+    (a format string over the parameter's value). `since` marks a parameter added after config
+    ids were published: at its default it is left out of the id, so earlier ids stay valid.
+    parameters.py derives everything else."""
     extra = {"panel": panel, "trainer": list(trainer), "explain": explain, "replay": replay}
     if label is not None:
         extra["label"] = label
+    if since is not None:
+        extra["since"] = since
     return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
@@ -109,6 +114,15 @@ class ShapingParams(_Frozen):
         "env.should_mask_flagged_samples: loss-masked rows are not charged.",
         panel=SHAPE,
         trainer=("env.should_mask_flagged_samples",),
+    )
+    validation_shaped: bool = param(
+        False,
+        "Charge validation rows too, as NeMo-RL's single-controller path does (grpo_train_sync: "
+        "SyncRolloutActor.rollout_to_tq shapes validate_sync); grpo.validate() does not. Pair "
+        "with --metrics-by batch to replay such a run's curves.",
+        panel=SHAPE,
+        label="val-shaped",
+        since="0.2",
     )
     semantics: Literal["nemo-rl", "internal"] = param(
         "nemo-rl",
@@ -252,7 +266,13 @@ class ReplayConfig(_Frozen):
     @property
     def config_id(self) -> str:
         """Stable short id: a hash of the parameters, equal across runs and machines."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        dumped = self.model_dump(mode="json")
+        for section, model in (("shaping", self.shaping), ("advantage", self.advantage)):
+            for name, _ in _added_at_default(model):
+                del dumped[section][name]
+        for name, _ in _added_at_default(self):
+            del dumped[name]
+        payload = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
     def flat(self) -> dict[str, Any]:
@@ -280,6 +300,7 @@ class ReplayConfig(_Frozen):
                 parts.append(f"bonus={s.lambda_call_bonus:g}/{s.effective_call_bonus_ref:g}")
             if s.semantics == "internal" or s.internal_items is not None:
                 parts.append(f"{s.semantics}[{','.join(map(str, sorted(s.items)))}]")
+            parts.extend(_declared_fragments(s))
         if a.estimator != "grpo":
             parts.append(a.estimator + (f"/{a.scale_rewards}" if a.estimator == "trl-grpo" else ""))
         if a.filter != "none":
@@ -288,7 +309,33 @@ class ReplayConfig(_Frozen):
             lo = "-inf" if a.clip_low is None else f"{a.clip_low:g}"
             hi = "inf" if a.clip_high is None else f"{a.clip_high:g}"
             parts.append(f"clip[{lo},{hi}]")
+        parts.extend(_declared_fragments(a))
         return " ".join(parts)
+
+
+def _extra(field: Any) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def _added_at_default(model: BaseModel) -> list[tuple[str, Any]]:
+    """Fields declared with `since` that hold their default (left out of the config id)."""
+    return [
+        (name, getattr(model, name))
+        for name, field in type(model).model_fields.items()
+        if "since" in _extra(field) and getattr(model, name) == field.default
+    ]
+
+
+def _declared_fragments(model: BaseModel) -> list[str]:
+    """Label fragments of the fields that declare one, for values other than the default."""
+    out = []
+    for name, field in type(model).model_fields.items():
+        fragment = _extra(field).get("label")
+        value = getattr(model, name)
+        if fragment is not None and value != field.default:
+            out.append(str(fragment).format(value))
+    return out
 
 
 def build_config(values: dict[str, Any]) -> ReplayConfig:

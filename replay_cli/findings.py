@@ -16,6 +16,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.diagnostics import EXPLOSION
 from replay_cli.frames import collect
+from replay_cli.parameters import registry
 
 SCHEMA = {
     S.CONFIG_ID: pl.String,
@@ -158,30 +159,8 @@ def _safe_lambda(summary: pl.DataFrame, row: dict[str, Any]) -> float | None:
     return None if lam.is_empty() else float(lam.max())
 
 
-PARAMS = (
-    "enabled",
-    "lambda_time",
-    "apply_to",
-    "floor",
-    "lambda_call_bonus",
-    "call_bonus_ref",
-    "mask_flagged",
-    "semantics",
-    "internal_items",
-    "estimator",
-    "scale_rewards",
-    "baseline",
-    "normalize",
-    "std_guard",
-    "exclude_masked",
-    "filter",
-    "filter_on",
-    "clip_low",
-    "clip_high",
-    "precision",
-    "metrics_by",
-    "validation_shaped",
-)
+PARAMS = tuple(registry())
+"""Every replay parameter (each a summary column), in declaration order."""
 
 
 def _pct(x: float) -> str:

@@ -46,13 +46,15 @@ def call_bonus(lambda_call_bonus: Param, call_bonus_ref: Param) -> pl.Expr:
 
 
 def skipped(p: ShapingParams) -> pl.Expr:
-    """Rows the hook leaves untouched: masked, failing the correct gate, or validation (spec §3.2)."""
+    """Rows the hook leaves untouched: masked, failing the correct gate, or validation (spec §3.2,
+    unless internal item 4 or the sync trainer path's `validation_shaped`)."""
     items = p.items
     is_val = pl.col(S.SPLIT) == S.SPLIT_VALIDATION
     skip = pl.lit(not p.enabled)
     skip = skip | (masked(p.mask_flagged) & pl.lit(1 not in items))
     skip = skip | (pl.lit(p.apply_to == "correct") & ~correct_gate(3 in items))
-    return skip | (is_val & pl.lit(4 not in items))
+    # Validation is charged by internal item 4, and on the sync path (validation_shaped).
+    return skip | (is_val & pl.lit(4 not in items and not p.validation_shaped))
 
 
 def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:

@@ -83,3 +83,43 @@ def test_readme_demo_output_is_real(tmp_path, monkeypatch):
     shown = re.search(r"\$ uv run replay-cli demo\n(.*?)```", README, re.DOTALL).group(1)
     strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]
     assert strip(result.output) == strip(shown)
+
+
+def test_cli_reference_is_generated_from_the_app(tmp_path):
+    """docs/cli.md is `typer replay_cli.cli utils docs` output; regenerate it when options change."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "cli.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "typer",
+            "replay_cli.cli",
+            "utils",
+            "docs",
+            "--name",
+            "replay-cli",
+            "--title",
+            "replay-cli command reference",
+            "--output",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == (ROOT / "docs" / "cli.md").read_text(), (
+        "docs/cli.md is stale: uv run typer replay_cli.cli utils docs --name replay-cli "
+        "--title 'replay-cli command reference' --output docs/cli.md"
+    )
+
+
+def test_readme_is_short_and_links_the_docs():
+    assert len(README.encode()) < 10_500
+    for doc in ("guide", "cli", "report", "semantics", "architecture", "benchmarks"):
+        assert f"(docs/{doc}.md)" in README
+        assert (ROOT / "docs" / f"{doc}.md").exists()
