@@ -19,3 +19,15 @@ class InputFileError(ReplayError):
 
 class OutputExistsError(ReplayError):
     """The report directory exists and --force was not given."""
+
+
+class EstimatorError(ReplayError):
+    """The estimator refuses this input, as its trainer would."""
+
+
+class TaskFailedError(ReplayError):
+    """A Ray task failed for good (its worker died on every try); no report is written."""
+
+
+class RowError(ValueError):
+    """A JSON record that cannot be turned into a rollout row (reported with its file:line)."""

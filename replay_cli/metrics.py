@@ -13,9 +13,7 @@ from replay_cli.segments import Runs
 
 SIGNAL_EPS = 1e-6
 
-IS_VAL = "_is_validation"
-TRAINABLE = "_trainable"
-GID = "_gid"  # sorted integer id of (step, group_id, split) over a chunk's rows
+IS_VAL, TRAINABLE, GID = S.IS_VAL, S.TRAINABLE, S.GID
 
 TE = "time_efficiency/"
 

@@ -10,16 +10,19 @@ Output columns follow `AdvColumns`: `baseline` is the value subtracted, `std` th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
 import polars as pl
 
+from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, _dtype
 from replay_cli.config import AdvantageParams
-from replay_cli.errors import ReplayError
+from replay_cli.errors import EstimatorError
 from replay_cli.frames import collect
-from replay_cli.metrics import IS_VAL
 
-TOKENS = "response_tokens"
-"""Optional column with each row's response token count (token-weighted whitening)."""
+TOKENS = S.TOKENS
 
 
 def whitening_weights(columns: list[str]) -> str:
@@ -40,10 +43,6 @@ def estimator_notes(columns: list[str], estimators: set[str]) -> list[str]:
             )
         ]
     return []
-
-
-class EstimatorError(ReplayError):
-    """The estimator refuses this input, as its trainer would."""
 
 
 def _stats(
@@ -246,6 +245,30 @@ def reinforce_pp_baseline(
     return _finish(lf, adv, pl.col(t + "base"), var.sqrt(), pl.lit(True), t, p, out)
 
 
+@dataclass(frozen=True)
+class Estimator:
+    """A peer estimator and what it needs: `batch` statistics over the step, `pairs` (OpenRLHF
+    reshapes to equal groups of two or more rows), and `baseline`, the NeMo-RL baseline kind its
+    subtraction corresponds to (for the masked-row diagnostic)."""
+
+    compute: Callable[..., pl.LazyFrame]
+    baseline: Literal["loo", "mean"]
+    batch: bool = False
+    pairs: bool = False
+
+
+ESTIMATORS: dict[str, Estimator] = {
+    "verl-grpo": Estimator(verl_grpo, "mean"),
+    "verl-rloo": Estimator(verl_rloo, "loo"),
+    "trl-grpo": Estimator(trl_grpo, "mean", batch=True),
+    "openrlhf-group-norm": Estimator(openrlhf_group_norm, "mean", pairs=True),
+    "openrlhf-rloo": Estimator(openrlhf_rloo, "loo", pairs=True),
+    "dr-grpo": Estimator(dr_grpo, "mean", pairs=True),
+    "reinforce-pp-baseline": Estimator(reinforce_pp_baseline, "mean", batch=True),
+}
+"""Every peer estimator by its `--estimator` name (grpo, NeMo-RL's own, is advantages.py)."""
+
+
 def add_peer_advantages(
     lf: pl.LazyFrame,
     reward: str,
@@ -255,25 +278,12 @@ def add_peer_advantages(
     out: AdvColumns,
     active: pl.Expr | None = None,
 ) -> pl.LazyFrame:
-    """Dispatch to the estimator named by `p.estimator`; `active` marks the training batch's rows
-    (default: every training row), which OpenRLHF's group-size checks look at."""
-    active = ~pl.col(IS_VAL) if active is None else active
-    name = p.estimator
-    if name == "verl-grpo":
-        return verl_grpo(lf, reward, gid, p, out)
-    if name == "verl-rloo":
-        return verl_rloo(lf, reward, gid, p, out)
-    if name == "trl-grpo":
-        return trl_grpo(lf, reward, gid, batch, p, out)
-    if name == "openrlhf-group-norm":
-        _require_pairs(lf, gid, name, active)
-        return openrlhf_group_norm(lf, reward, gid, p, out)
-    if name == "openrlhf-rloo":
-        _require_pairs(lf, gid, name, active)
-        return openrlhf_rloo(lf, reward, gid, p, out)
-    if name == "dr-grpo":
-        _require_pairs(lf, gid, name, active)
-        return dr_grpo(lf, reward, gid, p, out)
-    if name == "reinforce-pp-baseline":
-        return reinforce_pp_baseline(lf, reward, gid, batch, p, out)
-    raise ValueError(f"unknown estimator {name}")
+    """The estimator named by `p.estimator`; `active` marks the training batch's rows (default:
+    every training row), which OpenRLHF's group-size checks look at."""
+    active = ~pl.col(S.IS_VAL) if active is None else active
+    est = ESTIMATORS[p.estimator]
+    if est.pairs:
+        _require_pairs(lf, gid, p.estimator, active)
+    if est.batch:
+        return est.compute(lf, reward, gid, batch, p, out)
+    return est.compute(lf, reward, gid, p, out)

@@ -30,14 +30,10 @@ from replay_cli.engine import (
     read_chunk,
     replay_batch,
 )
-from replay_cli.errors import ConfigError, ReplayError
+from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
 from replay_cli.validation import Rollouts, load_rollouts
 
 MAX_RETRIES = 3
-
-
-class TaskFailedError(ReplayError):
-    """A Ray task failed for good (its worker died on every try); no report is written."""
 
 
 def _outcome(ray: Any, ref: Any, lo: int, hi: int, batch: Sequence[ReplayConfig]) -> Any:

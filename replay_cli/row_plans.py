@@ -9,13 +9,11 @@ from replay_cli import schema as S
 from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.filters import add_kept
-from replay_cli.metrics import GID, IS_VAL, TRAINABLE
-from replay_cli.peers import add_peer_advantages
+from replay_cli.peers import ESTIMATORS, add_peer_advantages
 from replay_cli.segments import Groups, Runs
 from replay_cli.shaping import apply_shaping, masked
 
-BID = "_bid"  # batch (step, split) id, for batch-level statistics
-CHUNK_IDS = (IS_VAL, GID, BID)  # columns the chunk reader adds; not part of the report
+IS_VAL, TRAINABLE, GID, BID, CHUNK_IDS = S.IS_VAL, S.TRAINABLE, S.GID, S.BID, S.CHUNK_IDS
 
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
 _RAW = AdvColumns(
@@ -140,9 +138,8 @@ def row_plan(
     # The baseline with masked rows voting vs not, whichever the config does not use.
     toggled = a
     if a.estimator != "grpo":
-        toggled = a.model_copy(
-            update={"estimator": "grpo", "baseline": "loo" if "rloo" in a.estimator else "mean"}
-        )
+        kind = ESTIMATORS[a.estimator].baseline
+        toggled = a.model_copy(update={"estimator": "grpo", "baseline": kind})
     lf = add_baseline_and_std(
         lf,
         S.REWARD_SHAPED,

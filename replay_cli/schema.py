@@ -66,8 +66,55 @@ TRIVIAL_PEERS = "peers_all_equal"
 NORMALIZED = "normalized"
 KEPT = "kept"  # survived the dynamic-sampling filter
 
+# Optional inputs a rollout may carry.
+TOKENS = "response_tokens"  # response token count: reinforce-pp-baseline whitens token-weighted
+
+# Working columns of a chunk (never written to the report).
+IS_VAL = "_is_validation"
+TRAINABLE = "_trainable"
+GID = "_gid"  # sorted integer id of (step, group_id, split) over a chunk's rows
+BID = "_bid"  # batch (step, split) id, for batch-level statistics
+CHUNK_IDS = (IS_VAL, GID, BID)  # added by the chunk reader
+
 GROUP_KEYS = (STEP, GROUP_ID)
 CONFIG_GROUP_KEYS = (CONFIG_ID, STEP, GROUP_ID)
+
+_NUMERIC: tuple[type[pl.DataType], ...] = (
+    pl.Float32,
+    pl.Float64,
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.UInt64,
+)
+_INTEGER = _NUMERIC[2:]
+
+# column -> (accepted input dtype classes, what the message says is expected)
+ACCEPTED: dict[str, tuple[tuple[type[pl.DataType], ...], str]] = {
+    GROUP_ID: ((*_INTEGER, pl.String, pl.Categorical), "an integer or a string"),
+    ROLLOUT_INDEX: (_INTEGER, "an integer"),
+    STEP: (_INTEGER, "an integer"),
+    REWARD: ((*_NUMERIC, pl.Boolean), "a number"),
+    RESOLVED: ((pl.Boolean, *_INTEGER), "a boolean"),
+    RUN_TIME: ((*_NUMERIC, pl.Boolean, pl.String, pl.Null), "a number of seconds"),
+    CALLS: (_INTEGER, "an integer"),
+    MASK_SAMPLE: ((pl.Boolean, *_INTEGER), "a boolean"),
+    SPLIT: ((pl.String, pl.Categorical, pl.Enum), "'train' or 'validation'"),
+    ZEROED: ((pl.Boolean, *_INTEGER), "a boolean"),
+}
+
+# Defaults of the optional columns when absent or null (spec §2); `resolved` is derived instead.
+DEFAULTS: dict[str, object] = {
+    STEP: 0,
+    CALLS: 0,
+    MASK_SAMPLE: False,
+    ZEROED: False,
+    SPLIT: SPLIT_TRAIN,
+}
 
 # Types after normalisation; group_id keeps its input type (int or string).
 NORMALISED_TYPES: dict[str, pl.DataType] = {

@@ -15,34 +15,6 @@ from replay_cli.errors import SchemaError
 from replay_cli.io.parquet import discover, scan_file
 from replay_cli.value_checks import check_all_values, problems_message
 
-_NUMERIC = (
-    pl.Float32,
-    pl.Float64,
-    pl.Int8,
-    pl.Int16,
-    pl.Int32,
-    pl.Int64,
-    pl.UInt8,
-    pl.UInt16,
-    pl.UInt32,
-    pl.UInt64,
-)
-_INTEGER = _NUMERIC[2:]
-
-# column -> (accepted dtype classes, description for the message)
-_ACCEPTED: dict[str, tuple[tuple[type[pl.DataType], ...], str]] = {
-    S.GROUP_ID: ((*_INTEGER, pl.String, pl.Categorical), "an integer or a string"),
-    S.ROLLOUT_INDEX: (_INTEGER, "an integer"),
-    S.STEP: (_INTEGER, "an integer"),
-    S.REWARD: ((*_NUMERIC, pl.Boolean), "a number"),
-    S.RESOLVED: ((pl.Boolean, *_INTEGER), "a boolean"),
-    S.RUN_TIME: ((*_NUMERIC, pl.Boolean, pl.String, pl.Null), "a number of seconds"),
-    S.CALLS: (_INTEGER, "an integer"),
-    S.MASK_SAMPLE: ((pl.Boolean, *_INTEGER), "a boolean"),
-    S.SPLIT: ((pl.String, pl.Categorical, pl.Enum), "'train' or 'validation'"),
-    S.ZEROED: ((pl.Boolean, *_INTEGER), "a boolean"),
-}
-
 
 @dataclass(frozen=True)
 class InputFile:
@@ -99,7 +71,7 @@ def _dtype_problems(path: str, schema: pl.Schema, group_size: int | None) -> lis
             f"{path}: column '{S.GROUP_ID}' is missing; try --group-size N (consecutive rows) "
             f"or --map COLUMN={S.GROUP_ID}"
         )
-    for col, (accepted, what) in _ACCEPTED.items():
+    for col, (accepted, what) in S.ACCEPTED.items():
         if col in schema and not isinstance(schema[col], accepted):
             problems.append(f"{path}: column '{col}' has type {schema[col]}, expected {what}")
     return problems
@@ -257,7 +229,7 @@ def _derive(
     notes: list[str] = []
     fills: list[pl.Expr] = []
     if S.STEP not in has:
-        fills.append(pl.lit(0, pl.Int64).alias(S.STEP))
+        fills.append(pl.lit(S.DEFAULTS[S.STEP], pl.Int64).alias(S.STEP))
     if S.GROUP_ID not in has:
         assert group_size is not None
         lf = lf.with_row_index("_global_row")
@@ -268,22 +240,14 @@ def _derive(
     if S.RESOLVED not in has:
         fills.append((pl.col(S.REWARD) > 0).alias(S.RESOLVED))
         notes.append("no 'resolved' column: resolved = reward > 0")
-    for col, default in (
-        (S.CALLS, 0),
-        (S.MASK_SAMPLE, False),
-        (S.ZEROED, False),
-        (S.SPLIT, S.SPLIT_TRAIN),
-    ):
-        if col not in has:
+    for col, default in S.DEFAULTS.items():
+        if col not in has and col != S.STEP:
             fills.append(pl.lit(default).alias(col))
     lf = lf.with_columns(fills)
     if S.GROUP_ID in has and S.ROLLOUT_INDEX not in has:
         lf = lf.with_columns(pl.lit(None, pl.Int64).alias(S.ROLLOUT_INDEX))  # filled per chunk
     lf = lf.with_columns(
-        pl.col(S.CALLS).fill_null(0),
-        pl.col(S.MASK_SAMPLE).fill_null(False),
-        pl.col(S.ZEROED).fill_null(False),
-        pl.col(S.SPLIT).fill_null(S.SPLIT_TRAIN),
+        *(pl.col(c).fill_null(v) for c, v in S.DEFAULTS.items() if c != S.STEP),
         pl.col(S.RESOLVED).fill_null(False),
     )
     if "_global_row" in lf.collect_schema().names():

@@ -7,44 +7,33 @@ from typing import Any
 import polars as pl
 
 from replay_cli import ReplayConfig, build_config, run_replay
+from replay_cli import schema as S
 from replay_cli.engine import ReplayResult
 from replay_cli.validation import rollouts_from_frame
 
+# Valid values for the required columns; the optional ones take the schema's own defaults.
 DEFAULTS: dict[str, Any] = {
-    "step": 1,
-    "reward": 0.0,
-    "resolved": False,
-    "openhands_run_time": 600.0,
-    "calls": 10,
-    "mask_sample": False,
-    "split": "train",
-    "zeroed_by_penalty": False,
+    S.REWARD: 0.0,
+    S.RESOLVED: False,
+    S.RUN_TIME: 600.0,
+    **S.DEFAULTS,
+    S.STEP: 1,  # not the schema's 0, so a test that forgets the step still has one
+    S.CALLS: 10,
 }
 
-SCHEMA = {
-    "step": pl.Int64,
-    "group_id": pl.Int64,
-    "rollout_index": pl.Int64,
-    "reward": pl.Float64,
-    "resolved": pl.Boolean,
-    "openhands_run_time": pl.Float64,
-    "calls": pl.Int64,
-    "mask_sample": pl.Boolean,
-    "split": pl.String,
-    "zeroed_by_penalty": pl.Boolean,
-}
+SCHEMA = {**S.NORMALISED_TYPES, S.GROUP_ID: pl.Int64()}
 
 
 def rollouts(**columns: list[Any]) -> pl.DataFrame:
     """One group (group_id 0) unless group_id is given; other columns get valid defaults."""
     n = len(next(iter(columns.values())))
-    data: dict[str, list[Any]] = {"group_id": [0] * n}
+    data: dict[str, list[Any]] = {S.GROUP_ID: [0] * n}
     data.update({k: [v] * n for k, v in DEFAULTS.items()})
     data.update(columns)
-    if "rollout_index" not in columns:
-        data["rollout_index"] = list(range(n))
-    if "resolved" not in columns and "reward" in columns:
-        data["resolved"] = [r is not None and r > 0 for r in data["reward"]]
+    if S.ROLLOUT_INDEX not in columns:
+        data[S.ROLLOUT_INDEX] = list(range(n))
+    if S.RESOLVED not in columns and S.REWARD in columns:
+        data[S.RESOLVED] = [r is not None and r > 0 for r in data[S.REWARD]]
     schema = {k: SCHEMA.get(k) for k in data}
     return pl.DataFrame(
         data, schema={k: v for k, v in schema.items() if v is not None}, strict=False

@@ -7,7 +7,8 @@ import pytest
 
 from replay_cli.advantages import AdvColumns
 from replay_cli.config import AdvantageParams
-from replay_cli.peers import EstimatorError, add_peer_advantages
+from replay_cli.errors import EstimatorError
+from replay_cli.peers import add_peer_advantages
 
 from factories import replay_frame, rollouts
 

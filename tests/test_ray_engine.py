@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from replay_cli import api, ray_engine
 from replay_cli.cli import app
+from replay_cli.errors import TaskFailedError
 from replay_cli.parameters import expand
 
 from factories import config
@@ -142,6 +143,6 @@ def test_task_dying_on_every_try_is_one_readable_error(synth_path, tmp_path, mon
 
     monkeypatch.setattr(ray_engine, "_task", always_dies)
     out = tmp_path / "report"
-    with pytest.raises(ray_engine.TaskFailedError, match=r"Ray task for steps \d+-\d+ x configs"):
+    with pytest.raises(TaskFailedError, match=r"Ray task for steps \d+-\d+ x configs"):
         api.replay_to_report([synth_path], [config()], out, engine="ray")
     assert not out.exists()

@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from replay_cli import schema as S
-from replay_cli.errors import InputFileError
-from replay_cli.io.jsonl import RowError, iter_json_lines
+from replay_cli.errors import InputFileError, RowError
+from replay_cli.io.jsonl import iter_json_lines
 
 # SWE metric fields kept as columns (type -> pyarrow type).
 SWE_FIELDS: dict[str, pa.DataType] = {

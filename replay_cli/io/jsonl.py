@@ -11,14 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay_cli.errors import InputFileError
+from replay_cli.errors import InputFileError, RowError
 
 BATCH_ROWS = 50_000
 MAX_BAD_SHOWN = 5
-
-
-class RowError(ValueError):
-    """A JSON record that cannot be turned into a rollout row."""
 
 
 @dataclass
