@@ -6,16 +6,19 @@ uv run python data_samples/regenerate.py
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import polars as pl
 
 from replay_cli import api
 from replay_cli.config import ReplayConfig
-from replay_cli.io.writers import write_gym_jsonl, write_train_data, write_wandb_table
 from replay_cli.synth import synth_rollouts
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the fake log writers live with the tests
+
+from writers import write_gym_jsonl, write_train_data, write_wandb_table  # noqa: E402
 
 
 def main() -> None:

@@ -12,17 +12,12 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig, build_config
 from replay_cli.engine import DEFAULT_CHUNK_ROWS, ReplayResult, run_replay
-from replay_cli.errors import ConfigError, InputFileError, OutputExistsError
-from replay_cli.io.parquet import atomic_path, parse_mapping
+from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
+from replay_cli.io.parquet import ParquetRowSink, RowsMode, parse_mapping
 from replay_cli.peers import estimator_notes
 from replay_cli.plots import render_all
-from replay_cli.report import (
-    ParquetRowSink,
-    RowsMode,
-    check_out_dir,
-    finish_report,
-    staged_directory,
-)
+from replay_cli.report import finish_report
 from replay_cli.synth import synth_batches
 from replay_cli.validation import Rollouts, load_rollouts
 
@@ -177,8 +172,7 @@ def _replay_into(
 def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
     """Write a synthetic rollout table to Parquet atomically; returns the row count."""
     out = Path(out)
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} already exists.\n\nPass --force to replace it.")
+    refuse_existing(out, force)
     with atomic_path(out) as tmp:
         sink = ParquetRowSink(tmp)
         try:
@@ -231,7 +225,7 @@ def run_demo(
 def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
     """Re-render a report's charts into report/charts and its index.html (the tables are not
     touched); `highlight` replaces the configs the manifest recorded for the per-step charts."""
-    from replay_cli.report import load_report, read_highlight
+    from replay_cli.report_reader import load_report, read_highlight
 
     chosen = list(highlight) if highlight else read_highlight(Path(report))
     paths = render_all(load_report(report), Path(report) / "charts", chosen)
@@ -242,7 +236,7 @@ def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Pa
 def render_report(report: Path) -> Path:
     """Rewrite a report's findings.parquet and index.html from its own tables; returns the page."""
     from replay_cli.html_report import render_index
-    from replay_cli.report import refresh_findings
+    from replay_cli.report_reader import refresh_findings
 
     refresh_findings(Path(report))
     return render_index(report)
@@ -261,7 +255,8 @@ def compare_reports(
     internal_comparison.parquet plus charts/replayed_vs_internal.png; returns both tables."""
     from replay_cli import compare
     from replay_cli.plots import replayed_vs_internal, save
-    from replay_cli.report import load_report, write_directory
+    from replay_cli.report import write_directory
+    from replay_cli.report_reader import load_report
 
     check_out_dir(Path(out), force)
     summary = compare.load_summaries(reports)
@@ -318,8 +313,7 @@ def import_logs(
     from replay_cli.io.importers import import_logs as run_import
 
     out = Path(out)
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} already exists.\n\nPass --force to replace it.")
+    refuse_existing(out, force)
     return run_import(fmt, sources, out, **options)  # type: ignore[arg-type]
 
 

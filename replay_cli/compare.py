@@ -11,7 +11,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
-from replay_cli.report import load_report
+from replay_cli.report_reader import load_report
 
 DELTA_METRICS = (
     "total_reward/mean",

@@ -17,7 +17,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.findings import PARAMS, findings, frontier, is_clipped
 from replay_cli.html_parts import cell, fmt, page, png_image, scatter_svg, table
-from replay_cli.io.parquet import atomic_path
+from replay_cli.io.files import atomic_path
 
 INDEX = "index.html"
 REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")

@@ -67,7 +67,7 @@ def _task(
     rows_mode: str,
 ) -> tuple[list[ConfigPiece], InputPiece | None]:
     """One chunk x one config batch, in a Ray worker."""
-    from replay_cli.report import ParquetRowSink
+    from replay_cli.io.parquet import ParquetRowSink
 
     rollouts = load_rollouts(**load_args, check_values=False)
     chunk = read_chunk(rollouts, lo, hi)
@@ -181,7 +181,7 @@ def run_replay_ray(
 
 def merge_parts(parts: Sequence[Path], out: Path) -> None:
     """Concatenate row part files, in order, into one Parquet file, one part in memory at a time."""
-    from replay_cli.report import ParquetRowSink
+    from replay_cli.io.parquet import ParquetRowSink
 
     sink = ParquetRowSink(out)
     try:

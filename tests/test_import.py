@@ -8,10 +8,12 @@ from typer.testing import CliRunner
 
 from replay_cli.cli import app
 from replay_cli.errors import InputFileError
-from replay_cli.io.gym import count_calls, step_from_name, to_float
+from replay_cli.io.gym import count_calls, to_float
 from replay_cli.io.importers import import_logs
-from replay_cli.io.writers import write_gym_jsonl, write_wandb_table
+from replay_cli.io.wandb import step_from_name
 from replay_cli.synth import synth_rollouts
+
+from writers import write_gym_jsonl, write_wandb_table
 
 runner = CliRunner()
 ROW = {

@@ -7,7 +7,7 @@ import pytest
 
 from replay_cli import api
 from replay_cli.errors import OutputExistsError
-from replay_cli.report import ParquetRowSink
+from replay_cli.io.parquet import ParquetRowSink
 
 from factories import config
 

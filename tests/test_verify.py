@@ -10,10 +10,10 @@ from replay_cli import api
 from replay_cli.cli import app
 from replay_cli.errors import InputFileError
 from replay_cli.io.train_data import read_train_data
-from replay_cli.io.writers import write_train_data
 from replay_cli.verify import verify
 
 from factories import config
+from writers import write_train_data
 
 
 def dumps(synth_path, tmp_path, cfg):

@@ -1,4 +1,5 @@
-"""NeMo-Gym rollouts (`swe_agents` verify responses) and W&B `full_result` tables -> canonical rows.
+"""NeMo-Gym rollouts (`swe_agents` verify responses) -> canonical rows (a W&B `full_result` cell
+holds the same record: io/wandb.py reads the tables).
 
 Field semantics follow NeMo-RL PR #4029 (`rollout_minutes`, `rollout_calls`) and NeMo-Gym
 `responses_api_agents/swe_agents/app.py`: `calls` counts `response.output` items that are dicts
@@ -9,7 +10,6 @@ with `type == "function_call"`; `openhands_run_time` is converted with Python's 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from replay_cli import schema as S
-from replay_cli.errors import InputFileError, RowError
+from replay_cli.errors import RowError
 from replay_cli.io.jsonl import iter_json_lines
 
 # SWE metric fields kept as columns (type -> pyarrow type).
@@ -31,10 +31,6 @@ SWE_FIELDS: dict[str, pa.DataType] = {
     "total_model_call_time": pa.float64(),
     "instance_id": pa.string(),
 }
-_STEP_IN_NAME = (
-    re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$"),
-    re.compile(r"step[_-]?(\d+)", re.IGNORECASE),
-)
 
 
 def schema(with_step: bool) -> pa.Schema:
@@ -150,50 +146,3 @@ def gym_records(path: Path) -> Iterator[tuple[str, Any]]:
     """(file:line, record) for a NeMo-Gym rollout JSONL file."""
     for number, value in iter_json_lines(path):
         yield f"{path}:{number}", value
-
-
-def step_from_name(path: Path) -> int | None:
-    """The step of a W&B media file (`<key>_<step>_<hash>.table.json`) or a `step12` name."""
-    for pattern in _STEP_IN_NAME:
-        match = pattern.search(path.name)
-        if match:
-            return int(match.group(1))
-    return None
-
-
-def table_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """(file:row N, full_result) for a W&B Table JSON (`{"columns": [...], "data": [[...]]}`)."""
-    try:
-        table = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputFileError(f"Cannot read {path}: {exc.strerror}.") from None
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path} is not valid JSON ({exc}).") from None
-    if (
-        not isinstance(table, dict)
-        or not isinstance(table.get("columns"), list)
-        or not isinstance(table.get("data"), list)
-    ):
-        raise InputFileError(
-            f'{path} is not a W&B table: expected {{"columns": [...], "data": [[...]]}}.'
-        )
-    columns = table["columns"]
-    if "full_result" in columns:
-        index = columns.index("full_result")
-    elif len(columns) == 1:
-        index = 0
-    else:
-        raise InputFileError(f"{path}: no 'full_result' column among {columns}.")
-    for number, row in enumerate(table["data"]):
-        where = f"{path}: row {number}"
-        if not isinstance(row, list) or len(row) != len(columns):
-            yield where, RowError(f"expected {len(columns)} cells")
-            continue
-        cell = row[index]
-        if isinstance(cell, str):
-            try:
-                cell = json.loads(cell)
-            except json.JSONDecodeError as exc:
-                yield where, RowError(f"full_result is not valid JSON ({exc})")
-                continue
-        yield where, cell

@@ -8,7 +8,7 @@ from typing import Any
 
 from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
-from replay_cli.io import gym
+from replay_cli.io import gym, wandb
 from replay_cli.io.jsonl import ImportStats, convert
 
 FORMATS = ("nemo-gym", "wandb-table")
@@ -47,7 +47,7 @@ def import_logs(
     if fmt == "wandb-table":
         steps = {}
         for path in paths:
-            found = step if step is not None else gym.step_from_name(path)
+            found = step if step is not None else wandb.step_from_name(path)
             if found is None:
                 raise InputFileError(
                     f"Cannot tell the training step of {path} from its name.\n\nPass --step N."
@@ -61,6 +61,6 @@ def import_logs(
             return row
 
         return convert(
-            paths, out, gym.schema(True), gym.table_records, to_table_row, skip_bad=skip_bad
+            paths, out, gym.schema(True), wandb.table_records, to_table_row, skip_bad=skip_bad
         )
     raise ConfigError(f"Unknown import format {fmt!r}; choose one of {', '.join(FORMATS)}.")

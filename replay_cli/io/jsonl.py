@@ -84,7 +84,7 @@ def convert(
     `records(path)` yields (where, record) with `where` like "file:line"; a parse error arrives as
     the record itself (an Exception).
     """
-    from replay_cli.io.parquet import atomic_path
+    from replay_cli.io.files import atomic_path
 
     stats = ImportStats()
     with atomic_path(out) as tmp:

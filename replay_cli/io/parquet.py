@@ -1,15 +1,15 @@
-"""Find, open and lazily scan rollout Parquet files; write Parquet atomically."""
+"""Find, open and lazily scan rollout Parquet files; stream result rows into one Parquet file."""
 
 from __future__ import annotations
 
 import glob
-import os
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from replay_cli import schema as S
 from replay_cli.errors import InputFileError, SchemaError
@@ -87,24 +87,6 @@ def scan_file(path: Path, mapping: dict[str, str]) -> pl.LazyFrame:
     return lf.rename(renames).with_columns(pl.lit(str(path)).alias(S.SOURCE_FILE))
 
 
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary sibling path that replaces `path` when the block succeeds (readers never see
-    a half-written file); on error it is removed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:
     """Parse `--map src=dst` pairs."""
     out: dict[str, str] = {}
@@ -116,3 +98,45 @@ def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:
             )
         out[src.strip()] = dst.strip()
     return out
+
+
+ROW_GROUP_SIZE = 128_000
+RowsMode = Literal["all", "sample", "none"]
+SAMPLE_ONE_IN = 20
+
+
+class ParquetRowSink:
+    """Streams per-row results into one Parquet file, chunk by chunk (`--rows all|sample|none`).
+
+    `sample` keeps whole groups, about one in SAMPLE_ONE_IN, picked by a hash of (step, group_id)
+    so the same groups are kept for every config.
+    """
+
+    def __init__(self, path: Path, mode: RowsMode = "all") -> None:
+        self.path, self.mode = path, mode
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def __call__(self, rows: pl.DataFrame) -> None:
+        if self.mode == "none":
+            return
+        if self.mode == "sample":
+            key = pl.struct(S.STEP, S.GROUP_ID).hash(seed=0)
+            rows = rows.filter(key % SAMPLE_ONE_IN == 0)
+        table = rows.to_arrow()
+        if self._writer is None:
+            self._schema = table.schema
+            # Dictionaries pay off for repeated strings only; on floats they double the write time.
+            strings = [f.name for f in self._schema if pa.types.is_string(f.type)]
+            strings += [f.name for f in self._schema if pa.types.is_large_string(f.type)]
+            self._writer = pq.ParquetWriter(self.path, self._schema, use_dictionary=strings)
+        table = table.select(self._schema.names)
+        if table.schema != self._schema:  # a later chunk may infer a null or narrower column
+            table = table.cast(self._schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
+        self.rows += rows.height
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()

@@ -1,5 +1,5 @@
 """Write rollouts in the log formats replay_cli imports (NeMo-Gym JSONL, W&B table JSON, NeMo-RL
-train_data dumps): the bundled samples and the format tests are made with these."""
+train_data dumps): the bundled samples and the format tests are made with these. Test-only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.io.parquet import atomic_path
+from replay_cli.io.files import atomic_path
 
 PROMPT_TOKENS = 4
 RESPONSE_TOKENS = 6

@@ -1,0 +1,83 @@
+"""File safety: outputs appear whole or not at all, and an existing output is replaced only with
+--force. Inputs are never written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from replay_cli.errors import OutputExistsError
+
+
+def refuse_existing(path: Path, force: bool, what: str = "Output") -> None:
+    """The one refusal of an existing output (checked before any work is done)."""
+    if Path(path).exists() and not force:
+        raise OutputExistsError(f"{what} {path} already exists.\n\nPass --force to replace it.")
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary sibling path that replaces `path` when the block succeeds (readers never see
+    a half-written file); on error it is removed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_out_dir(out: Path, force: bool) -> None:
+    """Refuse an existing report directory unless force (checked before any work is done)."""
+    refuse_existing(out, force, "Output directory")
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"Output path {out} exists and is not a directory.")
+
+
+@contextmanager
+def staged_directory(out: Path, force: bool = False) -> Iterator[Path]:
+    """A temporary sibling directory that replaces `out` by rename when the block succeeds.
+
+    Readers see the whole report or none of it; on any error (or a kill) only the hidden
+    temporary directory is left behind, and an error removes it.
+    """
+    out = Path(out)
+    check_out_dir(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
+        _swap_into_place(tmp, out, force)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
+    """rename() the finished directory over the target; an old report is removed only after."""
+    if out.exists():
+        if not force:
+            raise OutputExistsError(
+                f"Output directory {out} appeared while the report was written."
+            )
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            raise OutputExistsError(
+                f"Output directory {out} appeared while the report was written."
+            ) from None
