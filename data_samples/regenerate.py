@@ -18,7 +18,7 @@ from replay_cli.synth import synth_rollouts
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the fake log writers live with the tests
 
-from writers import write_gym_jsonl, write_train_data, write_wandb_table  # noqa: E402
+from writers import write_gym_jsonl, write_train_data, write_wandb_table
 
 
 def main() -> None:

@@ -36,6 +36,20 @@ def load(
     return load_rollouts(sources, mapping=pairs, group_size=group_size, strict=strict)
 
 
+def inspect_input(
+    sources: Sequence[str | Path],
+    *,
+    mapping: Sequence[str] | None = None,
+    group_size: int | None = None,
+    strict: bool = False,
+) -> tuple[dict[str, object], list[str]]:
+    """Validate an input and describe it: (statistics, loading notes)."""
+    from replay_cli.describe import describe_rollouts
+
+    rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
+    return describe_rollouts(rollouts), rollouts.notes
+
+
 def replay(
     rollouts: Rollouts, configs: Sequence[ReplayConfig] | ReplayConfig | None = None
 ) -> ReplayResult:

@@ -11,7 +11,10 @@ import typer
 
 from replay_cli import api, cli_analysis, parameters, terminal
 from replay_cli.cli_options import (
+    INJECTED,
+    ChartsOpt,
     GroupSizeOpt,
+    InputOptions,
     MapOpt,
     OutOpt,
     RunOptions,
@@ -37,11 +40,17 @@ def _root() -> None:
 
 
 def _report(
-    sources: list[str], configs_of: Any, out: Path, run: RunOptions, charts: bool, label: str
+    sources: list[str],
+    configs_of: Any,
+    out: Path,
+    opts: tuple[InputOptions, RunOptions],
+    charts: bool,
+    label: str,
 ) -> None:
     """Replay the configs `configs_of(base)` builds and print the report (replay and sweep)."""
+    inputs, run = opts
     with user_errors():
-        paths, base = run.layers(sources)
+        paths, base = inputs.layers(sources)
         configs = configs_of(base)
         with terminal.progress(label.format(n=len(configs))) as tick:
             result = api.replay_to_report(
@@ -52,6 +61,7 @@ def _report(
                 argv=sys.argv,
                 progress=tick,
                 **run.report_args(),
+                **inputs.load_args(),
             )
         terminal.print_report(result, out)
 
@@ -62,28 +72,17 @@ def replay(
     sources: Sources,
     out: OutOpt,
     params: dict[str, Any],
-    charts: Annotated[
-        bool,
-        typer.Option(
-            "--charts/--no-charts", help="Also render PNG charts.", rich_help_panel="Output"
-        ),
-    ] = False,
-    run: RunOptions | None = None,
+    charts: ChartsOpt = False,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
 ) -> None:
     """Replay one shaping config and write a report (rollouts, groups, steps, summary, findings,
     manifest, index.html).
 
     Precedence: flags > ++overrides > --config run.yaml > defaults.
     """
-    assert run is not None
-    _report(
-        sources,
-        lambda base: parameters.expand({**base, **params}, {}),
-        out,
-        run,
-        charts,
-        "replaying 1 config",
-    )
+    configs_of = lambda base: parameters.expand({**base, **params}, {})
+    _report(sources, configs_of, out, (inputs, run), charts, "replaying 1 config")
 
 
 @app.command(rich_help_panel="Replay")
@@ -101,17 +100,14 @@ def sweep(
             dir_okay=False,
         ),
     ] = None,
-    charts: Annotated[
-        bool,
-        typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel="Output"),
-    ] = True,
-    run: RunOptions | None = None,
+    charts: ChartsOpt = True,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
 ) -> None:
     """Replay the Cartesian product of parameter lists in one pass and write one report.
 
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
-    assert run is not None
 
     def configs_of(base: dict[str, Any]) -> list[Any]:
         axes: dict[str, list[Any]] = {}
@@ -123,7 +119,7 @@ def sweep(
         axes.update(params)
         return parameters.expand(base, axes, points)
 
-    _report(sources, configs_of, out, run, charts, "replaying {n} configs")
+    _report(sources, configs_of, out, (inputs, run), charts, "replaying {n} configs")
 
 
 @app.command(rich_help_panel="Data")
@@ -140,7 +136,10 @@ def inspect(
 ) -> None:
     """Validate an input and summarise it (sizes, group shapes, outcomes, run times)."""
     with user_errors():
-        terminal.print_inspect(sources, mapping=map_, group_size=group_size, strict=strict)
+        stats, notes = api.inspect_input(
+            sources, mapping=map_, group_size=group_size, strict=strict
+        )
+        terminal.print_inspect(stats, notes)
 
 
 @app.command(rich_help_panel="Data")

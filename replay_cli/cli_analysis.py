@@ -10,14 +10,13 @@ import typer
 
 from replay_cli import api, parameters, terminal
 from replay_cli.cli_options import (
+    INJECTED,
     ForceOpt,
-    GroupSizeOpt,
     HighlightOpt,
     IgnoreUnknownOpt,
-    MapOpt,
+    InputOptions,
     RunConfigOpt,
     Sources,
-    StrictOpt,
     highlight_ids,
     user_errors,
     with_parameters,
@@ -96,26 +95,14 @@ def explain(
         Path | None, typer.Option("--out", "-o", help="Write attribution.parquet here.")
     ] = None,
     force: ForceOpt = False,
-    run_config: RunConfigOpt = None,
-    map_: MapOpt = None,
-    group_size: GroupSizeOpt = None,
-    strict: StrictOpt = False,
-    ignore_unknown_overrides: IgnoreUnknownOpt = False,
+    inputs: InputOptions = INJECTED,
 ) -> None:
     """Attribute the nemo-rl vs internal difference to each numbered item (spec §3.3), one at a time."""
     with user_errors():
-        paths, base, ignored = parameters.base_layer(sources, run_config, ignore_unknown_overrides)
-        _report_ignored(ignored)
+        paths, base = inputs.layers(sources)
         (config,) = parameters.expand({**base, **params}, {})
         table = api.explain(
-            paths,
-            config,
-            out=out,
-            force=force,
-            mapping=map_,
-            group_size=group_size,
-            strict=strict,
-            argv=sys.argv,
+            paths, config, out=out, force=force, argv=sys.argv, **inputs.load_args()
         )
         if out is not None:
             typer.echo(f"Report: {Path(out) / 'index.html'}")
@@ -168,6 +155,7 @@ def import_(
                 typer.echo(f"  {line}", err=True)
 
 
+@with_parameters("replay")
 def verify(
     sources: Annotated[
         list[str] | None,
@@ -177,6 +165,7 @@ def verify(
             metavar="[SRC]...",
         ),
     ] = None,
+    params: dict[str, Any] = INJECTED,
     train_data: Annotated[
         list[Path] | None,
         typer.Option("--train-data", help="NeMo-RL train_data_step*.jsonl (repeatable)."),
@@ -184,12 +173,6 @@ def verify(
     group_size: Annotated[
         int | None,
         typer.Option("--group-size", help="Group by blocks of N rows instead of prompt tokens."),
-    ] = None,
-    clip_low: Annotated[
-        str | None, typer.Option(help="The run's grpo.advantage_clip_low (default: inferred).")
-    ] = None,
-    clip_high: Annotated[
-        str | None, typer.Option(help="The run's grpo.advantage_clip_high (default: inferred).")
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the verification tables here.")
@@ -199,20 +182,17 @@ def verify(
     ignore_unknown_overrides: IgnoreUnknownOpt = False,
 ) -> None:
     """Recompute advantages from a run's logged rewards, diff them against its logged advantages, and
-    say which settings (LOO, normalise, guard, masked rows, clip) reproduce the log."""
+    say which settings (LOO, normalise, guard, masked rows, clip) reproduce the log.
+
+    --clip-low/--clip-high give the run's clip (default: inferred from the logged extremes); with
+    SRC, the run's rollouts are replayed under the given parameters to check the logged rewards."""
     with user_errors():
         if not train_data:
             raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
+        given = params
         clip = None
-        if clip_low is not None or clip_high is not None:
-            clip = (
-                None
-                if clip_low is None
-                else parameters.parse_number(clip_low, "--clip-low", allow_none=True),
-                None
-                if clip_high is None
-                else parameters.parse_number(clip_high, "--clip-high", allow_none=True),
-            )
+        if "clip_low" in given or "clip_high" in given:  # else inferred from the logged extremes
+            clip = (given.get("clip_low"), given.get("clip_high"))
         result = api.verify_run(train_data, group_size=group_size, clip=clip, out=out, force=force)
         rewards = None
         if sources:
@@ -220,6 +200,6 @@ def verify(
                 sources, run_config, ignore_unknown_overrides
             )
             _report_ignored(ignored)
-            (config,) = parameters.expand(base, {})
+            (config,) = parameters.expand({**base, **given}, {})
             rewards = api.compare_logged_rewards(paths, train_data, config)
         terminal.print_verification(result, rewards)

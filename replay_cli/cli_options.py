@@ -8,6 +8,7 @@ pydantic fields: `replay` and `explain` take one value (choices as enums, boolea
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -24,6 +25,8 @@ from replay_cli import parameters as P
 from replay_cli.errors import ReplayError
 
 IN, OUT = "Input", "Output"
+INJECTED: Any = None
+"""Default of the arguments with_parameters fills in (`params`, `inputs`, `run`)."""
 Mode = Literal["replay", "sweep", "explain"]
 
 
@@ -107,20 +110,22 @@ def with_parameters(mode: Mode) -> Callable[[Callable[..., None]], Callable[...,
                     p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
                 )
             )
-        takes_run = any(p.name == "run" for p in own)
+        bundles = {p.name: BUNDLES[p.name] for p in own if p.name in BUNDLES}
         keyword = [
-            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[at + 1 :] if p.name != "run"
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in own[at + 1 :]
+            if p.name not in bundles
         ]
-        injected = _run_options() if takes_run else []
+        injected = [q for cls in bundles.values() for q in _bundle_parameters(cls)]
         signature = inspect.Signature([*own[:at], *generated, *keyword, *injected])
         names = {p.name for p in chosen}
-        run_names = {p.name for p in injected}
 
         @functools.wraps(func)
         def command(*args: Any, **kwargs: Any) -> None:
             given = {n: kwargs.pop(n) for n in list(kwargs) if n in names}
-            if takes_run:
-                kwargs["run"] = RunOptions(**{n: kwargs.pop(n) for n in run_names})
+            for arg, cls in bundles.items():
+                values = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(cls)}
+                kwargs[arg] = cls(**values)
             with user_errors():
                 flat = _translate(mode, given)
             func(*args, params=flat, **kwargs)
@@ -249,16 +254,17 @@ def highlight_ids(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """The input and output options `replay` and `sweep` share (injected by with_parameters)."""
+ChartsOpt = Annotated[
+    bool,
+    typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT),
+]
 
-    force: bool
-    rows: Rows
-    chunk_rows: int
-    engine: EngineName
-    ray_address: str | None
-    highlight: str | None
+
+@dataclass(frozen=True)
+class InputOptions:
+    """Where the inputs and the parameter layers below the flags come from (injected by
+    with_parameters into a command that takes `inputs`)."""
+
     run_config: Path | None
     map_: list[str] | None
     group_size: int | None
@@ -272,6 +278,22 @@ class RunOptions:
             typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
         return paths, base
 
+    def load_args(self) -> dict[str, Any]:
+        """Keyword arguments of api.load and the commands that load."""
+        return {"mapping": self.map_, "group_size": self.group_size, "strict": self.strict}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The output and engine options `replay` and `sweep` share (injected into `run`)."""
+
+    force: bool
+    rows: Rows
+    chunk_rows: int
+    engine: EngineName
+    ray_address: str | None
+    highlight: str | None
+
     def report_args(self) -> dict[str, Any]:
         """Keyword arguments of api.replay_to_report."""
         return {
@@ -281,42 +303,40 @@ class RunOptions:
             "engine": self.engine.value,
             "ray_address": self.ray_address,
             "highlight": highlight_ids(self.highlight),
-            "mapping": self.map_,
-            "group_size": self.group_size,
-            "strict": self.strict,
         }
 
 
-def _run_options() -> list[inspect.Parameter]:
+def _option_types() -> dict[str, tuple[Any, Any]]:
+    """Annotation and default of every injected option."""
     from replay_cli.engine import DEFAULT_CHUNK_ROWS
 
-    defaults = {
-        "force": False,
-        "rows": Rows.all,
-        "chunk_rows": DEFAULT_CHUNK_ROWS,
-        "engine": EngineName.local,
-        "ray_address": None,
-        "highlight": None,
-        "run_config": None,
-        "map_": None,
-        "group_size": None,
-        "strict": False,
-        "ignore_unknown_overrides": False,
+    return {
+        "force": (ForceOpt, False),
+        "rows": (RowsOpt, Rows.all),
+        "chunk_rows": (ChunkRowsOpt, DEFAULT_CHUNK_ROWS),
+        "engine": (EngineOpt, EngineName.local),
+        "ray_address": (RayAddressOpt, None),
+        "highlight": (HighlightOpt, None),
+        "run_config": (RunConfigOpt, None),
+        "map_": (MapOpt, None),
+        "group_size": (GroupSizeOpt, None),
+        "strict": (StrictOpt, False),
+        "ignore_unknown_overrides": (IgnoreUnknownOpt, False),
     }
-    annotations = {
-        "force": ForceOpt,
-        "rows": RowsOpt,
-        "chunk_rows": ChunkRowsOpt,
-        "engine": EngineOpt,
-        "ray_address": RayAddressOpt,
-        "highlight": HighlightOpt,
-        "run_config": RunConfigOpt,
-        "map_": MapOpt,
-        "group_size": GroupSizeOpt,
-        "strict": StrictOpt,
-        "ignore_unknown_overrides": IgnoreUnknownOpt,
-    }
+
+
+BUNDLES: dict[str, type] = {"run": RunOptions, "inputs": InputOptions}
+"""Argument name -> the dataclass whose fields become injected options."""
+
+
+def _bundle_parameters(cls: type) -> list[inspect.Parameter]:
+    types = _option_types()
     return [
-        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=annotations[n])
-        for n, d in defaults.items()
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=types[f.name][1],
+            annotation=types[f.name][0],
+        )
+        for f in dataclasses.fields(cls)
     ]

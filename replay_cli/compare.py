@@ -194,3 +194,23 @@ def choose_config(summary: pl.DataFrame, key: str | None) -> str:
     raise ConfigError(
         "Several configs could be compared with the internal run.\n\nPick one with --config-id."
     )
+
+
+def delta_table(deltas: pl.DataFrame) -> pl.DataFrame:
+    """The headline metrics' changes from the reference, one row per (report, config)."""
+    from replay_cli.describe import HEADLINE_METRICS
+
+    shown = [m for m, _ in HEADLINE_METRICS if m != "signal/group_rate_raw"]
+    return deltas.filter(pl.col("metric").is_in(shown)).pivot(
+        on="metric", index=["report", "label"], values="delta", aggregate_function="first"
+    )
+
+
+def internal_summary(joined: pl.DataFrame) -> pl.DataFrame:
+    """Per metric: steps compared, both means and the largest |replayed - internal|."""
+    return joined.group_by("metric", maintain_order=True).agg(
+        pl.len().alias("steps"),
+        pl.col("replayed").mean().alias("replayed mean"),
+        pl.col("internal").mean().alias("internal mean"),
+        pl.col("delta").abs().max().alias("max |delta|"),
+    )

@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from replay_cli.api import load
-from replay_cli.describe import HEADLINE_METRICS, describe_rollouts, headline
+from replay_cli.compare import delta_table, internal_summary
+from replay_cli.describe import HEADLINE_METRICS, headline
 from replay_cli.engine import ReplayResult
+from replay_cli.verify import rewards_match
 
 
 def _console() -> Console:
@@ -57,16 +58,14 @@ def print_report(result: ReplayResult, out: Path) -> None:
     print_findings(result.findings, out)
 
 
-def print_inspect(sources: Sequence[str], **kwargs: object) -> None:
-    """Validate and describe an input."""
-    rollouts = load(sources, **kwargs)  # type: ignore[arg-type]
-    stats = describe_rollouts(rollouts)
+def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
+    """An input's description (api.inspect_input) and its loading notes."""
     table = Table(title="rollout input", show_header=False, title_justify="left")
     for key, value in stats.items():
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
     console = _console()
     console.print(table)
-    for note in rollouts.notes:
+    for note in notes:
         console.print(f"note: {note}")
     console.print("OK: the input is valid.")
 
@@ -101,11 +100,8 @@ def _fmt(value: object) -> str:
 
 def print_deltas(deltas: pl.DataFrame) -> None:
     """Headline metrics of every config as changes from the reference config (all in the Parquet)."""
-    shown = [m for m, _ in HEADLINE_METRICS if m != "signal/group_rate_raw"]
     short = dict(HEADLINE_METRICS)
-    wide = deltas.filter(pl.col("metric").is_in(shown)).pivot(
-        on="metric", index=["report", "label"], values="delta", aggregate_function="first"
-    )
+    wide = delta_table(deltas)
     table = Table(title="change from the reference config", title_justify="left")
     table.add_column("report")
     table.add_column("config")
@@ -119,12 +115,7 @@ def print_deltas(deltas: pl.DataFrame) -> None:
 
 def print_internal(joined: pl.DataFrame) -> None:
     """Per metric: steps compared and the mean / max absolute difference from the internal run."""
-    stats = joined.group_by("metric", maintain_order=True).agg(
-        pl.len().alias("steps"),
-        pl.col("replayed").mean().alias("replayed mean"),
-        pl.col("internal").mean().alias("internal mean"),
-        pl.col("delta").abs().max().alias("max |delta|"),
-    )
+    stats = internal_summary(joined)
     table = Table(title="replayed vs internal run", title_justify="left")
     for column in stats.columns:
         table.add_column(column)
@@ -183,8 +174,7 @@ def print_verification(result, rewards: pl.DataFrame | None = None) -> None:  # 
             f"{matching.height} settings reproduce the log equally well (they differ only where the data cannot tell)."
         )
     if rewards is not None:
-        worst = rewards["max_abs_diff"].max()
-        ok = rewards["max_abs_diff"].null_count() == 0 and worst is not None and worst <= 1e-5
+        ok, worst = rewards_match(rewards)
         console.print(
             f"Logged rewards vs the replayed shaped rewards: {'match' if ok else 'differ'} "
             f"(max |difference| per step up to {worst})."

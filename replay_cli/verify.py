@@ -193,3 +193,17 @@ def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFram
             "max_abs_diff": pl.Float64,
         },
     )
+
+
+REWARD_TOLERANCE = 1e-5
+
+
+def rewards_match(rewards: pl.DataFrame) -> tuple[bool, float | None]:
+    """(every step's logged rewards equal the replayed ones within 1e-5, the largest difference)."""
+    worst = rewards["max_abs_diff"].max()
+    ok = (
+        rewards["max_abs_diff"].null_count() == 0
+        and worst is not None
+        and worst <= REWARD_TOLERANCE
+    )
+    return ok, worst  # type: ignore[return-value]
