@@ -110,7 +110,8 @@ def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any
     if "max_abs_advantage_unclipped" not in columns:  # a report written before these columns
         return {}
     top = (
-        lf.filter(pl.col("max_abs_advantage_unclipped").is_not_null())
+        lf.select(S.CONFIG_ID, S.STEP, S.GROUP_ID, "max_abs_advantage_unclipped", "std_at_max_abs")
+        .filter(pl.col("max_abs_advantage_unclipped").is_not_null())
         .sort(
             [S.CONFIG_ID, "max_abs_advantage_unclipped", S.STEP, S.GROUP_ID],
             descending=[False, True, False, False],

@@ -248,8 +248,11 @@ def _charts(directory: Path) -> str:
 def _details(summary: pl.DataFrame, groups: pl.LazyFrame | None, found: pl.DataFrame) -> str:
     top: dict[str, pl.DataFrame] = {}
     if groups is not None and "max_abs_advantage_unclipped" in groups.collect_schema().names():
+        columns = [S.CONFIG_ID, S.STEP, S.GROUP_ID, "resolved_pattern", "trainable_rows"]
+        columns += ["max_abs_advantage_unclipped", "std_at_max_abs", "inverted"]
         worst = (
-            groups.sort("max_abs_advantage_unclipped", descending=True, nulls_last=True)
+            groups.select(columns)
+            .sort("max_abs_advantage_unclipped", descending=True, nulls_last=True)
             .group_by(S.CONFIG_ID, maintain_order=True)
             .head(5)
             .select(
