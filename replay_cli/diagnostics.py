@@ -148,24 +148,24 @@ def finish(
 
 def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
     """One row of counts over a chunk's group table (the table itself can then be streamed out)."""
-    pattern = pl.col("resolved_pattern")
+    pattern = pl.col(S.G_RESOLVED_PATTERN)
 
     return groups.select(
         pl.len().alias("n_groups"),
-        count(pl.col("has_signal")).alias("n_signal"),
-        count(pl.col("has_signal_raw")).alias("n_signal_raw"),
-        count(pl.col("time_only_signal")).alias("n_time_only"),
-        count(pl.col("uncharged_only_signal")).alias("n_uncharged_only"),
-        count(pattern == "all_fail").alias("n_all_fail"),
-        count(pattern == "mixed").alias("n_mixed"),
-        count(pattern == "all_pass").alias("n_all_pass"),
-        count(pl.col("inverted")).alias("n_inverted"),
-        pl.col("pairs").sum().cast(pl.Int64).alias("pairs"),
-        pl.col("inverted_pairs").sum().cast(pl.Int64).alias("inverted_pairs"),
-        pl.col("size").sum().cast(pl.Int64).alias("group_rows"),
-        pl.col("kept_rows").sum().cast(pl.Int64).alias("kept_rows"),
-        count(pl.col("kept_rows") > 0).alias("n_kept_groups"),
-        count(pl.col("phantom")).alias("n_phantom"),
+        count(pl.col(S.G_HAS_SIGNAL)).alias("n_signal"),
+        count(pl.col(S.G_HAS_SIGNAL_RAW)).alias("n_signal_raw"),
+        count(pl.col(S.G_TIME_ONLY_SIGNAL)).alias("n_time_only"),
+        count(pl.col(S.G_UNCHARGED_ONLY_SIGNAL)).alias("n_uncharged_only"),
+        count(pattern == S.ALL_FAIL).alias("n_all_fail"),
+        count(pattern == S.MIXED).alias("n_mixed"),
+        count(pattern == S.ALL_PASS).alias("n_all_pass"),
+        count(pl.col(S.G_INVERTED)).alias("n_inverted"),
+        pl.col(S.G_PAIRS).sum().cast(pl.Int64).alias(S.G_PAIRS),
+        pl.col(S.G_INVERTED_PAIRS).sum().cast(pl.Int64).alias(S.G_INVERTED_PAIRS),
+        pl.col(S.G_SIZE).sum().cast(pl.Int64).alias("group_rows"),
+        pl.col(S.G_KEPT_ROWS).sum().cast(pl.Int64).alias(S.G_KEPT_ROWS),
+        count(pl.col(S.G_KEPT_ROWS) > 0).alias("n_kept_groups"),
+        count(pl.col(S.G_PHANTOM)).alias("n_phantom"),
     )
 
 

@@ -107,29 +107,33 @@ def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any
     """Per config: the group of the largest unclipped |advantage| and the all-fail time-only count."""
     lf = groups.lazy()
     columns = lf.collect_schema().names()
-    if "max_abs_advantage_unclipped" not in columns:  # a report written before these columns
+    if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in columns:  # a report written before these columns
         return {}
     top = (
-        lf.select(S.CONFIG_ID, S.STEP, S.GROUP_ID, "max_abs_advantage_unclipped", "std_at_max_abs")
-        .filter(pl.col("max_abs_advantage_unclipped").is_not_null())
+        lf.select(
+            S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
+        )
+        .filter(pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED).is_not_null())
         .sort(
-            [S.CONFIG_ID, "max_abs_advantage_unclipped", S.STEP, S.GROUP_ID],
+            [S.CONFIG_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.STEP, S.GROUP_ID],
             descending=[False, True, False, False],
         )
         .group_by(S.CONFIG_ID, maintain_order=True)
         .first()
-        .select(S.CONFIG_ID, S.STEP, S.GROUP_ID, "max_abs_advantage_unclipped", "std_at_max_abs")
+        .select(
+            S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
+        )
     )
     fail_faster = lf.group_by(S.CONFIG_ID).agg(
         # Not the groups whose spread is only an uncharged row's: no time difference there.
         (
-            pl.col("time_only_signal")
-            & ~pl.col("uncharged_only_signal")
-            & (pl.col("resolved_pattern") == "all_fail")
+            pl.col(S.G_TIME_ONLY_SIGNAL)
+            & ~pl.col(S.G_UNCHARGED_ONLY_SIGNAL)
+            & (pl.col(S.G_RESOLVED_PATTERN) == S.ALL_FAIL)
         )
         .sum()
         .alias("all_fail_time_only"),
-        (pl.col("time_only_signal") & (pl.col("resolved_pattern") == "all_pass"))
+        (pl.col(S.G_TIME_ONLY_SIGNAL) & (pl.col(S.G_RESOLVED_PATTERN) == S.ALL_PASS))
         .sum()
         .alias("all_pass_time_only"),
         pl.len().alias("groups"),
@@ -199,7 +203,7 @@ def _per_config(
         if twin is not None:
             advice += f" ('{twin['label']}': time-only {_pct(twin['signal/time_only_rate'] or 0)})"
         add(
-            "time_only_signal",
+            S.G_TIME_ONLY_SIGNAL,
             "warning" if fail_faster > TIME_ONLY_WARN else "info",
             fail_faster,
             f"{_pct(fail_faster)} of training groups are all-fail groups whose only signal is "
@@ -207,11 +211,11 @@ def _per_config(
             f"groups in all). If that is not intended, {advice}.",
         )
     explosion = row.get("adv/explosion_frac") or 0.0
-    top = facts.get("max_abs_advantage_unclipped")
+    top = facts.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
     if explosion > 0 and not is_clipped(row):
         where = ""
         if top is not None:
-            std = facts.get("std_at_max_abs")
+            std = facts.get(S.G_STD_AT_MAX_ABS)
             std_text = "" if std is None else f", divided by a group std of {std:.2g}"
             where = (
                 f"max |advantage| {top:.4g} at step {facts[S.STEP]}, group "
@@ -259,7 +263,7 @@ def _per_config(
     uncharged = row.get("signal/uncharged_only_rate") or 0.0
     if uncharged > 0:
         add(
-            "uncharged_only_signal",
+            S.G_UNCHARGED_ONLY_SIGNAL,
             "warning",
             uncharged,
             f"{_pct(uncharged)} of groups have a signal only because rows that were not charged "
@@ -305,11 +309,11 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
     show = (lambda v: f"{v:.4g}") if kind.startswith("explosion_unclipped") else _pct
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
     what = {
-        "time_only_signal": "have all-fail groups learning to fail faster",
+        S.G_TIME_ONLY_SIGNAL: "have all-fail groups learning to fail faster",
         "explosion_unclipped": "have unclipped advantage explosions (|A| > 3); clip to [-3, 3]",
         "explosion_clipped": "rely on the clip to bound explosions",
         "inversion": "invert rewards (a resolved rollout below an unresolved one)",
-        "uncharged_only_signal": "get signal only from rows that were not charged",
+        S.G_UNCHARGED_ONLY_SIGNAL: "get signal only from rows that were not charged",
         "validation_not_comparable": "charge validation rows (curves not comparable)",
         "recommended": "add signal with no inversion and no unclipped explosion",
     }[kind]

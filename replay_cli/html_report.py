@@ -98,7 +98,7 @@ def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
         ("run time p50 / p90 / p99 / max (s)", None),
         ("run times missing / NaN-inf / negative", None),
     ]
-    shares = " / ".join(fmt(row.get(f"groups/{k}")) for k in ("all_fail", "mixed", "all_pass"))
+    shares = " / ".join(fmt(row.get(f"groups/{k}")) for k in (S.ALL_FAIL, S.MIXED, S.ALL_PASS))
     times = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("p50", "p90", "p99", "max"))
     bad = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("null", "invalid", "negative"))
     extra = {facts[6][0]: shares, facts[7][0]: times, facts[8][0]: bad}
@@ -247,23 +247,23 @@ def _charts(directory: Path) -> str:
 
 def _details(summary: pl.DataFrame, groups: pl.LazyFrame | None, found: pl.DataFrame) -> str:
     top: dict[str, pl.DataFrame] = {}
-    if groups is not None and "max_abs_advantage_unclipped" in groups.collect_schema().names():
-        columns = [S.CONFIG_ID, S.STEP, S.GROUP_ID, "resolved_pattern", "trainable_rows"]
-        columns += ["max_abs_advantage_unclipped", "std_at_max_abs", "inverted"]
+    if groups is not None and S.G_MAX_ABS_ADVANTAGE_UNCLIPPED in groups.collect_schema().names():
+        columns = [S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_RESOLVED_PATTERN, S.G_TRAINABLE_ROWS]
+        columns += [S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS, S.G_INVERTED]
         worst = (
             groups.select(columns)
-            .sort("max_abs_advantage_unclipped", descending=True, nulls_last=True)
+            .sort(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, descending=True, nulls_last=True)
             .group_by(S.CONFIG_ID, maintain_order=True)
             .head(5)
             .select(
                 S.CONFIG_ID,
                 S.STEP,
                 S.GROUP_ID,
-                "resolved_pattern",
-                "trainable_rows",
-                "max_abs_advantage_unclipped",
-                "std_at_max_abs",
-                "inverted",
+                S.G_RESOLVED_PATTERN,
+                S.G_TRAINABLE_ROWS,
+                S.G_MAX_ABS_ADVANTAGE_UNCLIPPED,
+                S.G_STD_AT_MAX_ABS,
+                S.G_INVERTED,
             )
             .collect()
         )

@@ -112,7 +112,7 @@ def _other_names(p: ShapingParams) -> list[str]:
     return [n for n in (*te_names(True).values(), *te_names(False).values()) if n not in mine]
 
 
-PATTERNS = pl.Series(["all_fail", "mixed", "all_pass"])
+PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
 
 
 def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
@@ -138,27 +138,27 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
     groups = pl.DataFrame(
         {
             **{k: runs.first(train[k]) for k in S.CONFIG_GROUP_KEYS},
-            "size": pl.Series(runs.lengths, dtype=pl.UInt32),
-            "trainable_rows": pl.Series(n_tr, dtype=pl.UInt32),
-            "resolved_rows": pl.Series(n_res, dtype=pl.UInt32),
-            "resolved_pattern": PATTERNS.gather(pattern),
-            "has_signal": has_signal,
-            "has_signal_raw": has_signal_raw,
-            "inverted": inverted,
-            "pairs": pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
-            "max_abs_advantage": runs.extreme("max", adv_abs, t),
-            "max_abs_advantage_unclipped": max_unclipped,
+            S.G_SIZE: pl.Series(runs.lengths, dtype=pl.UInt32),
+            S.G_TRAINABLE_ROWS: pl.Series(n_tr, dtype=pl.UInt32),
+            S.G_RESOLVED_ROWS: pl.Series(n_res, dtype=pl.UInt32),
+            S.G_RESOLVED_PATTERN: PATTERNS.gather(pattern),
+            S.G_HAS_SIGNAL: has_signal,
+            S.G_HAS_SIGNAL_RAW: has_signal_raw,
+            S.G_INVERTED: inverted,
+            S.G_PAIRS: pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
+            S.G_MAX_ABS_ADVANTAGE: runs.extreme("max", adv_abs, t),
+            S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: max_unclipped,
             # The std that divided the group's largest |advantage| (the cause of an explosion).
-            "std_at_max_abs": runs.extreme(
+            S.G_STD_AT_MAX_ABS: runs.extreme(
                 "min", train[S.STD].fill_null(np.nan).to_numpy(), at_max
             ),
-            "kept_rows": pl.Series(runs.count(kept), dtype=pl.UInt32),
+            S.G_KEPT_ROWS: pl.Series(runs.count(kept), dtype=pl.UInt32),
             # Kept although the outcome is uniform: only the shaping term gave the group a spread.
-            "phantom": runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
+            S.G_PHANTOM: runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
             **trainer_metrics(train, runs, p),
-            "time_only_signal": has_signal & ~has_signal_raw,
-            "inverted_pairs": _inverted_pairs(train, runs, inverted.to_numpy()),
-            "uncharged_only_signal": has_signal
+            S.G_TIME_ONLY_SIGNAL: has_signal & ~has_signal_raw,
+            S.G_INVERTED_PAIRS: _inverted_pairs(train, runs, inverted.to_numpy()),
+            S.G_UNCHARGED_ONLY_SIGNAL: has_signal
             & ~has_signal_raw
             & _spread_only_from_uncharged(train, runs, shaped),
         }
@@ -242,8 +242,8 @@ def step_table(
         {
             **{k: by_step.first(groups[k]) for k in keys},
             "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
-            "signal/group_rate": by_step.mean(groups["has_signal"].to_numpy()),
-            "inversion/group_rate": by_step.mean(groups["inverted"].to_numpy()),
+            "signal/group_rate": by_step.mean(groups[S.G_HAS_SIGNAL].to_numpy()),
+            "inversion/group_rate": by_step.mean(groups[S.G_INVERTED].to_numpy()),
         }
     )
     val = (

@@ -76,6 +76,25 @@ GID = "_gid"  # sorted integer id of (step, group_id, split) over a chunk's rows
 BID = "_bid"  # batch (step, split) id, for batch-level statistics
 CHUNK_IDS = (IS_VAL, GID, BID)  # added by the chunk reader
 
+# Columns of the group table (groups.parquet), one row per (config, step, group).
+G_TRAINABLE_ROWS = "trainable_rows"
+G_RESOLVED_ROWS = "resolved_rows"
+G_RESOLVED_PATTERN = "resolved_pattern"
+G_HAS_SIGNAL_RAW = "has_signal_raw"
+G_HAS_SIGNAL = "has_signal"
+G_INVERTED_PAIRS = "inverted_pairs"
+G_INVERTED = "inverted"
+G_PAIRS = "pairs"
+G_MAX_ABS_ADVANTAGE_UNCLIPPED = "max_abs_advantage_unclipped"
+G_MAX_ABS_ADVANTAGE = "max_abs_advantage"
+G_STD_AT_MAX_ABS = "std_at_max_abs"
+G_KEPT_ROWS = "kept_rows"
+G_PHANTOM = "phantom"
+G_TIME_ONLY_SIGNAL = "time_only_signal"
+G_UNCHARGED_ONLY_SIGNAL = "uncharged_only_signal"
+G_SIZE = "size"
+ALL_FAIL, MIXED, ALL_PASS = "all_fail", "mixed", "all_pass"  # values of resolved_pattern
+
 GROUP_KEYS = (STEP, GROUP_ID)
 CONFIG_GROUP_KEYS = (CONFIG_ID, STEP, GROUP_ID)
 
