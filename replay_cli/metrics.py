@@ -133,8 +133,10 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
         runs.extreme("min", shaped, t & resolved) < runs.extreme("max", shaped, t & ~resolved)
     ).fill_null(False)
     unclipped_abs = train[S.ADV_UNCLIPPED].abs().fill_null(0.0).to_numpy()
-    max_unclipped = runs.extreme("max", unclipped_abs, t)
-    at_max = t & (unclipped_abs == runs.spread(max_unclipped.fill_null(-1.0)).to_numpy())
+    _, top = runs.bounds(unclipped_abs, t)
+    at_max = t & (unclipped_abs == np.repeat(top, runs.lengths))
+    no_rows = top == -np.inf  # groups without trainable rows: null
+    std_at_max, _ = runs.bounds(train[S.STD].fill_null(np.nan).to_numpy(), at_max)
     groups = pl.DataFrame(
         {
             **{k: runs.first(train[k]) for k in S.CONFIG_GROUP_KEYS},
@@ -147,11 +149,9 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
             S.G_INVERTED: inverted,
             S.G_PAIRS: pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
             S.G_MAX_ABS_ADVANTAGE: runs.extreme("max", adv_abs, t),
-            S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: max_unclipped,
+            S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: _nullable(top, no_rows),
             # The std that divided the group's largest |advantage| (the cause of an explosion).
-            S.G_STD_AT_MAX_ABS: runs.extreme(
-                "min", train[S.STD].fill_null(np.nan).to_numpy(), at_max
-            ),
+            S.G_STD_AT_MAX_ABS: _nullable(std_at_max, no_rows),
             S.G_KEPT_ROWS: pl.Series(runs.count(kept), dtype=pl.UInt32),
             # Kept although the outcome is uniform: only the shaping term gave the group a spread.
             S.G_PHANTOM: runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
@@ -166,16 +166,23 @@ def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
     return groups.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(p))
 
 
+def _nullable(values: np.ndarray, missing: np.ndarray) -> pl.Series:
+    """A float column with nulls where `missing` holds."""
+    out = pl.Series(values=values.astype(np.float64, copy=False))
+    return out.set(pl.Series(values=missing), None) if missing.any() else out
+
+
 def _spread_only_from_uncharged(train: pl.DataFrame, runs: Runs, shaped: np.ndarray) -> np.ndarray:
     """Per group: every charged row ends at one shaped reward and some uncharged row (masked,
     skipped) at another, so whatever signal shaping created came from the rows it did not charge
     (e.g. masked rows keeping 0.0 beside siblings floored to 0.05)."""
     charged = train[S.CHARGED].fill_null(False).to_numpy()
-    c_lo, c_hi = runs.extreme("min", shaped, charged), runs.extreme("max", shaped, charged)
-    u_lo, u_hi = runs.extreme("min", shaped, ~charged), runs.extreme("max", shaped, ~charged)
-    uniform = (c_hi - c_lo) <= SIGNAL_EPS
-    differs = ((u_lo - c_lo).abs() > SIGNAL_EPS) | ((u_hi - c_lo).abs() > SIGNAL_EPS)
-    return (uniform & differs).fill_null(False).to_numpy()
+    c_lo, c_hi = runs.bounds(shaped, charged)
+    u_lo, u_hi = runs.bounds(shaped, ~charged)
+    with np.errstate(invalid="ignore"):  # inf - inf in runs without charged or uncharged rows
+        uniform = (c_lo <= c_hi) & ((c_hi - c_lo) <= SIGNAL_EPS)
+        far = (np.abs(u_lo - c_lo) > SIGNAL_EPS) | (np.abs(u_hi - c_lo) > SIGNAL_EPS)
+    return uniform & (u_lo <= u_hi) & far
 
 
 def _inverted_pairs(train: pl.DataFrame, runs: Runs, inverted: np.ndarray) -> pl.Series:

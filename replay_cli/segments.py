@@ -59,6 +59,16 @@ class Runs:
             out = out.set(pl.Series(values=~present), None)
         return out
 
+    def bounds(self, x: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-run (min, max) of x over the rows `where` holds, as numpy; a run with none gets
+        (inf, -inf), so `lo <= hi` tells which runs have any."""
+        x = x.astype(np.float64, copy=False)
+        if not len(self):
+            return x[:0], x[:0]
+        lo = np.minimum.reduceat(np.where(where, x, np.inf), self.starts)
+        hi = np.maximum.reduceat(np.where(where, x, -np.inf), self.starts)
+        return lo, hi
+
     def first(self, column: pl.Series) -> pl.Series:
         return column.gather(self.starts)
 
