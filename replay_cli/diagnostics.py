@@ -12,7 +12,7 @@ import math
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.metrics import IS_VAL, SIGNAL_EPS, TRAINABLE
+from replay_cli.metrics import SIGNAL_EPS
 
 EXPLOSION = 3.0
 FRAGILE_STD = 1e-3
@@ -27,8 +27,8 @@ def count(cond: pl.Expr) -> pl.Expr:
 
 def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
     """One row of counts, sums and extremes for one config over one chunk of rows."""
-    t = pl.col(TRAINABLE)
-    train = ~pl.col(IS_VAL)
+    t = pl.col(S.TRAINABLE)
+    train = ~pl.col(S.IS_VAL)
     adv, unc, raw = pl.col(S.ADVANTAGE), pl.col(S.ADV_UNCLIPPED), pl.col(S.ADV_RAW)
     resolved = pl.col(S.RESOLVED)
     flipped = (adv.abs() > SIGNAL_EPS) & (raw.abs() > SIGNAL_EPS) & (adv.sign() != raw.sign())
@@ -56,7 +56,7 @@ def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
         .sum()
         .alias("sum_masked_shift"),
         pl.len().alias("n_rows"),
-        count(pl.col(IS_VAL)).alias("n_validation"),
+        count(pl.col(S.IS_VAL)).alias("n_validation"),
         count(train).alias("n_train"),
         count(train & pl.col(S.MASKED)).alias("n_train_masked"),
         count(train & resolved).alias("n_train_resolved"),

@@ -15,15 +15,12 @@ from replay_cli.diagnostics import group_partials, input_statistics, row_partial
 from replay_cli.findings import findings
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import (
-    GID,
-    IS_VAL,
-    TRAINABLE,
     group_table,
     step_table,
     summarise_steps,
     trainer_names,
 )
-from replay_cli.row_plans import BID, RawKey, raw_key, raw_plan, row_plan
+from replay_cli.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.segments import Runs
 from replay_cli.shaping import minutes
 from replay_cli.validation import Rollouts
@@ -77,7 +74,7 @@ class InputPiece:
     run_times: pl.Series
 
 
-CHUNK_ORDER = (S.STEP, S.GROUP_ID, IS_VAL, S.ROLLOUT_INDEX)
+CHUNK_ORDER = (S.STEP, S.GROUP_ID, S.IS_VAL, S.ROLLOUT_INDEX)
 
 
 def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
@@ -89,19 +86,19 @@ def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     already in order (trainer logs, synth) skip the sort.
     """
     df = collect(
-        rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(IS_VAL))
+        rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(S.IS_VAL))
     )
     if not in_order(df, CHUNK_ORDER):
         df = df.sort(CHUNK_ORDER)
     step_no = run_starts([S.STEP]).cum_sum().cast(pl.Int64)
     return df.with_columns(
-        run_starts(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(GID),
-        (step_no * 2 + pl.col(IS_VAL).cast(pl.Int64)).alias(BID),
+        run_starts(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(S.GID),
+        (step_no * 2 + pl.col(S.IS_VAL).cast(pl.Int64)).alias(S.BID),
     ).rechunk()
 
 
 def input_piece(chunk: pl.DataFrame, chart_every: int) -> InputPiece:
-    train_minutes = chunk.select(minutes().filter(~pl.col(IS_VAL)).alias(S.MINUTES))
+    train_minutes = chunk.select(minutes().filter(~pl.col(S.IS_VAL)).alias(S.MINUTES))
     thinned = train_minutes.to_series().gather_every(chart_every)
     # float32 keeps run times to a fraction of a millisecond at half the memory (quantiles only).
     return InputPiece(minutes=thinned, run_times=chunk[S.RUN_TIME].cast(pl.Float32))
@@ -120,7 +117,7 @@ def replay_batch(
     source = chunk.lazy()
     raw_cache = {} if raw_cache is None else raw_cache
     missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in raw_cache))
-    runs = Runs(chunk[GID])
+    runs = Runs(chunk[S.GID])
     raws = collect_all([raw_plan(source, k, runs) for k in missing])
     for key, raw in zip(missing, raws, strict=True):
         raw_cache[key] = raw.to_series()
@@ -138,10 +135,10 @@ def replay_batch(
             # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
             # One column filtered, not the whole frame.
             advantages=rows[S.ADVANTAGE]
-            .filter(rows[TRAINABLE])
+            .filter(rows[S.TRAINABLE])
             .cast(pl.Float32 if cfg.advantage.precision == "float32" else pl.Float64),
             deductions=rows[S.DEDUCTION].filter(rows[S.CHARGED]).gather_every(chart_every),
-            rows=rows.drop(IS_VAL, TRAINABLE, GID),
+            rows=rows.drop(S.IS_VAL, S.TRAINABLE, S.GID),
         )
         for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True))
     ]

@@ -13,7 +13,6 @@ from replay_cli.segments import Runs
 
 SIGNAL_EPS = 1e-6
 
-IS_VAL, TRAINABLE, GID = S.IS_VAL, S.TRAINABLE, S.GID
 
 TE = "time_efficiency/"
 
@@ -118,9 +117,9 @@ PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
 def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
     """One row per (config, step, group) of training rows: pattern, signal, inversion, trainer
     metrics. Rows come sorted by the group id, so groups are runs, in (step, group_id) order."""
-    train = rows.filter(~pl.col(IS_VAL))
-    runs = Runs(train[GID])
-    t, resolved = train[TRAINABLE].to_numpy(), train[S.RESOLVED].to_numpy()
+    train = rows.filter(~pl.col(S.IS_VAL))
+    runs = Runs(train[S.GID])
+    t, resolved = train[S.TRAINABLE].to_numpy(), train[S.RESOLVED].to_numpy()
     kept = train[S.KEPT].to_numpy()
     adv_abs = train[S.ADVANTAGE].abs().fill_null(0.0).to_numpy()
     raw_abs = train[S.ADV_RAW].abs().fill_null(0.0).to_numpy()
@@ -195,7 +194,7 @@ def _inverted_pairs(train: pl.DataFrame, runs: Runs, inverted: np.ndarray) -> pl
         resolved = pl.col(S.RESOLVED)
         pairs = (
             train.with_columns(runs.spread(np.arange(len(runs))).alias("_group"))
-            .filter(pl.col(TRAINABLE) & runs.spread(inverted))
+            .filter(pl.col(S.TRAINABLE) & runs.spread(inverted))
             .sort(["_group", S.REWARD_SHAPED, S.RESOLVED])
             .with_columns(
                 (~resolved).cast(pl.Int64).cum_sum().over("_group").alias("_unres_le"),
@@ -222,7 +221,7 @@ def step_table(
     Rows and groups come sorted by step, so each step is a run.
     """
     keys = [S.CONFIG_ID, S.STEP]
-    train = rows.filter(~pl.col(IS_VAL))
+    train = rows.filter(~pl.col(S.IS_VAL))
     runs = Runs(train[S.STEP])
     adv = train[S.ADVANTAGE]
     present = adv.is_not_null().to_numpy()
@@ -254,7 +253,7 @@ def step_table(
         }
     )
     val = (
-        rows.filter(pl.col(IS_VAL))
+        rows.filter(pl.col(S.IS_VAL))
         .group_by(keys, maintain_order=True)
         .agg(
             pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),

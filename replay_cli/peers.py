@@ -22,17 +22,15 @@ from replay_cli.config import AdvantageParams
 from replay_cli.errors import EstimatorError
 from replay_cli.frames import collect
 
-TOKENS = S.TOKENS
-
 
 def whitening_weights(columns: list[str]) -> str:
     """What reinforce-pp-baseline weighs each row by in the step whitening, for this input."""
-    return "response_tokens" if TOKENS in columns else "one per rollout"
+    return "response_tokens" if S.TOKENS in columns else "one per rollout"
 
 
 def estimator_notes(columns: list[str], estimators: set[str]) -> list[str]:
     """Warnings about how faithfully the chosen estimators can be replayed on this input."""
-    if "reinforce-pp-baseline" in estimators and TOKENS not in columns:
+    if "reinforce-pp-baseline" in estimators and S.TOKENS not in columns:
         return [
             (
                 "reinforce-pp-baseline: the input has no response_tokens column, so every "
@@ -224,8 +222,8 @@ def reinforce_pp_baseline(
     t = "_rp_"
     dt = _dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
-    has_tokens = TOKENS in lf.collect_schema().names()
-    w = pl.col(TOKENS).cast(dt) if has_tokens else pl.lit(1.0, dt)
+    has_tokens = S.TOKENS in lf.collect_schema().names()
+    w = pl.col(S.TOKENS).cast(dt) if has_tokens else pl.lit(1.0, dt)
     one = pl.col(t + "size") == 1
     mean = pl.when(one).then(pl.lit(0.0, dt)).otherwise(pl.col(t + "mean"))
     lf = lf.with_columns(

@@ -13,8 +13,6 @@ from replay_cli.peers import ESTIMATORS, add_peer_advantages
 from replay_cli.segments import Groups, Runs
 from replay_cli.shaping import apply_shaping, masked
 
-IS_VAL, TRAINABLE, GID, BID, CHUNK_IDS = S.IS_VAL, S.TRAINABLE, S.GID, S.BID, S.CHUNK_IDS
-
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
 _RAW = AdvColumns(
     "_raw_baseline", "_raw_std", "_raw_unclipped", S.ADV_RAW, "_raw_peers", "_raw_norm"
@@ -42,10 +40,10 @@ def add_advantages(
     """
     if a.estimator == "grpo":
         return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out)
-    active = ~pl.col(IS_VAL) & pl.col(kept)
+    active = ~pl.col(S.IS_VAL) & pl.col(kept)
     if a.filter == "none":
-        return add_peer_advantages(lf, reward, gid, BID, a, out, active)
-    lf = lf.with_columns(pl.struct(BID, kept).rank("dense").alias(_BID_KEPT))
+        return add_peer_advantages(lf, reward, gid, S.BID, a, out, active)
+    lf = lf.with_columns(pl.struct(S.BID, kept).rank("dense").alias(_BID_KEPT))
     return add_peer_advantages(lf, reward, gid, _BID_KEPT, a, out, active).drop(_BID_KEPT)
 
 
@@ -76,8 +74,8 @@ def _filter_metric(a: AdvantageParams, reward: str) -> pl.Expr:
 def _survivors(a: AdvantageParams, kept: str) -> pl.Expr:
     """Group id of the survivors: advantages are recomputed on the rows the filter kept."""
     if a.filter == "none":  # every row kept: the groups stay as they are
-        return pl.col(GID)
-    return pl.struct(GID, kept).rank("dense")
+        return pl.col(S.GID)
+    return pl.struct(S.GID, kept).rank("dense")
 
 
 def _groups(a: AdvantageParams, survivors: str, runs: Runs | None) -> Groups:
@@ -108,10 +106,10 @@ def raw_plan(lf: pl.LazyFrame, key: RawKey, runs: Runs | None = None) -> pl.Lazy
         a,
     )
     metric = _filter_metric(a, _REWARD_RAW_FILLED)
-    lf = add_kept(lf, metric, GID, _VALID, a, _KEPT_RAW)
+    lf = add_kept(lf, metric, S.GID, _VALID, a, _KEPT_RAW)
     lf = lf.with_columns(_survivors(a, _KEPT_RAW).alias(_GID_KEPT_RAW))
     lf = add_advantages(lf, _REWARD_RAW_FILLED, _GID_KEPT_RAW, _KEPT_RAW, a, _RAW, runs)
-    trained = ~pl.col(IS_VAL) & pl.col(_KEPT_RAW)
+    trained = ~pl.col(S.IS_VAL) & pl.col(_KEPT_RAW)
     return lf.select(pl.when(trained).then(pl.col(S.ADV_RAW).cast(pl.Float64)).alias(S.ADV_RAW))
 
 
@@ -119,9 +117,9 @@ def row_plan(
     lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series, runs: Runs | None = None
 ) -> pl.LazyFrame:
     """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy); `raw` is
-    the chunk's `raw_plan` for this config's `raw_key`, `runs` the runs of the chunk's `GID`."""
+    the chunk's `raw_plan` for this config's `raw_key`, `runs` the runs of the chunk's `S.GID`."""
     a = cfg.advantage
-    inputs = [c for c in lf.collect_schema().names() if c not in CHUNK_IDS]
+    inputs = [c for c in lf.collect_schema().names() if c not in S.CHUNK_IDS]
     lf = lf.with_columns(pl.lit(cfg.config_id).alias(S.CONFIG_ID))
     lf = apply_shaping(lf, cfg.shaping).with_columns(
         pl.col(S.REWARD_RAW).fill_null(0.0).alias(_REWARD_RAW_FILLED),
@@ -129,9 +127,9 @@ def row_plan(
     lf = _with_valid(lf, a)
     # OpenRLHF filters on the raw score even in the shaped run.
     metric = _filter_metric(a, _REWARD_RAW_FILLED if a.filter == "openrlhf" else S.REWARD_SHAPED)
-    lf = add_kept(lf, metric, GID, _VALID, a, S.KEPT)
+    lf = add_kept(lf, metric, S.GID, _VALID, a, S.KEPT)
     lf = lf.with_columns(
-        (~pl.col(IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(TRAINABLE),
+        (~pl.col(S.IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(S.TRAINABLE),
         _survivors(a, S.KEPT).alias(_GID_KEPT),
     )
     lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED, runs)
@@ -149,7 +147,7 @@ def row_plan(
         S.BASELINE_NO_MASKED,
         "_toggled_std",
     )
-    shaped_rows = ~pl.col(IS_VAL) & pl.col(S.KEPT)
+    shaped_rows = ~pl.col(S.IS_VAL) & pl.col(S.KEPT)
     lf = lf.with_columns(
         *(
             pl.when(shaped_rows).then(pl.col(c).cast(pl.Float64)).alias(c)
@@ -157,4 +155,4 @@ def row_plan(
         ),
         pl.lit(raw).alias(S.ADV_RAW),
     )
-    return lf.select(*inputs, *S.REPORT_COLUMNS, IS_VAL, TRAINABLE, GID)
+    return lf.select(*inputs, *S.REPORT_COLUMNS, S.IS_VAL, S.TRAINABLE, S.GID)
