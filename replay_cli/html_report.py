@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.compare import delta_table
 from replay_cli.findings import PARAMS, findings, frontier, is_clipped
 from replay_cli.html_parts import cell, fmt, page, png_image, scatter_svg, table
 from replay_cli.io.files import atomic_path
@@ -298,12 +299,26 @@ def _details(summary: pl.DataFrame, groups: pl.LazyFrame | None, found: pl.DataF
 def _frame_table(frame: pl.DataFrame, limit: int = 500) -> str:
     shown = frame.head(limit)
     rows = [[cell(v, "text" if isinstance(v, str) else "") for v in r] for r in shown.rows()]
+    text = [c for c, t in shown.schema.items() if t == pl.String]
     note = (
         f'<p class="muted">First {limit} of {frame.height} rows.</p>'
         if frame.height > limit
         else ""
     )
-    return f'<div class="scroll">{table(shown.columns, rows, css="sortable")}</div>{note}'
+    body = table(shown.columns, rows, css="sortable", text_headers=text)
+    return f'<div class="scroll">{body}</div>{note}'
+
+
+def _comparison(frame: pl.DataFrame) -> str:
+    """The headline deltas as one row per config, then the long table folded away."""
+    wide = delta_table(frame)
+    return (
+        '<p class="muted">Change of each headline metric from the reference config.</p>'
+        + _frame_table(wide)
+        + "<details><summary>Every metric, value and reference</summary>"
+        + _frame_table(frame)
+        + "</details>"
+    )
 
 
 def render_index(directory: str | Path) -> Path:
@@ -341,7 +356,8 @@ def render_index(directory: str | Path) -> Path:
     ):
         frame = _read(directory, name)
         if frame is not None:
-            add(name, known.get(name, f"{name}.parquet"), _frame_table(frame))
+            body = _comparison(frame) if name == "comparison" else _frame_table(frame)
+            add(name, known.get(name, f"{name}.parquet"), body)
     if summary is None and (directory / "charts").is_dir():
         add("charts", "Charts", _charts(directory))
     command = " ".join(map(str, manifest.get("command_line", [])))
