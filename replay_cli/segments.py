@@ -54,9 +54,15 @@ class Runs:
         ufunc, neutral = (np.minimum, np.inf) if how == "min" else (np.maximum, -np.inf)
         x = x.astype(np.float64, copy=False)
         values = x if where is None else np.where(where, x, neutral)
-        out = pl.Series(values=ufunc.reduceat(values, self.starts) if len(self) else values[:0])
-        if where is not None and not (present := self.any(where)).all():
-            out = out.set(pl.Series(values=~present), None)
+        reduced = ufunc.reduceat(values, self.starts) if len(self) else values[:0]
+        out = pl.Series(values=reduced)
+        if where is not None:
+            # A run left at the neutral value has no row, unless x itself holds that value.
+            missing = reduced == neutral
+            if missing.any():
+                if np.isinf(x).any():
+                    missing = ~self.any(where)
+                out = out.set(pl.Series(values=missing), None)
         return out
 
     def bounds(self, x: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,12 +1,13 @@
 """Tests for replay_cli.segments: per-group reductions must equal polars' windows exactly."""
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_series_equal
 
-from replay_cli.segments import over
+from replay_cli.segments import Runs, over
 
 rows = st.lists(
     st.tuples(
@@ -48,3 +49,12 @@ def test_over_on_no_rows():
     got = df.select(over(pl.col("v"), "g", "min", pl.Float32()))
     assert got.height == 0
     assert got.to_series().dtype == pl.Float32
+
+
+def test_extreme_is_null_only_for_runs_without_rows_even_with_infinite_values():
+    runs = Runs(np.array([0, 0, 1, 1, 2]))
+    x = np.array([np.inf, 1.0, 2.0, 3.0, 4.0])
+    where = np.array([True, False, False, False, True])
+    assert runs.extreme("min", x, where).to_list() == [np.inf, None, 4.0]
+    assert runs.extreme("max", -x, where).to_list() == [-np.inf, None, -4.0]
+    assert runs.extreme("max", x, np.zeros(5, dtype=bool)).to_list() == [None, None, None]
