@@ -31,9 +31,9 @@ def _exclusive(x: np.ndarray) -> np.ndarray:
     return before + after
 
 
-def _nth_valid(r: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
-    """Per group (row of the block), the value of its n-th valid entry (0 when it has none)."""
-    rank = np.cumsum(v, axis=1)
+def _nth_valid(r: np.ndarray, v: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
+    """Per group (row of the block), the value of its n-th valid entry (0 when it has none);
+    `rank` is the running count of valid entries."""
     hit = v & (rank == n + 1)
     return np.where(hit.any(axis=1), r[np.arange(len(r)), hit.argmax(axis=1)], 0.0)
 
@@ -41,9 +41,9 @@ def _nth_valid(r: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
 def _block(r: np.ndarray, v: np.ndarray, loo: bool) -> tuple[np.ndarray, ...]:
     """(baseline, std, diff) for a block of equal-length groups (one group per row)."""
     n = v.sum(axis=1, keepdims=True)
-    first = _nth_valid(r, v, 0)[:, None]
-    second = _nth_valid(r, v, 1)[:, None]
     rank = np.cumsum(v, axis=1)
+    first = _nth_valid(r, v, rank, 0)[:, None]
+    second = _nth_valid(r, v, rank, 1)[:, None]
     if loo:
         # A valid row's peers exclude it: shift by a peer's value (the first valid row, or for
         # that row itself the second), so equal peers shift to exact zeros.

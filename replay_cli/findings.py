@@ -47,13 +47,10 @@ def is_clipped(row: dict[str, Any]) -> bool:
 def frontier(summary: pl.DataFrame) -> pl.DataFrame:
     """Per config: signal gain over shaping off, harm (inversion rate + unclipped explosion share)
     and the rank used to pick the best and worst configs (harm first, then gain)."""
-    clipped = (
-        pl.col("clip_low").is_not_null()
-        & pl.col("clip_high").is_not_null()
-        & (pl.col("clip_low") >= -EXPLOSION)
-        & (pl.col("clip_high") <= EXPLOSION)
+    clipped = pl.Series(
+        [is_clipped(row) for row in summary.iter_rows(named=True)], dtype=pl.Boolean
     )
-    unclipped_explosion = pl.when(clipped).then(0.0).otherwise(pl.col("adv/explosion_frac"))
+    unclipped_explosion = pl.when(pl.lit(clipped)).then(0.0).otherwise(pl.col("adv/explosion_frac"))
     return summary.select(
         S.CONFIG_ID,
         "label",
@@ -120,9 +117,6 @@ def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any
         )
         .group_by(S.CONFIG_ID, maintain_order=True)
         .first()
-        .select(
-            S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
-        )
     )
     fail_faster = lf.group_by(S.CONFIG_ID).agg(
         # Not the groups whose spread is only an uncharged row's: no time difference there.

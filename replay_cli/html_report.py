@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import facets
 from replay_cli import schema as S
 from replay_cli.compare import delta_table
 from replay_cli.findings import PARAMS, findings, frontier, is_clipped
@@ -62,11 +63,6 @@ def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
     }
     hit, css, why = rules.get(metric, (False, "", ""))
     return (css, why) if hit else ("", "")
-
-
-def _varying(summary: pl.DataFrame) -> list[str]:
-    """Parameters that take more than one value across the report's configs."""
-    return [c for c in PARAMS if c in summary.columns and summary[c].n_unique() > 1]
 
 
 def _read(directory: Path, name: str) -> pl.DataFrame | None:
@@ -142,7 +138,7 @@ def _findings(found: pl.DataFrame) -> str:
 
 
 def _summary_table(summary: pl.DataFrame, front: pl.DataFrame) -> str:
-    varying = _varying(summary)
+    varying = facets.varying(summary, exclude=())
     gains = dict(front.select(S.CONFIG_ID, "gain").rows())
     headers = ["#", "config", *(short for _, short in SUMMARY_METRICS), *varying]
     rows, ids = [], []
@@ -256,16 +252,6 @@ def _details(summary: pl.DataFrame, groups: pl.LazyFrame | None, found: pl.DataF
             .sort(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, descending=True, nulls_last=True)
             .group_by(S.CONFIG_ID, maintain_order=True)
             .head(5)
-            .select(
-                S.CONFIG_ID,
-                S.STEP,
-                S.GROUP_ID,
-                S.G_RESOLVED_PATTERN,
-                S.G_TRAINABLE_ROWS,
-                S.G_MAX_ABS_ADVANTAGE_UNCLIPPED,
-                S.G_STD_AT_MAX_ABS,
-                S.G_INVERTED,
-            )
             .collect()
         )
         top = {k[0]: v for k, v in worst.partition_by(S.CONFIG_ID, as_dict=True).items()}

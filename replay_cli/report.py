@@ -97,8 +97,8 @@ def finish_report(
     if result.rows is not None:
         tables["rollouts"] = result.rows
     write_tables(tmp, tables)
-    groups = result.groups if result.groups is not None else pl.scan_parquet(tmp / "groups.parquet")
-    result.findings = findings(result.summary, groups)
+    if result.findings is None:  # the engine has them when it kept the groups in memory
+        result.findings = findings(result.summary, pl.scan_parquet(tmp / "groups.parquet"))
     write_tables(tmp, {"findings": result.findings})
     if charts is not None:
         charts(result, tmp / "charts", highlight)
