@@ -166,6 +166,7 @@ def _replay_into(
                     row_sink=sink,
                     chunk_rows=chunk_rows,
                     group_sink=group_sink,
+                    with_rows=rows != "none",
                 )
             finally:
                 sink.close()

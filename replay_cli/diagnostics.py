@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.metrics import SIGNAL_EPS
+from replay_cli.row_batch import RowBatch
 
 EXPLOSION = 3.0
 FRAGILE_STD = 1e-3
@@ -25,46 +27,115 @@ def count(cond: pl.Expr) -> pl.Expr:
     return cond.fill_null(False).cast(pl.Int64).sum()
 
 
-def row_partials(rows: pl.DataFrame) -> pl.DataFrame:
-    """One row of counts, sums and extremes for one config over one chunk of rows."""
-    t = pl.col(S.TRAINABLE)
-    train = ~pl.col(S.IS_VAL)
-    adv, unc, raw = pl.col(S.ADVANTAGE), pl.col(S.ADV_UNCLIPPED), pl.col(S.ADV_RAW)
-    resolved = pl.col(S.RESOLVED)
-    flipped = (adv.abs() > SIGNAL_EPS) & (raw.abs() > SIGNAL_EPS) & (adv.sign() != raw.sign())
-    fragile = (pl.col(S.NORMALIZED) & (pl.col(S.STD) < FRAGILE_STD)) | (
-        pl.col(S.TRIVIAL_PEERS) & (pl.col(S.STD) != 0)
-    )
-    rt = pl.col(S.RUN_TIME)
+def row_partials(b: RowBatch) -> list[pl.DataFrame]:
+    """One row of counts, sums and extremes per config of the batch over its chunk."""
+    c = b.chunk
+    t, resolved = b.per_config(b.trainable), c.resolved
+    adv, unc, raw = b.advantage, b.unclipped, b.adv_raw
+    eps = np.float64(SIGNAL_EPS)
 
-    return rows.select(
-        count(t).alias("n_trainable"),
-        adv.filter(t).sum().alias("sum_adv"),
-        adv.filter(t).min().alias("min_adv"),
-        adv.filter(t).max().alias("max_adv"),
-        count(t & (adv != unc)).alias("n_clipped"),
-        count(t & (unc.abs() > EXPLOSION)).alias("n_explosion"),
-        count(t & fragile).alias("n_fragile"),
-        count(t & flipped).alias("n_flipped"),
-        adv.filter(t & resolved).sum().alias("sum_adv_resolved"),
-        count(t & resolved).alias("n_resolved"),
-        adv.filter(t & ~resolved).sum().alias("sum_adv_unresolved"),
-        count(t & ~resolved).alias("n_unresolved"),
-        (pl.col(S.BASELINE) - pl.col(S.BASELINE_NO_MASKED))
-        .abs()
-        .filter(t)
-        .sum()
-        .alias("sum_masked_shift"),
-        pl.len().alias("n_rows"),
+    def n(mask: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.count_nonzero(mask, axis=-1), (len(b.configs),))
+
+    def total(mask: np.ndarray) -> np.ndarray:
+        return np.where(mask, adv, 0).sum(axis=-1, dtype=np.float64)
+
+    big = np.float64(np.inf)
+    flipped = (np.abs(adv) > eps) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
+    fragile = (b.normalized & (b.std < np.float64(FRAGILE_STD))) | (b.peers_equal & (b.std != 0))
+    n_trainable = n(t)
+    columns = {
+        "n_trainable": n_trainable,
+        "sum_adv": total(t),
+        "min_adv": np.where(t, adv, big).min(axis=-1, initial=big),
+        "max_adv": np.where(t, adv, -big).max(axis=-1, initial=-big),
+        "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
+        "n_explosion": n(t & (np.abs(unc) > np.float64(EXPLOSION))),
+        "n_fragile": n(t & fragile),
+        "n_flipped": n(t & flipped),
+        "sum_adv_resolved": total(t & resolved),
+        "n_resolved": n(t & resolved),
+        "sum_adv_unresolved": total(t & ~resolved),
+        "n_unresolved": n(t & ~resolved),
+        "sum_masked_shift": _masked_shift(b, t),
+        "n_train_masked": n(c.train & b.masked),
+        "n_negative_charged": n(b.charged & c.negative),
+    }
+    inputs = c.frame.select(_input_counts())
+    out = []
+    for k in range(len(b.configs)):
+        row = {name: values[k] for name, values in columns.items()}
+        if n_trainable[k] == 0:
+            row["min_adv"] = row["max_adv"] = None
+        out.append(
+            pl.DataFrame({**{k2: [v] for k2, v in row.items()}}, schema=_PARTIAL_SCHEMA)
+            .hstack(inputs)
+            .select(PARTIALS)
+        )
+    return out
+
+
+PARTIALS = (
+    "n_trainable",
+    "sum_adv",
+    "min_adv",
+    "max_adv",
+    "n_clipped",
+    "n_explosion",
+    "n_fragile",
+    "n_flipped",
+    "sum_adv_resolved",
+    "n_resolved",
+    "sum_adv_unresolved",
+    "n_unresolved",
+    "sum_masked_shift",
+    "n_rows",
+    "n_validation",
+    "n_train",
+    "n_train_masked",
+    "n_train_resolved",
+    "n_run_time_invalid",
+    "n_run_time_null",
+    "n_run_time_negative",
+    "n_negative_charged",
+)
+_INPUTS = (
+    "n_rows",
+    "n_validation",
+    "n_train",
+    "n_train_resolved",
+    "n_run_time_invalid",
+    "n_run_time_null",
+    "n_run_time_negative",
+)
+_FLOATS = ("sum_adv", "min_adv", "max_adv", "sum_adv_resolved", "sum_adv_unresolved")
+_PARTIAL_SCHEMA = {
+    name: pl.Float64 if name in (*_FLOATS, "sum_masked_shift") else pl.Int64
+    for name in PARTIALS
+    if name not in _INPUTS
+}
+
+
+def _masked_shift(b: RowBatch, t: np.ndarray) -> np.ndarray:
+    """Sum over trainable rows of |baseline - baseline with masking toggled| (float64 values)."""
+    if b.toggled is b.baseline:
+        return np.zeros(len(t))
+    shift = np.abs(b.baseline.astype(np.float64) - b.toggled.astype(np.float64))
+    return np.where(t, shift, 0.0).sum(axis=-1)
+
+
+def _input_counts() -> list[pl.Expr]:
+    """The config-independent counts of a chunk (the same for every config)."""
+    train, resolved, rt = ~pl.col(S.IS_VAL), pl.col(S.RESOLVED), pl.col(S.RUN_TIME)
+    return [
+        pl.len().cast(pl.Int64).alias("n_rows"),
         count(pl.col(S.IS_VAL)).alias("n_validation"),
         count(train).alias("n_train"),
-        count(train & pl.col(S.MASKED)).alias("n_train_masked"),
         count(train & resolved).alias("n_train_resolved"),
         count(rt.is_nan() | rt.is_infinite()).alias("n_run_time_invalid"),
-        rt.is_null().sum().alias("n_run_time_null"),
+        rt.is_null().sum().cast(pl.Int64).alias("n_run_time_null"),
         count(rt < 0).alias("n_run_time_negative"),
-        count(pl.col(S.CHARGED) & (pl.col(S.REWARD) < 0)).alias("n_negative_charged"),
-    )
+    ]
 
 
 def _ratio(num: float | None, den: int) -> float | None:

@@ -5,23 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.batched import batchable, grpo_rows, row_frame
 from replay_cli.chunks import in_order, plan_chunks, run_starts
 from replay_cli.config import ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
 from replay_cli.findings import findings
 from replay_cli.frames import collect, collect_all
-from replay_cli.metrics import (
-    group_table,
-    step_table,
-    summarise_steps,
-    trainer_names,
-)
+from replay_cli.metrics import group_tables, step_tables, summarise_steps, trainer_names
+from replay_cli.row_batch import ChunkArrays, RowBatch
 from replay_cli.row_plans import RawKey, raw_key, raw_plan, row_plan
-from replay_cli.segments import Runs
 from replay_cli.shaping import minutes
 from replay_cli.validation import Rollouts
 
@@ -104,44 +101,94 @@ def input_piece(chunk: pl.DataFrame, chart_every: int) -> InputPiece:
     return InputPiece(minutes=thinned, run_times=chunk[S.RUN_TIME].cast(pl.Float32))
 
 
+@dataclass
+class ChunkState:
+    """What the config batches of one chunk share: its numpy arrays and the shaping-off
+    advantages per `raw_key` (numpy for the batched path, a column for the polars plans)."""
+
+    chunk: pl.DataFrame
+    arrays: ChunkArrays
+    raw_arrays: dict[RawKey, np.ndarray] = field(default_factory=dict)
+    raw_columns: dict[RawKey, pl.Series] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, chunk: pl.DataFrame) -> ChunkState:
+        return cls(chunk, ChunkArrays.of(chunk))
+
+
 def replay_batch(
-    chunk: pl.DataFrame,
+    chunk: pl.DataFrame | ChunkState,
     batch: Sequence[ReplayConfig],
     chart_every: int,
-    raw_cache: dict[RawKey, pl.Series] | None = None,
+    with_rows: bool = True,
 ) -> list[ConfigPiece]:
-    """Every config of a batch over one chunk, through one `collect_all` per stage.
+    """Every config of a batch over one chunk, in the batch's order.
 
-    `raw_cache` keeps the chunk's shaping-off advantages between batches of the same chunk.
+    GRPO configs without a filter go through the batched path (batched.py), one set of
+    (configs × rows) arrays per `raw_key`; the others through polars plans, one `collect_all`.
+    Per-row report frames are built only `with_rows`.
     """
-    source = chunk.lazy()
-    raw_cache = {} if raw_cache is None else raw_cache
-    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in raw_cache))
-    runs = Runs(chunk[S.GID])
+    state = chunk if isinstance(chunk, ChunkState) else ChunkState.of(chunk)
+    pieces: dict[str, ConfigPiece] = {}
+    by_key: dict[RawKey, list[ReplayConfig]] = {}
+    for cfg in batch:
+        if batchable(cfg):
+            by_key.setdefault(raw_key(cfg), []).append(cfg)
+    for configs in by_key.values():
+        rows = grpo_rows(state.arrays, configs, state.raw_arrays)
+        frames = [row_frame(rows, k) if with_rows else None for k in range(len(configs))]
+        for piece in config_pieces(rows, chart_every, frames):
+            pieces[piece.config_id] = piece
+    others = [cfg for cfg in batch if not batchable(cfg)]
+    for cfg, frame in zip(others, _polars_rows(state, others), strict=True):
+        rows = RowBatch.from_frame(state.arrays, cfg, frame)
+        kept = frame.drop(S.IS_VAL, S.TRAINABLE, S.GID) if with_rows else None
+        pieces[cfg.config_id] = config_pieces(rows, chart_every, [kept])[0]
+    return [pieces[cfg.config_id] for cfg in batch]
+
+
+def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.DataFrame]:
+    """The per-row frames of configs that take the polars plans (filters, peer estimators)."""
+    if not batch:
+        return []
+    source = state.chunk.lazy()
+    cache = state.raw_columns
+    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in cache))
+    runs = state.arrays.runs
     raws = collect_all([raw_plan(source, k, runs) for k in missing])
     for key, raw in zip(missing, raws, strict=True):
-        raw_cache[key] = raw.to_series()
-    plans = [row_plan(source, cfg, raw_cache[raw_key(cfg)], runs) for cfg in batch]
+        cache[key] = raw.to_series()
+    plans = [row_plan(source, cfg, cache[raw_key(cfg)], runs) for cfg in batch]
     # One chunk per frame: float sums depend on chunk boundaries.
-    row_frames = [f.rechunk() for f in collect_all(plans)]
-    groups = [group_table(rows, cfg.shaping) for cfg, rows in zip(batch, row_frames, strict=True)]
-    return [
-        ConfigPiece(
-            config_id=cfg.config_id,
-            groups=groups[i],
-            group_parts=group_partials(groups[i]),
-            steps=step_table(rows, groups[i], cfg.shaping, cfg.metrics_by),
-            partials=row_partials(rows),
-            # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
-            # One column filtered, not the whole frame.
-            advantages=rows[S.ADVANTAGE]
-            .filter(rows[S.TRAINABLE])
-            .cast(pl.Float32 if cfg.advantage.precision == "float32" else pl.Float64),
-            deductions=rows[S.DEDUCTION].filter(rows[S.CHARGED]).gather_every(chart_every),
-            rows=rows.drop(S.IS_VAL, S.TRAINABLE, S.GID),
+    return [f.rechunk() for f in collect_all(plans)]
+
+
+def config_pieces(
+    b: RowBatch, chart_every: int, frames: Sequence[pl.DataFrame | None]
+) -> list[ConfigPiece]:
+    """The accumulator's pieces of every config of a row batch."""
+    groups = group_tables(b)
+    steps = step_tables(b, groups)
+    partials = row_partials(b)
+    trainable = b.per_config(b.trainable)
+    out = []
+    for k, cfg in enumerate(b.configs):
+        # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
+        dtype = np.float32 if cfg.advantage.precision == "float32" else np.float64
+        charged = b.charged[k]
+        out.append(
+            ConfigPiece(
+                config_id=cfg.config_id,
+                groups=groups[k],
+                group_parts=group_partials(groups[k]),
+                steps=steps[k],
+                partials=partials[k],
+                advantages=pl.Series(S.ADVANTAGE, b.advantage[k][trainable[k]].astype(dtype)),
+                deductions=pl.Series(S.DEDUCTION, b.deduction[k][charged][::chart_every]),
+                rows=frames[k],
+            )
         )
-        for i, (cfg, rows) in enumerate(zip(batch, row_frames, strict=True))
-    ]
+    return out
 
 
 class Accumulator:
@@ -250,12 +297,14 @@ def run_replay(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     row_sink: RowSink | None = None,
     group_sink: RowSink | None = None,
+    with_rows: bool = True,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
     Each chunk is read once; its configs run in batches through one `collect_all`. Per-row
     results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
-    Peak memory is about chunk_rows x configs_per_pass rows of results.
+    Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
+    builds no per-row frames (the report's `--rows none`).
     """
     if not configs:
         raise ValueError("run_replay needs at least one config")
@@ -267,9 +316,9 @@ def run_replay(
     for lo, hi in chunks:
         chunk = read_chunk(rollouts, lo, hi)
         acc.add_input(input_piece(chunk, chart_every))
-        raw_cache: dict[RawKey, pl.Series] = {}
+        state = ChunkState.of(chunk)
         for batch in groups_of_configs:
-            for piece in replay_batch(chunk, batch, chart_every, raw_cache):
+            for piece in replay_batch(state, batch, chart_every, with_rows):
                 if row_sink is not None and piece.rows is not None:
                     row_sink(piece.rows)
                 acc.add(piece)

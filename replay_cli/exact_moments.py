@@ -24,26 +24,30 @@ from replay_cli.segments import Groups, Runs
 
 
 def _exclusive(x: np.ndarray) -> np.ndarray:
-    """Per row of a 2-D block, the sum of every other entry: prefix plus suffix, no subtraction."""
-    zeros = np.zeros((x.shape[0], 1))
-    before = np.concatenate([zeros, np.cumsum(x, axis=1)[:, :-1]], axis=1)
-    after = np.concatenate([np.cumsum(x[:, ::-1], axis=1)[:, ::-1][:, 1:], zeros], axis=1)
+    """Per entry of a block (groups along the last axis), the sum of every other entry of its
+    group: prefix plus suffix, no subtraction."""
+    zeros = np.zeros((*x.shape[:-1], 1))
+    before = np.concatenate([zeros, np.cumsum(x, axis=-1)[..., :-1]], axis=-1)
+    after = np.concatenate([np.cumsum(x[..., ::-1], axis=-1)[..., ::-1][..., 1:], zeros], axis=-1)
     return before + after
 
 
 def _nth_valid(r: np.ndarray, v: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
-    """Per group (row of the block), the value of its n-th valid entry (0 when it has none);
-    `rank` is the running count of valid entries."""
+    """Per group (last axis of the block), the value of its n-th valid entry (0 when it has
+    none); `rank` is the running count of valid entries."""
     hit = v & (rank == n + 1)
-    return np.where(hit.any(axis=1), r[np.arange(len(r)), hit.argmax(axis=1)], 0.0)
+    picked = np.take_along_axis(r, hit.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    return np.where(hit.any(axis=-1), picked, 0.0)
 
 
 def _block(r: np.ndarray, v: np.ndarray, loo: bool) -> tuple[np.ndarray, ...]:
-    """(baseline, std, diff) for a block of equal-length groups (one group per row)."""
-    n = v.sum(axis=1, keepdims=True)
-    rank = np.cumsum(v, axis=1)
-    first = _nth_valid(r, v, rank, 0)[:, None]
-    second = _nth_valid(r, v, rank, 1)[:, None]
+    """(baseline, std, diff) for a block of equal-length groups (the last axis: one group's
+    entries; any leading axes, e.g. configs × groups)."""
+    v = np.broadcast_to(v, r.shape)
+    n = v.sum(axis=-1, keepdims=True)
+    rank = np.cumsum(v, axis=-1)
+    first = _nth_valid(r, v, rank, 0)[..., None]
+    second = _nth_valid(r, v, rank, 1)[..., None]
     if loo:
         # A valid row's peers exclude it: shift by a peer's value (the first valid row, or for
         # that row itself the second), so equal peers shift to exact zeros.
@@ -61,8 +65,8 @@ def _block(r: np.ndarray, v: np.ndarray, loo: bool) -> tuple[np.ndarray, ...]:
         shift = np.broadcast_to(first, r.shape)
         m = n
         d = np.where(v, r - first, 0.0)
-        s1 = np.broadcast_to(d.sum(axis=1, keepdims=True), r.shape)
-        s2 = np.broadcast_to((d * d).sum(axis=1, keepdims=True), r.shape)
+        s1 = np.broadcast_to(d.sum(axis=-1, keepdims=True), r.shape)
+        s2 = np.broadcast_to((d * d).sum(axis=-1, keepdims=True), r.shape)
     mf = np.broadcast_to(m, r.shape).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_dev = s1 / mf
@@ -72,8 +76,8 @@ def _block(r: np.ndarray, v: np.ndarray, loo: bool) -> tuple[np.ndarray, ...]:
         diff = (r - shift) - mean_dev
         if loo:  # invalid rows: the trainer's sums over all valid rows, divided by n - 1
             rv = np.where(v, r, 0.0)
-            b_inv = rv.sum(axis=1, keepdims=True) / mf
-            q_inv = (rv * rv).sum(axis=1, keepdims=True) / mf
+            b_inv = rv.sum(axis=-1, keepdims=True) / mf
+            q_inv = (rv * rv).sum(axis=-1, keepdims=True) / mf
             sd_inv = np.sqrt((q_inv - b_inv * b_inv) * (mf / (mf - 1.0)))
             baseline = np.where(v, baseline, b_inv)
             std = np.where(v, std, np.nan_to_num(sd_inv, nan=0.0))
@@ -87,13 +91,15 @@ def _block(r: np.ndarray, v: np.ndarray, loo: bool) -> tuple[np.ndarray, ...]:
 
 
 def peer_moments(r: np.ndarray, v: np.ndarray, runs: Runs, loo: bool) -> tuple[np.ndarray, ...]:
-    """(baseline, std, r - baseline) per row of rows sorted into runs of equal group id."""
-    out = [np.empty(len(r)) for _ in range(3)]
+    """(baseline, std, r - baseline) per row of rows sorted into runs of equal group id, along
+    the last axis (r may carry a leading config axis; v is shared or per config)."""
+    out = [np.empty(r.shape) for _ in range(3)]
     for length in np.unique(runs.lengths):
         starts = runs.starts[runs.lengths == length]
         index = starts[:, None] + np.arange(length)[None, :]
-        for target, values in zip(out, _block(r[index], v[index], loo), strict=True):
-            target[index] = values
+        block = _block(r[..., index], v[..., index], loo)
+        for target, values in zip(out, block, strict=True):
+            target[..., index] = values
     return tuple(out)
 
 

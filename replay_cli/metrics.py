@@ -9,6 +9,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
+from replay_cli.row_batch import RowBatch
 from replay_cli.segments import Runs
 
 SIGNAL_EPS = 1e-6
@@ -47,45 +48,78 @@ def trainer_names(p: ShapingParams) -> list[str]:
     ]
 
 
-def trainer_metrics(rows: pl.DataFrame, runs: Runs, p: ShapingParams) -> dict[str, pl.Series]:
-    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call.
+def trainer_metrics(
+    b: RowBatch, runs: Runs, where: np.ndarray | None = None
+) -> list[dict[str, np.ndarray]]:
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call,
+    for every config of the batch (one dict per config, under its trainer names).
 
-    Each run of `runs` is one call's rows: a group (async trainer) or a step's batch. Means divide
-    by all rows: skipped rows count 0 deduction but their minutes and calls count.
+    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group
+    (async trainer) or a step's training batch. Means divide by all those rows: skipped rows
+    count 0 deduction but their minutes and calls count.
     """
-    minutes, deduction = rows[S.MINUTES].to_numpy(), rows[S.DEDUCTION].to_numpy()
-    calls = rows[S.CALLS].to_numpy()
-    ref = p.effective_call_bonus_ref
-    if p.bonus_on and ref is not None:
-        saturated = runs.count(calls >= ref) / runs.lengths
-    else:
-        saturated = np.zeros(len(runs))
-    if 5 in p.items:  # the internal hook: any spread of minutes
-        signal = (runs.extreme("max", minutes) - runs.extreme("min", minutes)) > SIGNAL_EPS
-    else:  # the PR: at least two trainable rows whose deductions differ
-        trainable = ~rows[S.MASKED].to_numpy()
-        hi = runs.extreme("max", deduction, trainable)
-        spread = hi - runs.extreme("min", deduction, trainable)
-        signal = pl.Series(values=runs.count(trainable) >= 2) & (spread > SIGNAL_EPS).fill_null(
-            False
+    c = b.chunk
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return runs.sum(x if where is None else np.where(where, x, 0))
+
+    def top(x: np.ndarray) -> np.ndarray:
+        return runs.top(x, where)
+
+    def low(x: np.ndarray) -> np.ndarray:
+        return -runs.top(-x, where)
+
+    count = runs.lengths if where is None else runs.sum(where)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shared = {
+            "minutes/mean": total(c.minutes) / count,
+            "minutes/max": top(c.minutes),
+            "calls/mean": total(c.calls) / count,
+            "seconds_per_call": total(c.minutes) * 60.0 / np.maximum(total(c.calls), 1),
+        }
+        minutes_spread = (shared["minutes/max"] - low(c.minutes)) > SIGNAL_EPS
+        ded_mean = b.per_config(total(b.deduction) / count)
+        ded_max = b.per_config(top(b.deduction))
+        bonus = np.zeros(1) if b.bonus is None else total(b.bonus) / count
+        floored = b.per_config(total(b.floored) / count)
+        reward = b.per_config(total(b.reward_shaped) / count)
+    # The PR: at least two trainable (unmasked) rows whose deductions differ.
+    unmasked = ~b.masked if where is None else where & ~b.masked
+    n_unmasked = runs.sum(unmasked)
+    hi = runs.top(b.deduction, unmasked)
+    with np.errstate(invalid="ignore"):  # inf - inf in runs without unmasked rows
+        spread = b.per_config(
+            (n_unmasked >= 2) & ((hi + runs.top(-b.deduction, unmasked)) > SIGNAL_EPS)
         )
-    values = [
-        runs.mean(minutes),
-        runs.extreme("max", minutes),
-        runs.mean(deduction),
-        runs.extreme("max", deduction),
-        runs.mean(calls),
-        runs.mean(rows[S.BONUS].to_numpy()),
-        runs.sum(minutes) * 60.0 / np.maximum(runs.sum(calls), 1),
-        saturated,
-        runs.mean(rows[S.FLOORED].to_numpy()),
-        signal,
-        runs.mean(rows[S.REWARD_SHAPED].to_numpy()),
-    ]
-    return {
-        name: pl.Series(name, v).cast(pl.Float64)
-        for name, v in zip(trainer_names(p), values, strict=True)
-    }
+    bonus = b.per_config(bonus) if bonus.ndim > 1 else np.broadcast_to(bonus, ded_mean.shape)
+    out = []
+    for k, cfg in enumerate(b.configs):
+        p = cfg.shaping
+        ref = p.effective_call_bonus_ref
+        if p.bonus_on and ref is not None:
+            saturated = total(c.calls >= ref) / count
+        else:
+            saturated = np.zeros(len(count))
+        values = [
+            shared["minutes/mean"],
+            shared["minutes/max"],
+            ded_mean[k],
+            ded_max[k],
+            shared["calls/mean"],
+            bonus[k],
+            shared["seconds_per_call"],
+            saturated,
+            floored[k],
+            minutes_spread if 5 in p.items else spread[k],  # internal: any spread of minutes
+            reward[k],
+        ]
+        out.append(
+            {
+                name: np.asarray(v, dtype=np.float64)
+                for name, v in zip(trainer_names(p), values, strict=True)
+            }
+        )
+    return out
 
 
 def step_rule(name: str) -> pl.Expr:
@@ -114,55 +148,87 @@ def _other_names(p: ShapingParams) -> list[str]:
 PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
 
 
-def group_table(rows: pl.DataFrame, p: ShapingParams) -> pl.DataFrame:
-    """One row per (config, step, group) of training rows: pattern, signal, inversion, trainer
-    metrics. Rows come sorted by the group id, so groups are runs, in (step, group_id) order."""
-    train = rows.filter(~pl.col(S.IS_VAL))
-    runs = Runs(train[S.GID])
-    t, resolved = train[S.TRAINABLE].to_numpy(), train[S.RESOLVED].to_numpy()
-    kept = train[S.KEPT].to_numpy()
-    adv_abs = train[S.ADVANTAGE].abs().fill_null(0.0).to_numpy()
-    raw_abs = train[S.ADV_RAW].abs().fill_null(0.0).to_numpy()
-    shaped = train[S.REWARD_SHAPED].to_numpy()
-    n_tr, n_res = runs.count(t), runs.count(t & resolved)
-    pattern = np.where(n_res == 0, 0, np.where(n_res == n_tr, 2, 1))
-    has_signal = runs.any(t & (adv_abs > SIGNAL_EPS))
-    has_signal_raw = runs.any(t & (raw_abs > SIGNAL_EPS))
-    inverted = (
-        runs.extreme("min", shaped, t & resolved) < runs.extreme("max", shaped, t & ~resolved)
-    ).fill_null(False)
-    unclipped_abs = train[S.ADV_UNCLIPPED].abs().fill_null(0.0).to_numpy()
-    _, top = runs.bounds(unclipped_abs, t)
-    at_max = t & (unclipped_abs == np.repeat(top, runs.lengths))
+def group_tables(b: RowBatch) -> list[pl.DataFrame]:
+    """One table per config of the batch, a row per (config, step, group) of training rows:
+    pattern, signal, inversion, trainer metrics. Groups are the chunk's runs, in (step,
+    group_id) order; each reduction covers every config of the batch at once."""
+    c = b.chunk
+    runs, pick = c.runs, c.train_runs
+    t, resolved = b.trainable, c.resolved
+    eps = np.float64(SIGNAL_EPS)
+    adv_abs = np.abs(b.advantage)
+    unclipped_abs = np.abs(b.unclipped) if b.clipped else adv_abs
+    shaped = b.reward_shaped
+    n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
+    has_signal = runs.sum(t & (adv_abs > eps)) > 0
+    has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
+    lowest_resolved = -runs.top(-shaped, t & resolved)
+    inverted = lowest_resolved < runs.top(shaped, t & ~resolved)
+    top = runs.top(unclipped_abs, t)
     no_rows = top == -np.inf  # groups without trainable rows: null
-    std_at_max, _ = runs.bounds(train[S.STD].fill_null(np.nan).to_numpy(), at_max)
-    groups = pl.DataFrame(
-        {
-            **{k: runs.first(train[k]) for k in S.CONFIG_GROUP_KEYS},
-            S.G_SIZE: pl.Series(runs.lengths, dtype=pl.UInt32),
-            S.G_TRAINABLE_ROWS: pl.Series(n_tr, dtype=pl.UInt32),
-            S.G_RESOLVED_ROWS: pl.Series(n_res, dtype=pl.UInt32),
-            S.G_RESOLVED_PATTERN: PATTERNS.gather(pattern),
-            S.G_HAS_SIGNAL: has_signal,
-            S.G_HAS_SIGNAL_RAW: has_signal_raw,
-            S.G_INVERTED: inverted,
-            S.G_PAIRS: pl.Series(n_res * runs.count(t & ~resolved), dtype=pl.Int64),
-            S.G_MAX_ABS_ADVANTAGE: runs.extreme("max", adv_abs, t),
-            S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: _nullable(top, no_rows),
-            # The std that divided the group's largest |advantage| (the cause of an explosion).
-            S.G_STD_AT_MAX_ABS: _nullable(std_at_max, no_rows),
-            S.G_KEPT_ROWS: pl.Series(runs.count(kept), dtype=pl.UInt32),
-            # Kept although the outcome is uniform: only the shaping term gave the group a spread.
-            S.G_PHANTOM: runs.any(kept) & (runs.all(resolved) | ~runs.any(resolved)),
-            **trainer_metrics(train, runs, p),
-            S.G_TIME_ONLY_SIGNAL: has_signal & ~has_signal_raw,
-            S.G_INVERTED_PAIRS: _inverted_pairs(train, runs, inverted.to_numpy()),
-            S.G_UNCHARGED_ONLY_SIGNAL: has_signal
-            & ~has_signal_raw
-            & _spread_only_from_uncharged(train, runs, shaped),
-        }
-    )
-    return groups.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(p))
+    at_max = t & (unclipped_abs == runs.rows(top))
+    std_at_max = -runs.top(-np.where(np.isnan(b.std), np.inf, b.std), at_max)
+    top_clipped = runs.top(adv_abs, t) if b.clipped else top
+    kept_rows = runs.sum(b.kept)
+    n_resolved = runs.sum(resolved)
+    uniform = (n_resolved == runs.lengths) | (n_resolved == 0)
+    time_only = has_signal & ~has_signal_raw
+    uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
+    per_call = trainer_metrics(b, runs)
+    full = {
+        "n_tr": n_tr,
+        "n_res": n_res,
+        "has_signal": has_signal,
+        "has_signal_raw": has_signal_raw,
+        "inverted": inverted,
+        "top": top,
+        "no_rows": no_rows,
+        "std_at_max": std_at_max,
+        "top_clipped": top_clipped,
+        "kept_rows": kept_rows,
+        "time_only": time_only,
+        "uncharged_only": uncharged_only,
+    }
+    g = {k: b.per_config(v)[:, pick] for k, v in full.items()}
+    frame = c.frame
+    keys = {k: frame[k].gather(runs.starts[pick]) for k in S.GROUP_KEYS}
+    sizes = pl.Series(runs.lengths[pick], dtype=pl.UInt32)
+    uniform = uniform[pick]
+    tables = []
+    for k, cfg in enumerate(b.configs):
+        n_tr_k, n_res_k = g["n_tr"][k], g["n_res"][k]
+        pattern = np.where(n_res_k == 0, 0, np.where(n_res_k == n_tr_k, 2, 1))
+        no_rows_k = g["no_rows"][k]
+        inverted_k = g["inverted"][k]
+        table = pl.DataFrame(
+            {
+                S.CONFIG_ID: pl.repeat(cfg.config_id, len(sizes), eager=True),
+                **keys,
+                S.G_SIZE: sizes,
+                S.G_TRAINABLE_ROWS: pl.Series(n_tr_k, dtype=pl.UInt32),
+                S.G_RESOLVED_ROWS: pl.Series(n_res_k, dtype=pl.UInt32),
+                S.G_RESOLVED_PATTERN: PATTERNS.gather(pattern),
+                S.G_HAS_SIGNAL: g["has_signal"][k],
+                S.G_HAS_SIGNAL_RAW: g["has_signal_raw"][k],
+                S.G_INVERTED: inverted_k,
+                S.G_PAIRS: pl.Series(n_res_k * (n_tr_k - n_res_k), dtype=pl.Int64),
+                S.G_MAX_ABS_ADVANTAGE: _nullable(g["top_clipped"][k], no_rows_k),
+                S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: _nullable(g["top"][k], no_rows_k),
+                # The std that divided the group's largest |advantage| (the cause of an explosion).
+                S.G_STD_AT_MAX_ABS: _nullable(g["std_at_max"][k], no_rows_k),
+                S.G_KEPT_ROWS: pl.Series(g["kept_rows"][k], dtype=pl.UInt32),
+                # Kept although the outcome is uniform: only the shaping term gave the group a spread.
+                S.G_PHANTOM: (g["kept_rows"][k] > 0) & uniform,
+                **{name: v[pick] for name, v in per_call[k].items()},
+                S.G_TIME_ONLY_SIGNAL: g["time_only"][k],
+                S.G_INVERTED_PAIRS: _inverted_pairs(b, k, pick[inverted_k]),
+                S.G_UNCHARGED_ONLY_SIGNAL: g["uncharged_only"][k],
+            }
+        )
+        tables.append(
+            table.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(cfg.shaping))
+        )
+    return tables
 
 
 def _nullable(values: np.ndarray, missing: np.ndarray) -> pl.Series:
@@ -171,11 +237,12 @@ def _nullable(values: np.ndarray, missing: np.ndarray) -> pl.Series:
     return out.set(pl.Series(values=missing), None) if missing.any() else out
 
 
-def _spread_only_from_uncharged(train: pl.DataFrame, runs: Runs, shaped: np.ndarray) -> np.ndarray:
+def _spread_only_from_uncharged(b: RowBatch, shaped: np.ndarray) -> np.ndarray:
     """Per group: every charged row ends at one shaped reward and some uncharged row (masked,
     skipped) at another, so whatever signal shaping created came from the rows it did not charge
     (e.g. masked rows keeping 0.0 beside siblings floored to 0.05)."""
-    charged = train[S.CHARGED].fill_null(False).to_numpy()
+    runs = b.chunk.runs
+    charged = b.charged
     c_lo, c_hi = runs.bounds(shaped, charged)
     u_lo, u_hi = runs.bounds(shaped, ~charged)
     with np.errstate(invalid="ignore"):  # inf - inf in runs without charged or uncharged rows
@@ -184,87 +251,122 @@ def _spread_only_from_uncharged(train: pl.DataFrame, runs: Runs, shaped: np.ndar
     return uniform & (u_lo <= u_hi) & far
 
 
-def _inverted_pairs(train: pl.DataFrame, runs: Runs, inverted: np.ndarray) -> pl.Series:
-    """Per group, the trainable (resolved, unresolved) pairs whose shaped rewards are inverted.
+def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarray:
+    """Per training group of config k, the trainable (resolved, unresolved) pairs whose shaped
+    rewards are inverted: an unresolved row above a resolved one.
 
     Such pairs exist only in inverted groups (usually few): they are counted there alone.
     """
-    out = np.zeros(len(runs), dtype=np.int64)
-    if inverted.any():
-        resolved = pl.col(S.RESOLVED)
-        pairs = (
-            train.with_columns(runs.spread(np.arange(len(runs))).alias("_group"))
-            .filter(pl.col(S.TRAINABLE) & runs.spread(inverted))
-            .sort(["_group", S.REWARD_SHAPED, S.RESOLVED])
-            .with_columns(
-                (~resolved).cast(pl.Int64).cum_sum().over("_group").alias("_unres_le"),
-                (~resolved).cast(pl.Int64).sum().over("_group").alias("_unres"),
-            )
-            .group_by("_group")
-            .agg(
-                pl.when(resolved)
-                .then(pl.col("_unres") - pl.col("_unres_le"))
-                .otherwise(0)
-                .sum()
-                .alias("n")
-            )
+    c = b.chunk
+    out = np.zeros(len(c.train_runs), dtype=np.int64)
+    if not len(inverted_runs):
+        return out
+    runs = c.runs
+    rows = np.concatenate(
+        [
+            np.arange(s, s + n)
+            for s, n in zip(runs.starts[inverted_runs], runs.lengths[inverted_runs], strict=True)
+        ]
+    )
+    group = np.repeat(np.arange(len(inverted_runs)), runs.lengths[inverted_runs])
+    keep = b.per_config(b.trainable)[k][rows]
+    pairs = (
+        pl.DataFrame(
+            {
+                "_group": group[keep],
+                "shaped": b.per_config(b.reward_shaped)[k][rows][keep],
+                "resolved": c.resolved[rows][keep],
+            }
         )
-        out[pairs["_group"].to_numpy()] = pairs["n"].to_numpy()
-    return pl.Series(values=out)
-
-
-def step_table(
-    rows: pl.DataFrame, groups: pl.DataFrame, p: ShapingParams, metrics_by: str
-) -> pl.DataFrame:
-    """One row per (config, step): trainer metrics at the trainer's granularity plus validation.
-
-    Rows and groups come sorted by step, so each step is a run.
-    """
-    keys = [S.CONFIG_ID, S.STEP]
-    train = rows.filter(~pl.col(S.IS_VAL))
-    runs = Runs(train[S.STEP])
-    adv = train[S.ADVANTAGE]
-    present = adv.is_not_null().to_numpy()
-    adv_values = adv.fill_null(0.0).to_numpy()
-    n_adv = runs.count(present)
-    per_step = pl.DataFrame(
-        {
-            **{k: runs.first(train[k]) for k in keys},
-            "advantages/mean": pl.Series(runs.sum(adv_values) / np.maximum(n_adv, 1)).set(
-                pl.Series(n_adv == 0), None
-            ),
-            "advantages/max": runs.extreme("max", adv_values, present),
-            "advantages/min": runs.extreme("min", adv_values, present),
-            "rows": pl.Series(runs.lengths, dtype=pl.UInt32),
-        }
-    )
-    by_step = Runs(groups[S.STEP])
-    if metrics_by == "group":  # the async trainer logs per group: fold per step as W&B shows it
-        folded = {n: _fold(by_step, n, groups[n].to_numpy()) for n in trainer_names(p)}
-    else:
-        folded = trainer_metrics(train, runs, p)
-    trainer = pl.DataFrame({**{k: runs.first(train[k]) for k in keys}, **folded})
-    group_rates = pl.DataFrame(
-        {
-            **{k: by_step.first(groups[k]) for k in keys},
-            "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
-            "signal/group_rate": by_step.mean(groups[S.G_HAS_SIGNAL].to_numpy()),
-            "inversion/group_rate": by_step.mean(groups[S.G_INVERTED].to_numpy()),
-        }
-    )
-    val = (
-        rows.filter(pl.col(S.IS_VAL))
-        .group_by(keys, maintain_order=True)
+        .sort(["_group", "shaped", "resolved"])
+        .with_columns(
+            (~pl.col("resolved")).cast(pl.Int64).cum_sum().over("_group").alias("_unres_le"),
+            (~pl.col("resolved")).cast(pl.Int64).sum().over("_group").alias("_unres"),
+        )
+        .group_by("_group")
         .agg(
-            pl.col(S.REWARD_RAW).fill_null(0.0).mean().alias("validation/accuracy"),
-            pl.col(S.REWARD_SHAPED).mean().alias("validation/total_reward/mean"),
+            pl.when(pl.col("resolved"))
+            .then(pl.col("_unres") - pl.col("_unres_le"))
+            .otherwise(0)
+            .sum()
+            .alias("n")
         )
     )
-    every_step = Runs(rows[S.STEP])  # a step with validation rows only is kept too
-    out = pl.DataFrame({k: every_step.first(rows[k]) for k in keys})
-    for part in (trainer, per_step, group_rates, val):
-        out = out.join(part, on=keys, how="left", maintain_order="left")
+    position = np.searchsorted(c.train_runs, inverted_runs)
+    out[position[pairs["_group"].to_numpy()]] = pairs["n"].to_numpy()
     return out
+
+
+def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
+    """One table per config, a row per (config, step): trainer metrics at the trainer's
+    granularity, advantage statistics, group rates and validation means.
+
+    Rows and groups come sorted by step, so each step is a run; a step with validation rows
+    only is kept, with nulls for what needs training rows.
+    """
+    c = b.chunk
+    steps = c.steps
+    train = None if c.all_train else c.train
+    scored = b.scored
+    adv = b.advantage
+    n_adv = b.per_config(steps.sum(scored))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        adv_mean = b.per_config(steps.sum(np.where(scored, adv, 0))) / np.maximum(n_adv, 1)
+    adv_max = b.per_config(steps.top(adv, scored))
+    adv_min = b.per_config(-steps.top(-adv, scored))
+    n_train = steps.lengths if train is None else steps.sum(train)
+    no_train = n_train == 0
+    batch = (
+        trainer_metrics(b, steps, train)
+        if any(cfg.metrics_by == "batch" for cfg in b.configs)
+        else None
+    )
+    n_val = steps.sum(c.is_val)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accuracy = steps.sum(np.where(c.is_val, c.reward, 0.0)) / n_val
+        val_reward = b.per_config(steps.sum(np.where(c.is_val, b.reward_shaped, 0.0))) / n_val
+    no_val = n_val == 0
+    step_ids = c.frame[S.STEP].gather(steps.starts)
+    tables = []
+    for k, cfg in enumerate(b.configs):
+        keys = {S.CONFIG_ID: pl.repeat(cfg.config_id, len(steps), eager=True), S.STEP: step_ids}
+        g = groups[k]
+        by_step = Runs(g[S.STEP])
+        if cfg.metrics_by == "group":  # the async trainer logs per group: fold as W&B shows it
+            folded = {n: _fold(by_step, n, g[n].to_numpy()) for n in trainer_names(cfg.shaping)}
+            trainer = pl.DataFrame({S.STEP: by_step.first(g[S.STEP]), **folded})
+        else:
+            assert batch is not None
+            trainer = None
+            folded_rows = {n: _nullable(v, no_train) for n, v in batch[k].items()}
+        table = pl.DataFrame(keys)
+        if trainer is None:
+            table = table.with_columns(**folded_rows)
+        else:
+            table = table.join(trainer, on=S.STEP, how="left", maintain_order="left")
+        no_adv = n_adv[k] == 0
+        table = table.with_columns(
+            _nullable(adv_mean[k], no_adv).alias("advantages/mean"),
+            _nullable(adv_max[k], no_adv).alias("advantages/max"),
+            _nullable(adv_min[k], no_adv).alias("advantages/min"),
+            pl.Series("rows", n_train, dtype=pl.UInt32).set(pl.Series(values=no_train), None),
+        )
+        rates = pl.DataFrame(
+            {
+                S.STEP: by_step.first(g[S.STEP]),
+                "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
+                "signal/group_rate": by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
+                "inversion/group_rate": by_step.mean(g[S.G_INVERTED].to_numpy()),
+            }
+        )
+        table = table.join(rates, on=S.STEP, how="left", maintain_order="left")
+        tables.append(
+            table.with_columns(
+                _nullable(accuracy, no_val).alias("validation/accuracy"),
+                _nullable(val_reward[k], no_val).alias("validation/total_reward/mean"),
+            )
+        )
+    return tables
 
 
 def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:

@@ -29,11 +29,12 @@ class Runs:
         return len(self.starts)
 
     def sum(self, x: np.ndarray) -> np.ndarray:
-        """Per-run sums (float64 for floats, int64 for booleans and integers)."""
+        """Per-run sums along the last axis (float64 for floats, int64 for booleans and
+        integers), added in row order; x may carry a leading config axis."""
         dtype = np.int64 if x.dtype.kind in "bui" else np.float64
         if not len(self):
-            return np.zeros(0, dtype)
-        return np.add.reduceat(x, self.starts, dtype=dtype)
+            return np.zeros((*x.shape[:-1], 0), dtype)
+        return np.add.reduceat(x, self.starts, axis=-1, dtype=dtype)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         return self.sum(mask)
@@ -65,15 +66,32 @@ class Runs:
                 out = out.set(pl.Series(values=missing), None)
         return out
 
-    def bounds(self, x: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-run (min, max) of x over the rows `where` holds, as numpy; a run with none gets
-        (inf, -inf), so `lo <= hi` tells which runs have any."""
-        x = x.astype(np.float64, copy=False)
+    def bounds(
+        self, x: np.ndarray, where: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-run (min, max) of x over the rows `where` holds, along the last axis; a run with
+        none gets (inf, -inf), so `lo <= hi` tells which runs have any. Float32 stays float32."""
+        if x.dtype.kind != "f":
+            x = x.astype(np.float64)
         if not len(self):
-            return x[:0], x[:0]
-        lo = np.minimum.reduceat(np.where(where, x, np.inf), self.starts)
-        hi = np.maximum.reduceat(np.where(where, x, -np.inf), self.starts)
+            empty = x[..., :0]
+            return empty, empty
+        lo_in = x if where is None else np.where(where, x, np.inf)
+        hi_in = x if where is None else np.where(where, x, -np.inf)
+        lo = np.minimum.reduceat(lo_in, self.starts, axis=-1)
+        hi = np.maximum.reduceat(hi_in, self.starts, axis=-1)
         return lo, hi
+
+    def top(self, x: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        """Per-run max of x over the rows `where` holds (-inf for a run with none)."""
+        values = x if where is None else np.where(where, x, -np.inf)
+        if not len(self):
+            return values[..., :0]
+        return np.maximum.reduceat(values, self.starts, axis=-1)
+
+    def rows(self, per_run: np.ndarray) -> np.ndarray:
+        """Each run's value repeated on its rows, along the last axis (numpy)."""
+        return np.repeat(per_run, self.lengths, axis=-1)
 
     def first(self, column: pl.Series) -> pl.Series:
         return column.gather(self.starts)

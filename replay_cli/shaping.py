@@ -1,15 +1,23 @@
 """The time-efficiency reward as polars expressions: NeMo-RL PR #4029 and the internal variant (spec §3).
 
-Every function returns a `pl.Expr`; parameters accept a Python value or a `pl.Expr` so the same
-code serves one config and a sweep whose parameters are columns.
+The expressions serve the polars plans (filters, peer estimators) and accept a Python value or a
+`pl.Expr` per parameter; `shape_arrays` is the same arithmetic over a chunk's numpy arrays, for
+the batched path of a sweep. tests/test_shaping.py holds the two to each other.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
+
+if TYPE_CHECKING:
+    from replay_cli.row_batch import ChunkArrays
 
 Param = float | bool | pl.Expr | None
 
@@ -86,3 +94,48 @@ def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
         pl.when(charged).then(base - new).otherwise(0.0).alias(S.DEDUCTION),
         pl.when(charged).then(new).when(reset).then(0.0).otherwise(base).alias(S.REWARD_SHAPED),
     ).drop("_skip", "_bonus", "_reset", "_unclamped", "_below", "_new")
+
+
+@dataclass
+class ShapedArrays:
+    """The shaping columns of one config over a chunk (numpy, rows in chunk order)."""
+
+    reward_shaped: np.ndarray
+    deduction: np.ndarray
+    bonus: np.ndarray | float
+    charged: np.ndarray
+    floored: np.ndarray
+
+
+def shape_arrays(c: ChunkArrays, p: ShapingParams) -> ShapedArrays:
+    """`apply_shaping` over numpy arrays, with the same operations in the same order."""
+    items = p.items
+    base = c.reward
+    skip = np.full(len(base), not p.enabled)
+    masked = c.mask_sample & p.mask_flagged
+    if 1 not in items:
+        skip |= masked
+    if p.apply_to == "correct":
+        skip |= ~(c.resolved & (True if 3 in items else c.truthy))
+    if 4 not in items and not p.validation_shaped:
+        skip |= c.is_val
+    ref = p.effective_call_bonus_ref
+    bonus: np.ndarray | float = 0.0
+    if p.bonus_on and ref is not None:
+        bonus = p.lambda_call_bonus * np.minimum(c.calls / ref, 1.0)
+    unclamped = base + bonus - p.lambda_time * c.minutes
+    below = np.zeros(len(base), bool) if p.floor is None else unclamped < p.floor
+    new = unclamped if p.floor is None else np.where(below, p.floor, unclamped)
+    charged = ~skip
+    reset = None
+    if 2 in items:  # zeroed rows end at 0.0 (the internal hook ran before the penalties)
+        reset = charged & c.zeroed
+        charged &= ~reset
+    shaped = np.where(charged, new, base if reset is None else np.where(reset, 0.0, base))
+    return ShapedArrays(
+        reward_shaped=shaped,
+        deduction=np.where(charged, base - new, 0.0),
+        bonus=np.where(charged, bonus, 0.0) if p.bonus_on else 0.0,
+        charged=charged,
+        floored=charged & below,
+    )
