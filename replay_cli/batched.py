@@ -15,7 +15,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
-from replay_cli.grpo_arrays import baseline_and_std, grpo
+from replay_cli.grpo_arrays import baseline_only, grpo
 from replay_cli.row_batch import ChunkArrays, RowBatch
 from replay_cli.row_plans import RawKey, raw_key
 from replay_cli.shaping import shape_arrays
@@ -50,9 +50,7 @@ def grpo_rows(
     valid, toggled_valid = (~masked, every) if a.exclude_masked else (every, ~masked)
     out = grpo(rewards, valid, c.runs, a)
     # The baseline with masked rows voting vs not: the same baseline when no row is masked.
-    toggled = (
-        baseline_and_std(rewards, toggled_valid, c.runs, a)[0] if masked.any() else out.baseline
-    )
+    toggled = baseline_only(rewards, toggled_valid, c.runs, a) if masked.any() else out.baseline
     if key not in raw_cache:
         raw_cache[key] = shaping_off_advantages(c, key)
     bonus = [s.bonus for s in shaped]

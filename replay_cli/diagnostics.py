@@ -38,24 +38,26 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         return np.broadcast_to(np.count_nonzero(mask, axis=-1), (len(b.configs),))
 
     def total(mask: np.ndarray) -> np.ndarray:
-        return np.where(mask, adv, 0).sum(axis=-1, dtype=np.float64)
+        return (adv * mask).sum(axis=-1, dtype=np.float64)  # x * mask: faster than np.where
 
     big = np.float64(np.inf)
-    flipped = (np.abs(adv) > eps) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
+    adv_abs = b.advantage_abs
+    flipped = (adv_abs > eps) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
     fragile = (b.normalized & (b.std < np.float64(FRAGILE_STD))) | (b.peers_equal & (b.std != 0))
     n_trainable = n(t)
+    sum_resolved, sum_unresolved = total(t & resolved), total(t & ~resolved)
     columns = {
         "n_trainable": n_trainable,
-        "sum_adv": total(t),
+        "sum_adv": sum_resolved + sum_unresolved,
         "min_adv": np.where(t, adv, big).min(axis=-1, initial=big),
         "max_adv": np.where(t, adv, -big).max(axis=-1, initial=-big),
         "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
         "n_explosion": n(t & (np.abs(unc) > np.float64(EXPLOSION))),
         "n_fragile": n(t & fragile),
         "n_flipped": n(t & flipped),
-        "sum_adv_resolved": total(t & resolved),
+        "sum_adv_resolved": sum_resolved,
         "n_resolved": n(t & resolved),
-        "sum_adv_unresolved": total(t & ~resolved),
+        "sum_adv_unresolved": sum_unresolved,
         "n_unresolved": n(t & ~resolved),
         "sum_masked_shift": _masked_shift(b, t),
         "n_train_masked": n(c.train & b.masked),
@@ -121,7 +123,7 @@ def _masked_shift(b: RowBatch, t: np.ndarray) -> np.ndarray:
     if b.toggled is b.baseline:
         return np.zeros(len(t))
     shift = np.abs(b.baseline.astype(np.float64) - b.toggled.astype(np.float64))
-    return np.where(t, shift, 0.0).sum(axis=-1)
+    return (shift * t).sum(axis=-1)
 
 
 def _input_counts() -> list[pl.Expr]:

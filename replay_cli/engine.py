@@ -311,7 +311,7 @@ def run_replay(
     groups_of_configs = batches(configs, configs_per_pass)
     unique = [c for b in groups_of_configs for c in b]
     chunks, chart_every = plan(rollouts, chunk_rows)
-    acc = Accumulator(unique, keep_rows=row_sink is None, group_sink=group_sink)
+    acc = Accumulator(unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink)
     total, done = len(chunks) * len(unique), 0
     for lo, hi in chunks:
         chunk = read_chunk(rollouts, lo, hi)

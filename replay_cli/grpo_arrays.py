@@ -83,6 +83,26 @@ def baseline_and_std(
     return baseline, sd, r - baseline
 
 
+def baseline_only(
+    reward: np.ndarray, valid: np.ndarray, runs: Runs, p: AdvantageParams
+) -> np.ndarray:
+    """The baseline of `baseline_and_std` alone (the same arithmetic, without the std)."""
+    if p.precision == "float64":
+        return baseline_and_std(reward, valid, runs, p)[0]
+    f32 = np.float32
+    r = reward.astype(f32, copy=False)
+    rv = r if bool(valid.all()) else np.where(valid, r, f32(0))
+    n = runs.sum(valid)
+    s1 = runs.sum(rv)
+    if p.baseline == "loo":
+        peer1, m = (runs.rows(s1) - rv).astype(f32), n - 1
+    else:
+        peer1, m = runs.rows(s1.astype(f32)), n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = peer1 / runs.rows(m.astype(f32))
+    return np.where(runs.rows(n <= 1), r, b)
+
+
 def peers_all_equal(
     reward: np.ndarray, valid: np.ndarray, runs: Runs, p: AdvantageParams
 ) -> np.ndarray:

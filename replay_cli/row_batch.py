@@ -10,6 +10,7 @@ broadcast.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -94,9 +95,13 @@ class RowBatch:
     adv_raw: np.ndarray
     clipped: bool  # some config clips: advantage and unclipped differ
 
-    @property
+    @cached_property
     def trainable(self) -> np.ndarray:
         return self.chunk.train & ~self.masked & self.kept
+
+    @cached_property
+    def advantage_abs(self) -> np.ndarray:
+        return np.abs(self.advantage)
 
     @property
     def scored(self) -> np.ndarray:
