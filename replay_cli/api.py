@@ -140,7 +140,7 @@ def _replay_into(
 
             if load_args is None:
                 raise ConfigError("--engine ray needs input files that the workers can read.")
-            group_sink = ParquetRowSink(tmp / "groups.parquet")
+            group_sink = ParquetRowSink(tmp / "groups.parquet", statistics=S.CONFIG_GROUP_KEYS)
             result, parts = run_replay_ray(
                 load_args,
                 rollouts,
@@ -157,7 +157,7 @@ def _replay_into(
             shutil.rmtree(tmp / "_parts", ignore_errors=True)
         else:
             sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
-            group_sink = ParquetRowSink(tmp / "groups.parquet")
+            group_sink = ParquetRowSink(tmp / "groups.parquet", statistics=S.CONFIG_GROUP_KEYS)
             try:
                 result = run_replay(
                     rollouts,

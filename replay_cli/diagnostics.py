@@ -15,6 +15,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.metrics import SIGNAL_EPS
 from replay_cli.row_batch import RowBatch
+from replay_cli.segments import masked_fill
 
 EXPLOSION = 3.0
 FRAGILE_STD = 1e-3
@@ -49,10 +50,10 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     columns = {
         "n_trainable": n_trainable,
         "sum_adv": sum_resolved + sum_unresolved,
-        "min_adv": np.where(t, adv, big).min(axis=-1, initial=big),
-        "max_adv": np.where(t, adv, -big).max(axis=-1, initial=-big),
+        "min_adv": masked_fill(adv, t, big).min(axis=-1, initial=big),
+        "max_adv": masked_fill(adv, t, -big).max(axis=-1, initial=-big),
         "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
-        "n_explosion": n(t & (np.abs(unc) > np.float64(EXPLOSION))),
+        "n_explosion": n(t & ((np.abs(unc) if b.clipped else adv_abs) > np.float64(EXPLOSION))),
         "n_fragile": n(t & fragile),
         "n_flipped": n(t & flipped),
         "sum_adv_resolved": sum_resolved,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -219,47 +222,40 @@ class Accumulator:
     def add_input(self, piece: InputPiece) -> None:
         self.inputs.append(piece)
 
+    def _summary(self, cfg: ReplayConfig, inputs: dict[str, float | None]) -> dict[str, Any]:
+        """One config's summary row from its pieces."""
+        pieces = self.pieces[cfg.config_id]
+        steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
+        names = [*trainer_names(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
+        names += ["validation/accuracy", "validation/total_reward/mean"]
+        return {
+            S.CONFIG_ID: cfg.config_id,
+            "label": cfg.label,
+            **cfg.flat(),
+            **summarise_steps(steps, names),
+            **finish_diagnostics(
+                pl.concat([p.partials for p in pieces]),
+                pl.concat([p.advantages for p in pieces]),
+                pl.concat([p.group_parts for p in pieces]),
+                steps.height,
+                inputs,
+            ),
+        }
+
     def finish(self) -> ReplayResult:
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
-        summaries, groups_all, steps_all = [], [], []
+        # The configs' exact quantiles (one partial sort each) run on the worker threads.
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
+        groups_all, steps_all = [], []
         advantages, deductions = {}, {}
         for cfg in self.configs:
-            cid = cfg.config_id
-            pieces = self.pieces[cid]
-            groups = (
-                None
-                if self.group_sink
-                else pl.concat([p.groups for p in pieces], how="diagonal_relaxed")
-            )
-            steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
-            advantages[cid] = pl.concat([p.advantages for p in pieces])
-            deductions[cid] = pl.concat([p.deductions for p in pieces])
-            names = [
-                *trainer_names(cfg.shaping),
-                "advantages/mean",
-                "advantages/max",
-                "advantages/min",
-            ]
-            names += ["validation/accuracy", "validation/total_reward/mean"]
-            partials = pl.concat([p.partials for p in pieces])
-            summaries.append(
-                {
-                    S.CONFIG_ID: cid,
-                    "label": cfg.label,
-                    **cfg.flat(),
-                    **summarise_steps(steps, names),
-                    **finish_diagnostics(
-                        partials,
-                        advantages[cid],
-                        pl.concat([p.group_parts for p in pieces]),
-                        steps.height,
-                        inputs,
-                    ),
-                }
-            )
-            if groups is not None:
-                groups_all.append(groups)
-            steps_all.append(steps)
+            pieces = self.pieces[cfg.config_id]
+            if not self.group_sink:
+                groups_all.append(pl.concat([p.groups for p in pieces], how="diagonal_relaxed"))
+            steps_all.append(pl.concat([p.steps for p in pieces], how="diagonal_relaxed"))
+            advantages[cfg.config_id] = pl.concat([p.advantages for p in pieces])
+            deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
         summary = pl.from_dicts(summaries, infer_schema_length=None)
         all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
         return ReplayResult(
@@ -277,9 +273,23 @@ class Accumulator:
 
 
 def batches(configs: Sequence[ReplayConfig], size: int) -> list[list[ReplayConfig]]:
-    """Configs in batches of `size`, deduplicated by config_id, in order."""
-    unique = list({c.config_id: c for c in configs}.values())
-    return [unique[i : i + size] for i in range(0, len(unique), size)]
+    """Configs in batches of up to `size`, deduplicated by config_id. Configs that share a
+    `raw_key` are batched together (the batched path evaluates one key's configs as one set
+    of arrays); the keys keep their order of first appearance."""
+    by_key: dict[tuple[bool, RawKey], list[ReplayConfig]] = {}
+    for cfg in unique_configs(configs):
+        by_key.setdefault((batchable(cfg), raw_key(cfg)), []).append(cfg)
+    return [group[i : i + size] for group in by_key.values() for i in range(0, len(group), size)]
+
+
+def unique_configs(configs: Sequence[ReplayConfig]) -> list[ReplayConfig]:
+    """Configs deduplicated by config_id, in order."""
+    return list({c.config_id: c for c in configs}.values())
+
+
+def _workers() -> int:
+    """Threads for the config batches of a chunk: numpy releases the GIL in its loops."""
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], int]:
@@ -298,10 +308,12 @@ def run_replay(
     row_sink: RowSink | None = None,
     group_sink: RowSink | None = None,
     with_rows: bool = True,
+    workers: int | None = None,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
-    Each chunk is read once; its configs run in batches through one `collect_all`. Per-row
+    Each chunk is read once; its config batches run on `workers` threads (default: up to two,
+    one per core), and their pieces are taken in order. Per-row
     results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
     Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
     builds no per-row frames (the report's `--rows none`).
@@ -309,20 +321,25 @@ def run_replay(
     if not configs:
         raise ValueError("run_replay needs at least one config")
     groups_of_configs = batches(configs, configs_per_pass)
-    unique = [c for b in groups_of_configs for c in b]
+    unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
     acc = Accumulator(unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink)
     total, done = len(chunks) * len(unique), 0
-    for lo, hi in chunks:
-        chunk = read_chunk(rollouts, lo, hi)
-        acc.add_input(input_piece(chunk, chart_every))
-        state = ChunkState.of(chunk)
-        for batch in groups_of_configs:
-            for piece in replay_batch(state, batch, chart_every, with_rows):
-                if row_sink is not None and piece.rows is not None:
-                    row_sink(piece.rows)
-                acc.add(piece)
-            done += len(batch)
-            if progress is not None:
-                progress(done, total)
+    with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
+        for lo, hi in chunks:
+            chunk = read_chunk(rollouts, lo, hi)
+            acc.add_input(input_piece(chunk, chart_every))
+            state = ChunkState.of(chunk)
+            jobs = [
+                (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))
+                for batch in groups_of_configs
+            ]
+            for batch, job in jobs:  # in submission order: the tables come out in a fixed order
+                for piece in job.result():
+                    if row_sink is not None and piece.rows is not None:
+                        row_sink(piece.rows)
+                    acc.add(piece)
+                done += len(batch)
+                if progress is not None:
+                    progress(done, total)
     return acc.finish()

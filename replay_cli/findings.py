@@ -106,17 +106,12 @@ def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any
     columns = lf.collect_schema().names()
     if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in columns:  # a report written before these columns
         return {}
-    top = (
-        lf.select(
-            S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
+    # Rows of a config are in (step, group_id) order: the first maximum is the earliest group.
+    value = pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
+    top = lf.group_by(S.CONFIG_ID, maintain_order=True).agg(
+        pl.col(S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS).get(
+            value.arg_max()
         )
-        .filter(pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED).is_not_null())
-        .sort(
-            [S.CONFIG_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.STEP, S.GROUP_ID],
-            descending=[False, True, False, False],
-        )
-        .group_by(S.CONFIG_ID, maintain_order=True)
-        .first()
     )
     fail_faster = lf.group_by(S.CONFIG_ID).agg(
         # Not the groups whose spread is only an uncharged row's: no time difference there.

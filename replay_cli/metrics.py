@@ -67,7 +67,7 @@ def trainer_metrics(
         return runs.top(x, where)
 
     def low(x: np.ndarray) -> np.ndarray:
-        return -runs.top(-x, where)
+        return runs.low(x, where)
 
     count = runs.lengths if where is None else runs.sum(where)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -86,11 +86,9 @@ def trainer_metrics(
     # The PR: at least two trainable (unmasked) rows whose deductions differ.
     unmasked = ~b.masked if where is None else where & ~b.masked
     n_unmasked = runs.sum(unmasked)
-    hi = runs.top(b.deduction, unmasked)
+    lo, hi = runs.bounds(b.deduction, unmasked)
     with np.errstate(invalid="ignore"):  # inf - inf in runs without unmasked rows
-        spread = b.per_config(
-            (n_unmasked >= 2) & ((hi + runs.top(-b.deduction, unmasked)) > SIGNAL_EPS)
-        )
+        spread = b.per_config((n_unmasked >= 2) & ((hi - lo) > SIGNAL_EPS))
     bonus = b.per_config(bonus) if bonus.ndim > 1 else np.broadcast_to(bonus, ded_mean.shape)
     out = []
     for k, cfg in enumerate(b.configs):
@@ -163,12 +161,10 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
     has_signal = runs.sum(t & (adv_abs > eps)) > 0
     has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
-    lowest_resolved = -runs.top(-shaped, t & resolved)
-    inverted = lowest_resolved < runs.top(shaped, t & ~resolved)
+    inverted = runs.low(shaped, t & resolved) < runs.top(shaped, t & ~resolved)
     top = runs.top(unclipped_abs, t)
     no_rows = top == -np.inf  # groups without trainable rows: null
-    at_max = t & (unclipped_abs == runs.rows(top))
-    std_at_max = -runs.top(-np.where(np.isnan(b.std), np.inf, b.std), at_max)
+    std_at_max = _std_at_max(b, unclipped_abs, top, t)
     top_clipped = runs.top(adv_abs, t) if b.clipped else top
     kept_rows = runs.sum(b.kept)
     n_resolved = runs.sum(resolved)
@@ -230,6 +226,24 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
             table.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(cfg.shaping))
         )
     return tables
+
+
+def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per run, the least std among the trainable rows where x reaches the run's `top`.
+
+    About one row per group qualifies: the rows are found first, and only they are reduced.
+    """
+    runs = b.chunk.runs
+    at_max = b.per_config(t & (x == runs.rows(top)))
+    config, row = np.nonzero(at_max)
+    out = np.full((len(b.configs), len(runs)), np.inf)
+    if len(row):
+        run = b.chunk.run_of_row[row]
+        key = config * len(runs) + run  # sorted: nonzero walks configs, then rows
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        std = b.per_config(b.std)[config, row].astype(np.float64)
+        out.reshape(-1)[key[first]] = np.minimum.reduceat(std, first)
+    return out
 
 
 def _nullable(values: np.ndarray, missing: np.ndarray) -> pl.Series:
@@ -316,9 +330,9 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
     adv = b.advantage
     n_adv = b.per_config(steps.sum(scored))
     with np.errstate(divide="ignore", invalid="ignore"):
-        adv_mean = b.per_config(steps.sum(np.where(scored, adv, 0))) / np.maximum(n_adv, 1)
+        adv_mean = b.per_config(steps.sum(adv * scored)) / np.maximum(n_adv, 1)
     adv_max = b.per_config(steps.top(adv, scored))
-    adv_min = b.per_config(-steps.top(-adv, scored))
+    adv_min = b.per_config(steps.low(adv, scored))
     n_train = steps.lengths if train is None else steps.sum(train)
     no_train = n_train == 0
     batch = (

@@ -29,6 +29,7 @@ from replay_cli.engine import (
     plan,
     read_chunk,
     replay_batch,
+    unique_configs,
 )
 from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
 from replay_cli.validation import Rollouts, load_rollouts
@@ -127,7 +128,7 @@ def run_replay_ray(
     ray = ensure_ray(address)
     remote = ray.remote(max_retries=MAX_RETRIES)(_task)
     config_batches = batches(configs, configs_per_pass)
-    unique = [c for b in config_batches for c in b]
+    unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
     jobs = [
         (i, lo, hi, j, batch)

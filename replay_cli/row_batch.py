@@ -64,6 +64,11 @@ class ChunkArrays:
             train_runs=np.flatnonzero(train[runs.starts]) if len(runs) else runs.starts,
         )
 
+    @cached_property
+    def run_of_row(self) -> np.ndarray:
+        """The index of each row's run."""
+        return np.repeat(np.arange(len(self.runs)), self.runs.lengths)
+
     @property
     def all_train(self) -> bool:
         return not self.is_val.any()

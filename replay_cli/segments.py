@@ -76,18 +76,23 @@ class Runs:
         if not len(self):
             empty = x[..., :0]
             return empty, empty
-        lo_in = x if where is None else np.where(where, x, np.inf)
-        hi_in = x if where is None else np.where(where, x, -np.inf)
-        lo = np.minimum.reduceat(lo_in, self.starts, axis=-1)
-        hi = np.maximum.reduceat(hi_in, self.starts, axis=-1)
+        lo = np.minimum.reduceat(masked_fill(x, where, np.inf), self.starts, axis=-1)
+        hi = np.maximum.reduceat(masked_fill(x, where, -np.inf), self.starts, axis=-1)
         return lo, hi
 
     def top(self, x: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
         """Per-run max of x over the rows `where` holds (-inf for a run with none)."""
-        values = x if where is None else np.where(where, x, -np.inf)
+        values = masked_fill(x, where, -np.inf)
         if not len(self):
             return values[..., :0]
         return np.maximum.reduceat(values, self.starts, axis=-1)
+
+    def low(self, x: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        """Per-run min of x over the rows `where` holds (inf for a run with none)."""
+        values = masked_fill(x, where, np.inf)
+        if not len(self):
+            return values[..., :0]
+        return np.minimum.reduceat(values, self.starts, axis=-1)
 
     def rows(self, per_run: np.ndarray) -> np.ndarray:
         """Each run's value repeated on its rows, along the last axis (numpy)."""
@@ -101,6 +106,16 @@ class Runs:
         if isinstance(per_run, pl.Series):
             return per_run.gather(np.repeat(np.arange(len(self)), self.lengths))
         return pl.Series(values=np.repeat(per_run, self.lengths))
+
+
+def masked_fill(x: np.ndarray, where: np.ndarray | None, fill: float) -> np.ndarray:
+    """x where `where` holds, else `fill` (±inf). A mask shared by every config (one row) is
+    added as a 0/±inf penalty, which is cheaper than a 2-D `np.where`."""
+    if where is None:
+        return x
+    if x.ndim > 1 and (where.ndim == 1 or where.shape[0] == 1) and x.shape[0] > 1:
+        return x + np.where(where, 0.0, fill).astype(x.dtype)
+    return np.where(where, x, x.dtype.type(fill))
 
 
 def _spread(runs: Runs, how: How, dtype: pl.DataType, v: pl.Series) -> pl.Series:

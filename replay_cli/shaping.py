@@ -123,9 +123,11 @@ def shape_arrays(c: ChunkArrays, p: ShapingParams) -> ShapedArrays:
     bonus: np.ndarray | float = 0.0
     if p.bonus_on and ref is not None:
         bonus = p.lambda_call_bonus * np.minimum(c.calls / ref, 1.0)
-    unclamped = base + bonus - p.lambda_time * c.minutes
+    cost = p.lambda_time * c.minutes
+    unclamped = base - cost if isinstance(bonus, float) else base + bonus - cost
     below = np.zeros(len(base), bool) if p.floor is None else unclamped < p.floor
-    new = unclamped if p.floor is None else np.where(below, p.floor, unclamped)
+    # max(x, floor) is the clamp where(x < floor, floor, x): no NaN can reach it.
+    new = unclamped if p.floor is None else np.maximum(unclamped, p.floor)
     charged = ~skip
     reset = None
     if 2 in items:  # zeroed rows end at 0.0 (the internal hook ran before the penalties)

@@ -112,8 +112,13 @@ class ParquetRowSink:
     so the same groups are kept for every config.
     """
 
-    def __init__(self, path: Path, mode: RowsMode = "all") -> None:
+    def __init__(
+        self, path: Path, mode: RowsMode = "all", statistics: Sequence[str] | None = None
+    ) -> None:
+        """`statistics`: the columns whose row-group min/max are written (None: every column);
+        readers skip row groups by these, and each costs write time."""
         self.path, self.mode = path, mode
+        self.statistics = None if statistics is None else list(statistics)
         self.rows = 0
         self._writer: pq.ParquetWriter | None = None
         self._schema: pa.Schema | None = None
@@ -130,7 +135,12 @@ class ParquetRowSink:
             # Dictionaries pay off for repeated strings only; on floats they double the write time.
             strings = [f.name for f in self._schema if pa.types.is_string(f.type)]
             strings += [f.name for f in self._schema if pa.types.is_large_string(f.type)]
-            self._writer = pq.ParquetWriter(self.path, self._schema, use_dictionary=strings)
+            self._writer = pq.ParquetWriter(
+                self.path,
+                self._schema,
+                use_dictionary=strings,
+                write_statistics=True if self.statistics is None else self.statistics,
+            )
         table = table.select(self._schema.names)
         if table.schema != self._schema:  # a later chunk may infer a null or narrower column
             table = table.cast(self._schema)
