@@ -64,7 +64,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_train_masked": n(c.train & b.masked),
         "n_negative_charged": n(b.charged & c.negative),
     }
-    inputs = c.frame.select(_input_counts())
+    inputs = c.input_counts
     out = []
     for k in range(len(b.configs)):
         row = {name: values[k] for name, values in columns.items()}
@@ -127,7 +127,7 @@ def _masked_shift(b: RowBatch, t: np.ndarray) -> np.ndarray:
     return (shift * t).sum(axis=-1)
 
 
-def _input_counts() -> list[pl.Expr]:
+def input_counts() -> list[pl.Expr]:
     """The config-independent counts of a chunk (the same for every config)."""
     train, resolved, rt = ~pl.col(S.IS_VAL), pl.col(S.RESOLVED), pl.col(S.RUN_TIME)
     return [

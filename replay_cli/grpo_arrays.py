@@ -63,9 +63,9 @@ def baseline_and_std(
     s1, s2 = runs.sum(rv), runs.sum(r2v)
     m = n - 1 if loo else n
     mf = runs.rows(m.astype(f32))
-    if loo:
-        peer1 = (runs.rows(s1) - rv).astype(f32)
-        peer2 = (runs.rows(s2) - r2v).astype(f32)
+    if loo:  # totals minus the row in float64, rounded to float32 (no float64 temporary)
+        peer1 = np.subtract(runs.rows(s1), rv, dtype=np.float64, out=np.empty(r.shape, f32))
+        peer2 = np.subtract(runs.rows(s2), r2v, dtype=np.float64, out=np.empty(r.shape, f32))
     else:
         peer1, peer2 = runs.rows(s1.astype(f32)), runs.rows(s2.astype(f32))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -95,7 +95,8 @@ def baseline_only(
     n = runs.sum(valid)
     s1 = runs.sum(rv)
     if p.baseline == "loo":
-        peer1, m = (runs.rows(s1) - rv).astype(f32), n - 1
+        peer1 = np.subtract(runs.rows(s1), rv, dtype=np.float64, out=np.empty(r.shape, f32))
+        m = n - 1
     else:
         peer1, m = runs.rows(s1.astype(f32)), n
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -11,6 +11,7 @@ from replay_cli import schema as S
 from replay_cli.config import ShapingParams
 from replay_cli.row_batch import RowBatch
 from replay_cli.segments import Runs
+from replay_cli.shaping import charge_key
 
 SIGNAL_EPS = 1e-6
 
@@ -187,8 +188,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
         "uncharged_only": uncharged_only,
     }
     g = {k: b.per_config(v)[:, pick] for k, v in full.items()}
-    frame = c.frame
-    keys = {k: frame[k].gather(runs.starts[pick]) for k in S.GROUP_KEYS}
+    keys = c.group_keys
     sizes = pl.Series(runs.lengths[pick], dtype=pl.UInt32)
     uniform = uniform[pick]
     tables = []
@@ -257,13 +257,19 @@ def _spread_only_from_uncharged(b: RowBatch, shaped: np.ndarray) -> np.ndarray:
     skipped) at another, so whatever signal shaping created came from the rows it did not charge
     (e.g. masked rows keeping 0.0 beside siblings floored to 0.05)."""
     runs = b.chunk.runs
-    charged = b.charged
+    charged = b.per_config(b.charged)
     n_charged = runs.sum(charged)
     mixed = (n_charged > 0) & (n_charged < runs.lengths)
     if not mixed.any():  # no group has both charged and uncharged rows
         return np.zeros(n_charged.shape, bool)
     c_lo, c_hi = runs.bounds(shaped, charged)
-    u_lo, u_hi = runs.bounds(shaped, ~charged)
+    # Configs with one charge key share their uncharged rows and those rows' rewards.
+    first: dict[ShapingParams, int] = {}
+    keys = [first.setdefault(charge_key(cfg.shaping), k) for k, cfg in enumerate(b.configs)]
+    lead = sorted(set(keys))
+    u_lo, u_hi = runs.bounds(shaped[lead], ~charged[lead])
+    at = [lead.index(k) for k in keys]
+    u_lo, u_hi = u_lo[at], u_hi[at]
     with np.errstate(invalid="ignore"):  # inf - inf in runs without charged or uncharged rows
         uniform = (c_lo <= c_hi) & ((c_hi - c_lo) <= SIGNAL_EPS)
         far = (np.abs(u_lo - c_lo) > SIGNAL_EPS) | (np.abs(u_hi - c_lo) > SIGNAL_EPS)

@@ -69,6 +69,19 @@ class ChunkArrays:
         """The index of each row's run."""
         return np.repeat(np.arange(len(self.runs)), self.runs.lengths)
 
+    @cached_property
+    def group_keys(self) -> dict[str, pl.Series]:
+        """(step, group_id) of each training group."""
+        first = self.runs.starts[self.train_runs]
+        return {k: self.frame[k].gather(first) for k in S.GROUP_KEYS}
+
+    @cached_property
+    def input_counts(self) -> pl.DataFrame:
+        """The config-independent counts of the chunk's diagnostics (one row)."""
+        from replay_cli.diagnostics import input_counts
+
+        return self.frame.select(input_counts())
+
     @property
     def all_train(self) -> bool:
         return not self.is_val.any()

@@ -96,6 +96,14 @@ def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
     ).drop("_skip", "_bonus", "_reset", "_unclamped", "_below", "_new")
 
 
+def charge_key(p: ShapingParams) -> ShapingParams:
+    """The parameters that decide which rows are charged and what uncharged rows end at: two
+    configs with one key differ only in the charged rows' rewards."""
+    return p.model_copy(
+        update={"lambda_time": 0.0, "floor": None, "lambda_call_bonus": 0.0, "call_bonus_ref": None}
+    )
+
+
 @dataclass
 class ShapedArrays:
     """The shaping columns of one config over a chunk (numpy, rows in chunk order)."""
