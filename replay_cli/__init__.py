@@ -1,12 +1,42 @@
-"""replay_cli: offline replay and ablation of reward shaping for GRPO training of SWE agents."""
+"""replay_cli: offline replay and ablation of reward shaping for GRPO training of SWE agents.
 
-from replay_cli.api import load, render_report, replay, replay_to_report
-from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, build_config
-from replay_cli.engine import ReplayResult, run_replay
-from replay_cli.errors import ConfigError, ReplayError, SchemaError
-from replay_cli.findings import findings, frontier, highlights
-from replay_cli.synth import synth_rollouts
-from replay_cli.validation import load_rollouts, rollouts_from_frame
+The public names load their modules on first use (PEP 562), so importing the package, or
+`replay-cli --help`, does not load polars and numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOME = {
+    "load": "api",
+    "render_report": "api",
+    "replay": "api",
+    "replay_to_report": "api",
+    "AdvantageParams": "config",
+    "ReplayConfig": "config",
+    "ShapingParams": "config",
+    "build_config": "config",
+    "ReplayResult": "engine",
+    "run_replay": "engine",
+    "ConfigError": "errors",
+    "ReplayError": "errors",
+    "SchemaError": "errors",
+    "findings": "report_findings",
+    "frontier": "report_findings",
+    "highlights": "report_findings",
+    "synth_rollouts": "synth",
+    "load_rollouts": "validation",
+    "rollouts_from_frame": "validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'replay_cli' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"replay_cli.{_HOME[name]}"), name)
+
 
 __all__ = [
     "AdvantageParams",

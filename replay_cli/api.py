@@ -10,8 +10,8 @@ from typing import Literal
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import ReplayConfig, build_config
-from replay_cli.engine import DEFAULT_CHUNK_ROWS, ReplayResult, run_replay
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig, build_config
+from replay_cli.engine import ReplayResult, run_replay
 from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
 from replay_cli.io.parquet import ParquetRowSink, RowsMode, parse_mapping

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replay_cli import api, cli_analysis, parameters, terminal
+from replay_cli import cli_analysis, parameters
 from replay_cli.cli_options import (
     INJECTED,
     ChartsOpt,
@@ -23,6 +23,11 @@ from replay_cli.cli_options import (
     user_errors,
     with_parameters,
 )
+from replay_cli.lazy_import import lazy_module
+
+# The library (polars, numpy) loads on first use: `--help` stays fast.
+api = lazy_module("replay_cli.api")
+terminal = lazy_module("replay_cli.terminal")
 
 app = typer.Typer(
     help="Replay logged GRPO rollouts under any time-efficiency shaping and see what it does "

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replay_cli import api, parameters, terminal
+from replay_cli import parameters
 from replay_cli.cli_options import (
     INJECTED,
     ForceOpt,
@@ -22,6 +22,11 @@ from replay_cli.cli_options import (
     with_parameters,
 )
 from replay_cli.errors import ConfigError
+from replay_cli.lazy_import import lazy_module
+
+# The library (polars, numpy) loads on first use: `--help` stays fast.
+api = lazy_module("replay_cli.api")
+terminal = lazy_module("replay_cli.terminal")
 
 ReportDir = Annotated[
     Path,

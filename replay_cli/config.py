@@ -24,6 +24,9 @@ ITEM_DESCRIPTIONS = {
 
 INTERNAL_CALL_BONUS_REF = 56.0
 
+DEFAULT_CHUNK_ROWS = 1_000_000
+"""Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
+
 
 SHAPE, ADV, OUT = "Shaping", "Advantages", "Output"
 """Help panels of the CLI options."""

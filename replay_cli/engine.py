@@ -14,19 +14,18 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.batched import batchable, grpo_rows, row_frame
 from replay_cli.chunks import in_order, plan_chunks, run_starts
-from replay_cli.config import ReplayConfig
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
 from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
-from replay_cli.findings import findings
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import group_tables, step_tables, summarise_steps, trainer_names
+from replay_cli.report_findings import findings
 from replay_cli.row_batch import ChunkArrays, RowBatch
 from replay_cli.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.shaping import minutes
 from replay_cli.validation import Rollouts
 
 RowSink = Callable[[pl.DataFrame], None]
-DEFAULT_CHUNK_ROWS = 1_000_000
 CHART_VALUES = 2_000_000  # about this many deductions and minutes per config are kept for charts
 
 

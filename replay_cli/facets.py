@@ -14,8 +14,8 @@ from itertools import product
 
 import polars as pl
 
-from replay_cli.findings import PARAMS
 from replay_cli.html_parts import fmt
+from replay_cli.report_findings import PARAMS
 
 MAX_OVERLAID = 8
 MAX_PANELS = 12

@@ -17,9 +17,9 @@ import polars as pl
 from replay_cli import facets
 from replay_cli import schema as S
 from replay_cli.compare import delta_table
-from replay_cli.findings import PARAMS, findings, frontier, is_clipped
 from replay_cli.html_parts import cell, fmt, page, png_image, scatter_svg, table
 from replay_cli.io.files import atomic_path
+from replay_cli.report_findings import PARAMS, findings, frontier, is_clipped
 
 INDEX = "index.html"
 REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")

@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic.fields import FieldInfo
 
 from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, build_config
@@ -249,6 +248,8 @@ def parse_overrides(
                 else "Pass --ignore-unknown-overrides to skip trainer keys that do not affect rewards."
             )
             raise ConfigError(f"Unknown override key {key!r}.\n\n{hint}")
+        import yaml  # only `++` overrides and run configs need it: `--help` does not load it
+
         try:
             value = yaml.safe_load(raw) if raw != "" else None
         except yaml.YAMLError:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.findings import highlights
 from replay_cli.plots_sweep import (
     advantage_bands,
     colours,
@@ -28,6 +27,7 @@ from replay_cli.plots_sweep import (
     legend,
     signal_vs_lambda,
 )
+from replay_cli.report_findings import highlights
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,7 +13,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.facets import Layout, describe, layout, value_text, varying
-from replay_cli.findings import frontier
+from replay_cli.report_findings import frontier
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

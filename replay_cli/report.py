@@ -14,11 +14,11 @@ from typing import Any
 import polars as pl
 
 from replay_cli.engine import ReplayResult
-from replay_cli.findings import findings
 from replay_cli.html_report import render_index
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE, RowsMode
 from replay_cli.peers import whitening_weights
+from replay_cli.report_findings import findings
 from replay_cli.validation import Rollouts
 
 TABLES = ("rollouts", "groups", "steps", "summary", "findings")

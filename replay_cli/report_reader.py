@@ -12,8 +12,8 @@ from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.engine import ReplayResult
 from replay_cli.errors import InputFileError
-from replay_cli.findings import findings
 from replay_cli.io.files import atomic_path
+from replay_cli.report_findings import findings
 
 
 def load_report(path: str | Path) -> ReplayResult:

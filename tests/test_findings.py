@@ -1,4 +1,4 @@
-"""Tests for replay_cli.findings: each kind of finding on a group built to show it, the numbers
+"""Tests for replay_cli.report_findings: each kind of finding on a group built to show it, the numbers
 it quotes, the headline rows of a sweep, and the frontier's highlighted configs."""
 
 import polars as pl

@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from replay_cli.errors import ConfigError
 
 
 def read_yaml(path: Path, kind: str) -> Any:
     """Parse a YAML file; unreadable or invalid files are a ConfigError naming the file."""
+    import yaml  # loaded with the first run config: `--help` does not need it
+
     try:
         return yaml.safe_load(path.read_text())
     except OSError as exc:
