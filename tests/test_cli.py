@@ -1,6 +1,8 @@
 """Tests for replay_cli.cli through typer's CliRunner: exit codes, messages and the written reports."""
 
 import json
+import subprocess
+import sys
 
 import polars as pl
 import pytest
@@ -257,3 +259,26 @@ def test_map_renames_a_column(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert pl.read_parquet(tmp_path / "r" / "rollouts.parquet")["minutes"].to_list() == [1.0, 2.0]
+
+
+def test_help_does_not_load_the_library():
+    # `replay-cli --help` must start fast: polars, numpy, pyarrow and matplotlib load on first use.
+    code = (
+        "import sys\n"
+        "from replay_cli.cli import app\n"
+        "from typer.testing import CliRunner\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "print(sorted(m for m in ('polars', 'numpy', 'pyarrow', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_package_names_resolve_lazily():
+    import replay_cli
+    from replay_cli import findings, run_replay
+
+    assert callable(findings)  # the function, not a module of that name
+    assert callable(run_replay)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        replay_cli.nope  # noqa: B018
