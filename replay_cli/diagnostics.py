@@ -14,7 +14,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.metrics import SIGNAL_EPS
-from replay_cli.row_batch import RowBatch
+from replay_cli.row_batch import RowBatch, above, below
 from replay_cli.segments import masked_fill
 
 EXPLOSION = 3.0
@@ -43,8 +43,8 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
 
     big = np.float64(np.inf)
     adv_abs = b.advantage_abs
-    flipped = (adv_abs > eps) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
-    fragile = (b.normalized & (b.std < np.float64(FRAGILE_STD))) | (b.peers_equal & (b.std != 0))
+    flipped = above(adv_abs, SIGNAL_EPS) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
+    fragile = (b.normalized & below(b.std, FRAGILE_STD)) | (b.peers_equal & (b.std != 0))
     n_trainable = n(t)
     sum_resolved, sum_unresolved = total(t & resolved), total(t & ~resolved)
     columns = {
@@ -53,7 +53,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "min_adv": masked_fill(adv, t, big).min(axis=-1, initial=big),
         "max_adv": masked_fill(adv, t, -big).max(axis=-1, initial=-big),
         "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
-        "n_explosion": n(t & ((np.abs(unc) if b.clipped else adv_abs) > np.float64(EXPLOSION))),
+        "n_explosion": n(t & above(np.abs(unc) if b.clipped else adv_abs, EXPLOSION)),
         "n_fragile": n(t & fragile),
         "n_flipped": n(t & flipped),
         "sum_adv_resolved": sum_resolved,

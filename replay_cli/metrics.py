@@ -9,7 +9,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
-from replay_cli.row_batch import RowBatch
+from replay_cli.row_batch import RowBatch, above
 from replay_cli.segments import Runs
 from replay_cli.shaping import charge_key
 
@@ -160,7 +160,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     unclipped_abs = np.abs(b.unclipped) if b.clipped else adv_abs
     shaped = b.reward_shaped
     n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
-    has_signal = runs.sum(t & (adv_abs > eps)) > 0
+    has_signal = runs.sum(t & above(adv_abs, SIGNAL_EPS)) > 0
     has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
     inverted = runs.low(shaped, t & resolved) < runs.top(shaped, t & ~resolved)
     top = runs.top(unclipped_abs, t)

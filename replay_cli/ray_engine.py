@@ -21,6 +21,7 @@ import polars as pl
 from replay_cli.config import ReplayConfig
 from replay_cli.engine import (
     Accumulator,
+    ChunkState,
     ConfigPiece,
     InputPiece,
     ReplayResult,
@@ -73,7 +74,8 @@ def _task(
     rollouts = load_rollouts(**load_args, check_values=False)
     chunk = read_chunk(rollouts, lo, hi)
     batch = [ReplayConfig.model_validate(c) for c in configs]
-    pieces = replay_batch(chunk, batch, chart_every)
+    state = ChunkState.of(chunk)
+    pieces = replay_batch(state, batch, chart_every)
     if part is not None:
         sink = ParquetRowSink(Path(part), rows_mode)  # type: ignore[arg-type]
         for piece in pieces:
@@ -82,7 +84,7 @@ def _task(
         sink.close()
     for piece in pieces:
         piece.rows = None
-    return pieces, input_piece(chunk, chart_every) if with_input else None
+    return pieces, input_piece(state.arrays, chart_every) if with_input else None
 
 
 def _ray() -> Any:

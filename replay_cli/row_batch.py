@@ -18,7 +18,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.segments import Runs
-from replay_cli.shaping import minutes
+from replay_cli.shaping import minutes_of
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ChunkArrays:
             truthy=(reward.is_not_null() & (reward != 0)).to_numpy(),
             negative=(reward < 0).fill_null(False).to_numpy(),
             resolved=chunk[S.RESOLVED].to_numpy(),
-            minutes=chunk.select(minutes()).to_series().to_numpy(),
+            minutes=minutes_of(chunk[S.RUN_TIME].to_numpy()),
             calls=chunk[S.CALLS].to_numpy(),
             mask_sample=chunk[S.MASK_SAMPLE].to_numpy(),
             zeroed=chunk[S.ZEROED].to_numpy(),
@@ -159,3 +159,20 @@ class RowBatch:
     def per_config(self, values: np.ndarray) -> np.ndarray:
         """A shared or per-config array as (configs, ...)."""
         return np.broadcast_to(values, (len(self.configs), *values.shape[-1:]))
+
+
+def above(x: np.ndarray, threshold: float) -> np.ndarray:
+    """`x > threshold` as float64 compares it, without converting a float32 x: against the
+    largest float32 not above the threshold (no float32 lies strictly between the two)."""
+    t = x.dtype.type(threshold)
+    if x.dtype == np.float32 and float(t) > threshold:
+        t = np.nextafter(t, x.dtype.type(-np.inf))
+    return x > t
+
+
+def below(x: np.ndarray, threshold: float) -> np.ndarray:
+    """`x < threshold` as float64 compares it (see `above`)."""
+    t = x.dtype.type(threshold)
+    if x.dtype == np.float32 and float(t) < threshold:
+        t = np.nextafter(t, x.dtype.type(np.inf))
+    return x < t

@@ -3,6 +3,7 @@ advantages, plus the shaping-off advantages that a sweep shares between its conf
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
@@ -10,8 +11,9 @@ from replay_cli.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.config import AdvantageParams, ReplayConfig
 from replay_cli.filters import add_kept
 from replay_cli.peers import ESTIMATORS, add_peer_advantages
+from replay_cli.row_batch import ChunkArrays
 from replay_cli.segments import Groups, Runs
-from replay_cli.shaping import apply_shaping, masked
+from replay_cli.shaping import masked, shape_arrays
 
 SHAPED = AdvColumns(S.BASELINE, S.STD, S.ADV_UNCLIPPED, S.ADVANTAGE, S.TRIVIAL_PEERS, S.NORMALIZED)
 _RAW = AdvColumns(
@@ -114,15 +116,27 @@ def raw_plan(lf: pl.LazyFrame, key: RawKey, runs: Runs | None = None) -> pl.Lazy
 
 
 def row_plan(
-    lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series, runs: Runs | None = None
+    lf: pl.LazyFrame, cfg: ReplayConfig, raw: pl.Series, arrays: ChunkArrays
 ) -> pl.LazyFrame:
     """Per-row shaping, dynamic-sampling filter and advantages for one config (lazy); `raw` is
-    the chunk's `raw_plan` for this config's `raw_key`, `runs` the runs of the chunk's `S.GID`."""
-    a = cfg.advantage
+    the chunk's `raw_plan` for this config's `raw_key`, `arrays` the chunk's numpy arrays (its
+    runs and the shaping columns, from `shape_arrays`)."""
+    a, p = cfg.advantage, cfg.shaping
+    runs = arrays.runs
     inputs = [c for c in lf.collect_schema().names() if c not in S.CHUNK_IDS]
-    lf = lf.with_columns(pl.lit(cfg.config_id).alias(S.CONFIG_ID))
-    lf = apply_shaping(lf, cfg.shaping).with_columns(
-        pl.col(S.REWARD_RAW).fill_null(0.0).alias(_REWARD_RAW_FILLED),
+    shaped = shape_arrays(arrays, p)
+    n = len(arrays.reward)
+    lf = lf.with_columns(
+        pl.lit(cfg.config_id).alias(S.CONFIG_ID),
+        pl.Series(S.MINUTES, arrays.minutes),
+        masked(p.mask_flagged).alias(S.MASKED),
+        pl.col(S.REWARD).alias(S.REWARD_RAW),
+        pl.Series(S.CHARGED, shaped.charged),
+        pl.Series(S.BONUS, np.broadcast_to(shaped.bonus, n)),
+        pl.Series(S.FLOORED, shaped.floored),
+        pl.Series(S.DEDUCTION, shaped.deduction),
+        pl.Series(S.REWARD_SHAPED, shaped.reward_shaped),
+        pl.col(S.REWARD).fill_null(0.0).alias(_REWARD_RAW_FILLED),
     )
     lf = _with_valid(lf, a)
     # OpenRLHF filters on the raw score even in the shaped run.

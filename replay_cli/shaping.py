@@ -1,8 +1,9 @@
-"""The time-efficiency reward as polars expressions: NeMo-RL PR #4029 and the internal variant (spec §3).
+"""The time-efficiency reward: NeMo-RL PR #4029 and the internal variant (spec §3).
 
-The expressions serve the polars plans (filters, peer estimators) and accept a Python value or a
-`pl.Expr` per parameter; `shape_arrays` is the same arithmetic over a chunk's numpy arrays, for
-the batched path of a sweep. tests/test_shaping.py holds the two to each other.
+`shape_arrays` shapes one config over a chunk's numpy arrays, with the trainer's Python
+arithmetic (IEEE division: polars would divide by a literal through its reciprocal); both the
+batched path and the polars plans take their shaping columns from it. The expressions below
+serve the other readers of the same definitions (masking, minutes for display).
 """
 
 from __future__ import annotations
@@ -27,73 +28,24 @@ def _lit(value: Param, dtype: pl.DataType | None = None) -> pl.Expr:
 
 
 def minutes(run_time: pl.Expr | None = None) -> pl.Expr:
-    """`max(run_time, 0) / 60`; null, NaN and ±inf count as 0 minutes (upstream: null only)."""
+    """`max(run_time, 0) / 60`; null, NaN and ±inf count as 0 minutes (upstream: null only).
+
+    For display only (`inspect`): polars divides by a literal as a multiplication by its
+    reciprocal, 1 ulp off Python's division in about 9% of rows; the replay uses
+    `minutes_of`, numpy's division, as the trainer's Python does."""
     run_time = pl.col(S.RUN_TIME) if run_time is None else run_time
     return pl.when(run_time.is_finite()).then(run_time.clip(lower_bound=0.0) / 60.0).otherwise(0.0)
+
+
+def minutes_of(run_time: np.ndarray) -> np.ndarray:
+    """`max(run_time, 0) / 60` with IEEE division (null, NaN and ±inf: 0 minutes)."""
+    finite = np.isfinite(run_time)
+    return np.where(finite, np.maximum(np.where(finite, run_time, 0.0), 0.0) / 60.0, 0.0)
 
 
 def masked(mask_flagged: Param) -> pl.Expr:
     """Loss-masked: Gym flagged the row and env.should_mask_flagged_samples is on."""
     return pl.col(S.MASK_SAMPLE) & _lit(mask_flagged)
-
-
-def correct_gate(resolved_only: Param) -> pl.Expr:
-    """`apply_to=correct` gate: resolved and a truthy reward (item 3: resolved alone).
-
-    Truthiness is Python's, so a negative reward passes: the upstream quirk is kept on purpose.
-    """
-    truthy = pl.col(S.REWARD).is_not_null() & (pl.col(S.REWARD) != 0)
-    return pl.col(S.RESOLVED) & (_lit(resolved_only) | truthy)
-
-
-def call_bonus(lambda_call_bonus: Param, call_bonus_ref: Param) -> pl.Expr:
-    """`lambda_call_bonus * min(calls / call_bonus_ref, 1)`; 0 when the bonus is off."""
-    lam, ref = _lit(lambda_call_bonus, pl.Float64()), _lit(call_bonus_ref, pl.Float64())
-    ratio = (pl.col(S.CALLS).cast(pl.Float64) / ref).clip(upper_bound=1.0)
-    return pl.when(lam > 0).then(lam * ratio).otherwise(0.0)
-
-
-def skipped(p: ShapingParams) -> pl.Expr:
-    """Rows the hook leaves untouched: masked, failing the correct gate, or validation (spec §3.2,
-    unless internal item 4 or the sync trainer path's `validation_shaped`)."""
-    items = p.items
-    is_val = pl.col(S.SPLIT) == S.SPLIT_VALIDATION
-    skip = pl.lit(not p.enabled)
-    skip = skip | (masked(p.mask_flagged) & pl.lit(1 not in items))
-    skip = skip | (pl.lit(p.apply_to == "correct") & ~correct_gate(3 in items))
-    # Validation is charged by internal item 4, and on the sync path (validation_shaped).
-    return skip | (is_val & pl.lit(4 not in items and not p.validation_shaped))
-
-
-def apply_shaping(lf: pl.LazyFrame, p: ShapingParams) -> pl.LazyFrame:
-    """Add the shaping columns of spec §6: minutes, masked, reward_raw, charged, bonus, floored,
-    deduction, reward_shaped (intermediate values are materialised once, then dropped)."""
-    base = pl.col(S.REWARD).fill_null(0.0)
-    floor = pl.lit(p.floor, dtype=pl.Float64)
-    lf = lf.with_columns(minutes().alias(S.MINUTES), masked(p.mask_flagged).alias(S.MASKED))
-    lf = lf.with_columns(
-        skipped(p).alias("_skip"),
-        call_bonus(p.lambda_call_bonus, p.effective_call_bonus_ref).alias("_bonus"),
-    )
-    skip, bonus = pl.col("_skip"), pl.col("_bonus")
-    unclamped = base + bonus - pl.lit(p.lambda_time) * pl.col(S.MINUTES)
-    lf = lf.with_columns(
-        # Item 2: the internal hook ran before the zeroing penalties, which then reset the row to 0.0.
-        (~skip & pl.col(S.ZEROED) & pl.lit(2 in p.items)).alias("_reset"),
-        unclamped.alias("_unclamped"),
-        (floor.is_not_null() & (unclamped < floor)).alias("_below"),
-    )
-    reset, below = pl.col("_reset"), pl.col("_below")
-    new = pl.when(below).then(floor).otherwise(pl.col("_unclamped"))
-    lf = lf.with_columns((~skip & ~reset).alias(S.CHARGED), new.alias("_new"))
-    charged, new = pl.col(S.CHARGED), pl.col("_new")
-    return lf.with_columns(
-        pl.col(S.REWARD).alias(S.REWARD_RAW),
-        pl.when(charged).then(bonus).otherwise(0.0).alias(S.BONUS),
-        (charged & below).alias(S.FLOORED),
-        pl.when(charged).then(base - new).otherwise(0.0).alias(S.DEDUCTION),
-        pl.when(charged).then(new).when(reset).then(0.0).otherwise(base).alias(S.REWARD_SHAPED),
-    ).drop("_skip", "_bonus", "_reset", "_unclamped", "_below", "_new")
 
 
 def charge_key(p: ShapingParams) -> ShapingParams:

@@ -116,3 +116,17 @@ def test_sweep_results_do_not_depend_on_threads_or_batch_size(synth_path):
 def test_peer_estimators_keep_the_polars_plans(estimator):
     assert not batchable(config({}, {"estimator": estimator}))
     assert not batchable(config({}, {"filter": "nemo-rl"}))
+
+
+@pytest.mark.parametrize("threshold", [1e-6, 1e-3, 3.0, 0.1])
+def test_float32_thresholds_compare_as_float64(threshold):
+    import numpy as np
+
+    from replay_cli.row_batch import above, below
+
+    t32 = np.float32(threshold)
+    near = [np.nextafter(t32, np.float32(-1)), t32, np.nextafter(t32, np.float32(10))]
+    x = np.array([*near, -t32, 0.0, np.nan], dtype=np.float32)
+    wide = x.astype(np.float64)
+    assert above(x, threshold).tolist() == (wide > threshold).tolist()
+    assert below(x, threshold).tolist() == (wide < threshold).tolist()

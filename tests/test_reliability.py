@@ -199,10 +199,18 @@ def big_input(tmp_path_factory):
     return path
 
 
-def test_killed_run_leaves_no_report(big_input, tmp_path):
+@pytest.fixture(scope="module")
+def slow_input(tmp_path_factory):
+    """An input whose replay, one step per chunk, takes a few seconds: long enough to kill."""
+    path = tmp_path_factory.mktemp("slow") / "slow.parquet"
+    synth_rollouts(steps=120, groups_per_step=250, group_size=8, seed=1).write_parquet(path)
+    return path
+
+
+def test_killed_run_leaves_no_report(slow_input, tmp_path):
     out = tmp_path / "report"
     proc = subprocess.Popen(
-        _cli("replay", big_input, "--out", out, "--chunk-rows", "8000"),
+        _cli("replay", slow_input, "--out", out, "--chunk-rows", "2000"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
