@@ -19,7 +19,7 @@ from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import group_tables, step_tables, summarise_steps, trainer_names
-from replay_cli.report_findings import findings
+from replay_cli.report_findings import findings, top_groups
 from replay_cli.row_batch import ChunkArrays, RowBatch
 from replay_cli.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.validation import Rollouts
@@ -46,6 +46,8 @@ class ReplayResult:
     deductions: dict[str, pl.Series] = field(default_factory=dict)
     minutes: pl.Series | None = None
     findings: pl.DataFrame | None = None
+    top_groups: pl.DataFrame | None = None
+    """`report_findings.top_groups` of the group table (kept while its rows are streamed)."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
 
@@ -62,6 +64,7 @@ class ConfigPiece:
     advantages: pl.Series
     deductions: pl.Series
     rows: pl.DataFrame | None
+    top: pl.DataFrame | None = None  # the chunk's `top_groups`
 
 
 @dataclass
@@ -212,6 +215,7 @@ class Accumulator:
             self.rows.append(piece.rows)
         piece.rows = None
         if self.group_sink is not None and piece.groups is not None:
+            piece.top = top_groups(piece.groups)
             self.group_sink(piece.groups)
             piece.groups = None
         self.pieces[piece.config_id].append(piece)
@@ -255,6 +259,11 @@ class Accumulator:
             deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
         summary = pl.from_dicts(summaries, infer_schema_length=None)
         all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
+        tops = [p.top for cfg in self.configs for p in self.pieces[cfg.config_id]]
+        if all_groups is not None:
+            top = top_groups(all_groups)
+        else:
+            top = top_groups(pl.concat(tops, how="diagonal_relaxed")) if tops else None
         return ReplayResult(
             rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
             groups=all_groups,
@@ -265,7 +274,8 @@ class Accumulator:
             deductions=deductions,
             minutes=pl.concat([p.minutes for p in self.inputs]),
             # With the groups streamed to a file, the report computes them from that file.
-            findings=None if all_groups is None else findings(summary, all_groups),
+            findings=None if all_groups is None else findings(summary, all_groups, top),
+            top_groups=top,
         )
 
 

@@ -19,7 +19,7 @@ from replay_cli import schema as S
 from replay_cli.compare import delta_table
 from replay_cli.html_parts import cell, fmt, page, png_image, scatter_svg, table
 from replay_cli.io.files import atomic_path
-from replay_cli.report_findings import PARAMS, findings, frontier, is_clipped
+from replay_cli.report_findings import PARAMS, findings, frontier, is_clipped, top_groups
 
 INDEX = "index.html"
 REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")
@@ -242,18 +242,19 @@ def _charts(directory: Path) -> str:
     return f'<div class="charts">{"".join(figures)}</div>'
 
 
-def _details(summary: pl.DataFrame, groups: pl.LazyFrame | None, found: pl.DataFrame) -> str:
+def _details(
+    summary: pl.DataFrame,
+    groups: pl.LazyFrame | None,
+    found: pl.DataFrame,
+    worst: pl.DataFrame | None = None,
+) -> str:
+    """Each config folded: its findings, parameters, metrics and the groups of its largest
+    unclipped |advantage| (`worst`: `top_groups`, computed from `groups` when not given)."""
     top: dict[str, pl.DataFrame] = {}
-    if groups is not None and S.G_MAX_ABS_ADVANTAGE_UNCLIPPED in groups.collect_schema().names():
-        columns = [S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_RESOLVED_PATTERN, S.G_TRAINABLE_ROWS]
-        columns += [S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS, S.G_INVERTED]
-        worst = (
-            groups.select(columns)
-            .sort(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, descending=True, nulls_last=True)
-            .group_by(S.CONFIG_ID, maintain_order=True)
-            .head(5)
-            .collect()
-        )
+    has_top = groups is not None and S.G_MAX_ABS_ADVANTAGE_UNCLIPPED in groups.collect_schema()
+    if worst is None and has_top:
+        worst = top_groups(groups)
+    if worst is not None:
         top = {k[0]: v for k, v in worst.partition_by(S.CONFIG_ID, as_dict=True).items()}
     metrics = [c for c in summary.columns if c not in (*PARAMS, S.CONFIG_ID, "label")]
     out = []
@@ -307,8 +308,9 @@ def _comparison(frame: pl.DataFrame) -> str:
     )
 
 
-def render_index(directory: str | Path) -> Path:
-    """Write directory/index.html from the tables found there; returns its path."""
+def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path:
+    """Write directory/index.html from the tables found there; returns its path. `top` is
+    `top_groups` of the groups table when the caller has it (the replay keeps it)."""
     directory = Path(directory)
     manifest_path = directory / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -324,13 +326,13 @@ def render_index(directory: str | Path) -> Path:
     if summary is not None:
         found = _read(directory, "findings")
         if found is None:
-            found = findings(summary, groups if groups is not None else pl.LazyFrame())
+            found = findings(summary, groups if groups is not None else pl.LazyFrame(), top)
         front = frontier(summary)
         add("replayed", "What was replayed", _inputs(manifest, summary))
         add("findings", "Findings", _findings(found))
         add("summary", "Summary", _summary_table(summary, front) + _frontier(summary, front, found))
         add("charts", "Charts", _charts(directory))
-        add("configs", "Per-config detail", _details(summary, groups, found))
+        add("configs", "Per-config detail", _details(summary, groups, found, top))
     known = {
         "comparison": "Comparison across configs and reports",
         "internal_comparison": "Replayed vs internal run",

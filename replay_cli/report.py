@@ -98,13 +98,14 @@ def finish_report(
         tables["rollouts"] = result.rows
     write_tables(tmp, tables)
     if result.findings is None:  # the engine has them when it kept the groups in memory
-        result.findings = findings(result.summary, pl.scan_parquet(tmp / "groups.parquet"))
+        groups = pl.scan_parquet(tmp / "groups.parquet")
+        result.findings = findings(result.summary, groups, result.top_groups)
     write_tables(tmp, {"findings": result.findings})
     if charts is not None:
         charts(result, tmp / "charts", highlight)
     text = json.dumps(manifest(result, rollouts, argv, rows_mode, highlight), indent=2) + "\n"
     (tmp / "manifest.json").write_text(text)
-    render_index(tmp)
+    render_index(tmp, result.top_groups)
 
 
 def write_report(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
@@ -100,18 +101,49 @@ def highlights(summary: pl.DataFrame, chosen: Iterable[str] | None = None) -> li
     return out or ids[:3]
 
 
-def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per config: the group of the largest unclipped |advantage| and the all-fail time-only count."""
+TOP_GROUPS = 5
+TOP_COLUMNS = (
+    S.CONFIG_ID,
+    S.STEP,
+    S.GROUP_ID,
+    S.G_RESOLVED_PATTERN,
+    S.G_TRAINABLE_ROWS,
+    S.G_MAX_ABS_ADVANTAGE_UNCLIPPED,
+    S.G_STD_AT_MAX_ABS,
+    S.G_INVERTED,
+)
+
+
+def top_groups(groups: pl.LazyFrame | pl.DataFrame, k: int = TOP_GROUPS) -> pl.DataFrame:
+    """Per config, the k groups of the largest unclipped |advantage|, largest first (nulls
+    last, ties by step and group): a partial selection, not a sort of every group. The top of
+    the tops of some chunks is the top of all of them, so the engine keeps only these."""
+    value = pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED).fill_null(-np.inf)
+    order = [value, pl.col(S.STEP), pl.col(S.GROUP_ID)]
+    picked = (
+        groups.lazy()
+        .select(TOP_COLUMNS)
+        .group_by(S.CONFIG_ID, maintain_order=True)
+        .agg(pl.all().top_k_by(order, k=k, reverse=[False, True, True]))
+        .explode(pl.exclude(S.CONFIG_ID))
+    )
+    return collect(picked)
+
+
+def _group_facts(
+    groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per config: the group of the largest unclipped |advantage| and the all-fail time-only
+    count; `top` is `top_groups(groups)` when the caller has it."""
     lf = groups.lazy()
     columns = lf.collect_schema().names()
     if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in columns:  # a report written before these columns
         return {}
-    # Rows of a config are in (step, group_id) order: the first maximum is the earliest group.
-    value = pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
-    top = lf.group_by(S.CONFIG_ID, maintain_order=True).agg(
-        pl.col(S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS).get(
-            value.arg_max()
-        )
+    top = (
+        (top_groups(lf) if top is None else top).group_by(S.CONFIG_ID, maintain_order=True).first()
+    )
+    top = top.select(
+        S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
     )
     fail_faster = lf.group_by(S.CONFIG_ID).agg(
         # Not the groups whose spread is only an uncharged row's: no time difference there.
@@ -127,7 +159,7 @@ def _group_facts(groups: pl.LazyFrame | pl.DataFrame) -> dict[str, dict[str, Any
         .alias("all_pass_time_only"),
         pl.len().alias("groups"),
     )
-    joined = collect(fail_faster.join(top, on=S.CONFIG_ID, how="left"))
+    joined = collect(fail_faster).join(top, on=S.CONFIG_ID, how="left")
     return {row[S.CONFIG_ID]: row for row in joined.iter_rows(named=True)}
 
 
@@ -321,9 +353,12 @@ def _worst(rows: list[dict[str, Any]]) -> str:
     return min((r["severity"] for r in rows), key=SEVERITIES.index)
 
 
-def findings(summary: pl.DataFrame, groups: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline), most severe first."""
-    facts = _group_facts(groups)
+def findings(
+    summary: pl.DataFrame, groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The findings table (config_id, kind, severity, value, text, headline), most severe first;
+    `top` is `top_groups(groups)` when the caller has it (the engine keeps it)."""
+    facts = _group_facts(groups, top)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())
     rows: list[dict[str, Any]] = []
     for row in summary.iter_rows(named=True):  # one row per config: the summary is small
