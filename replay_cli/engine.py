@@ -19,7 +19,7 @@ from replay_cli.diagnostics import finish as finish_diagnostics
 from replay_cli.diagnostics import group_partials, input_statistics, row_partials
 from replay_cli.frames import collect, collect_all
 from replay_cli.metrics import group_tables, step_tables, summarise_steps, trainer_names
-from replay_cli.report_findings import findings, top_groups
+from replay_cli.report_findings import findings, top_groups, top_of_config
 from replay_cli.row_batch import ChunkArrays, RowBatch
 from replay_cli.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.validation import Rollouts
@@ -215,7 +215,7 @@ class Accumulator:
             self.rows.append(piece.rows)
         piece.rows = None
         if self.group_sink is not None and piece.groups is not None:
-            piece.top = top_groups(piece.groups)
+            piece.top = top_of_config(piece.groups)
             self.group_sink(piece.groups)
             piece.groups = None
         self.pieces[piece.config_id].append(piece)

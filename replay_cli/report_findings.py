@@ -130,6 +130,19 @@ def top_groups(groups: pl.LazyFrame | pl.DataFrame, k: int = TOP_GROUPS) -> pl.D
     return collect(picked)
 
 
+def top_of_config(groups: pl.DataFrame, k: int = TOP_GROUPS) -> pl.DataFrame:
+    """`top_groups` of one config's group table in memory (a numpy partition: the engine calls
+    it on every chunk of every config)."""
+    value = groups[S.G_MAX_ABS_ADVANTAGE_UNCLIPPED].fill_null(-np.inf).to_numpy()
+    rows = np.arange(len(value))
+    if len(value) > k:
+        kth = np.partition(value, len(value) - k)[len(value) - k]
+        rows = np.flatnonzero(value >= kth)
+    step, gid = groups[S.STEP].to_numpy()[rows], groups[S.GROUP_ID].to_numpy()[rows]
+    order = np.lexsort((gid, step, -value[rows]))[:k]  # largest first, ties by step and group
+    return groups.select(TOP_COLUMNS)[rows[order]]
+
+
 def _group_facts(
     groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None = None
 ) -> dict[str, dict[str, Any]]:

@@ -188,3 +188,20 @@ def test_highlights_default_and_chosen(synth_path):
     assert chosen[1:] == [best, worst]
     wanted = [configs[2].config_id[:6], "λ=0.06667 all"]
     assert highlights(summary, wanted) == [configs[2].config_id, configs[3].config_id]
+
+
+def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
+    from replay_cli.report_findings import top_groups, top_of_config
+
+    configs = [config({}), config({"lambda_time": 1 / 30, "floor": 0.05})]
+    groups = run_replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups
+    whole = top_groups(groups)
+    assert whole.height == 2 * 5
+    pieces = [
+        top_of_config(part)
+        for (_,), one in groups.partition_by("config_id", as_dict=True).items()
+        for part in one.partition_by("step")
+    ]
+    assert top_groups(pl.concat(pieces)).equals(whole)
+    values = whole.filter(pl.col("config_id") == configs[0].config_id)
+    assert values["max_abs_advantage_unclipped"].is_sorted(descending=True)
