@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.allocator import keep_freed_memory
 from replay_cli.batched import batchable, grpo_rows, row_frame
 from replay_cli.chunks import in_order, plan_chunks, run_starts
 from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
@@ -327,6 +328,7 @@ def run_replay(
     """
     if not configs:
         raise ValueError("run_replay needs at least one config")
+    keep_freed_memory()
     groups_of_configs = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
