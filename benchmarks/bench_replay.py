@@ -49,6 +49,12 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
     elif kind == "quantiles":
         print(json.dumps({"seconds": _advantage_quantiles(int(arg))}))
         return
+    elif kind == "kernels":
+        print(json.dumps(_batched_kernels(path)))
+        return
+    elif kind == "group-write":
+        print(json.dumps({"seconds": _group_write(path)}))
+        return
     elif kind == "replay":
         api.replay_to_report([path], expand({}, {}), Path(out), rows=arg, force=True)
     elif kind == "ray":
@@ -65,11 +71,7 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
             [path], expand({}, {}), Path(out), rows="none", force=True, engine="ray"
         )
     elif kind == "sweep":
-        n = int(arg)
-        lambdas = [i / 600 for i in range(1, -(-n // 4) + 1)]  # 4 configs per lambda
-        configs = expand(
-            {}, {"lambda_time": lambdas, "apply_to": ["all", "correct"], "floor": [None, 0.05]}
-        )[:n]
+        configs = _configs(int(arg))
         api.replay_to_report([path], configs, Path(out), rows="none", force=True)
     elif kind == "reference":
         sys.path.insert(0, str(ROOT / "tests"))
@@ -130,6 +132,102 @@ def _advantage_quantiles(n: int) -> float:
     return min(times)
 
 
+def _configs(n: int) -> list:
+    """The sweep of the benchmark: lambda x apply_to x floor, 4 configs per lambda."""
+    from replay_cli.parameters import expand
+
+    lambdas = [i / 600 for i in range(1, -(-n // 4) + 1)]
+    grid = {"lambda_time": lambdas, "apply_to": ["all", "correct"], "floor": [None, 0.05]}
+    return expand({}, grid)[:n]
+
+
+def _first_chunk(path: str):
+    from replay_cli.allocator import keep_freed_memory
+    from replay_cli.engine import ChunkState, plan, read_chunk
+    from replay_cli.validation import load_rollouts
+
+    keep_freed_memory()
+    rollouts = load_rollouts([path])
+    (lo, hi), *_ = plan(rollouts, 1_000_000)[0]
+    return ChunkState.of(read_chunk(rollouts, lo, hi))
+
+
+def _batched_kernels(path: str) -> dict[str, float]:
+    """Seconds per config of the batched path's own work over one chunk of 1M rows, warm, on
+    one thread, best of 5 (a batch of 4 configs): shaping and GRPO advantages (`grpo_rows`),
+    then the group, step and diagnostic tables (`config_pieces`). No I/O, no report."""
+    from replay_cli.batched import grpo_rows
+    from replay_cli.engine import config_pieces
+
+    state = _first_chunk(path)
+    configs = _configs(4)
+    cache: dict = {}
+    best = {"rows": float("inf"), "tables": float("inf")}
+    for _ in range(5):
+        start = time.perf_counter()
+        batch = grpo_rows(state.arrays, configs, cache)
+        middle = time.perf_counter()
+        config_pieces(batch, 1, [None] * len(configs))
+        end = time.perf_counter()
+        best["rows"] = min(best["rows"], (middle - start) / len(configs))
+        best["tables"] = min(best["tables"], (end - middle) / len(configs))
+    rows = len(state.chunk)
+    return {"seconds": best["rows"] + best["tables"], **best, "chunk_rows": rows}
+
+
+def _group_write(path: str) -> float:
+    """Seconds to write one config's group table of one 1M-row chunk to groups.parquet (the
+    report's encoding), best of 5."""
+    from replay_cli import schema as S
+    from replay_cli.batched import grpo_rows
+    from replay_cli.engine import config_pieces
+    from replay_cli.io.parquet import ParquetRowSink
+
+    state = _first_chunk(path)
+    configs = _configs(1)
+    groups = config_pieces(grpo_rows(state.arrays, configs, {}), 1, [None])[0].groups
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(5):
+            sink = ParquetRowSink(Path(tmp) / f"g{i}.parquet", statistics=S.CONFIG_GROUP_KEYS)
+            start = time.perf_counter()
+            sink(groups)
+            sink.close()
+            times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _wall(command: list[str], repeat: int) -> float:
+    """Best wall time of a whole command, interpreter start-up and imports included."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def startup_rows(repeat: int) -> list[tuple[str, float, str]]:
+    """Wall times of `replay-cli --help` and of a replay of the small bundled sample, and the
+    imports that bound them."""
+    cli = [sys.executable, "-m", "replay_cli"]
+    small = str(ROOT / "data_samples" / "rollouts_small.parquet")
+    with tempfile.TemporaryDirectory() as tmp:
+        replay = [*cli, "replay", small, "--out", str(Path(tmp) / "r"), "--force"]
+        rows = [
+            ("replay-cli --help", _wall([*cli, "--help"], repeat), ""),
+            ("replay-cli replay data_samples/rollouts_small.parquet", _wall(replay, repeat), ""),
+        ]
+    imports = {
+        "python -c pass": "pass",
+        "import typer.rich_utils, pydantic (what --help needs)": "import typer.rich_utils, pydantic",
+        "import polars, numpy (what any replay needs)": "import polars, numpy",
+    }
+    for name, code in imports.items():
+        rows.append((f"bound: {name}", _wall([sys.executable, "-c", code], repeat), ""))
+    return rows
+
+
 def measure(
     kind: str, path: Path, arg: str = "", out: Path | None = None
 ) -> tuple[float, float, str]:
@@ -187,11 +285,23 @@ def main() -> None:
         "--ray", action="store_true", help="also time the Ray engine (local instance)"
     )
     parser.add_argument(
+        "--kernels", action="store_true", help="time the kernel bounds above 2M rollouts too"
+    )
+    parser.add_argument(
+        "--startup", action="store_true", help="only the start-up table (--help, small replay)"
+    )
+    parser.add_argument(
         "--task", nargs=4, metavar=("KIND", "PATH", "ARG", "OUT"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.task:
         _task(*args.task)
+        return
+    if args.startup:
+        print("| command | wall seconds | note |")
+        print("|---|---:|---|")
+        for name, seconds, note in startup_rows(max(args.repeat, 5)):
+            print(f"| {name} | {seconds:.2f} | {note} |")
         return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     sweeps = [] if args.sweeps == "none" else [int(s) for s in args.sweeps.split(",")]
@@ -230,6 +340,28 @@ def main() -> None:
                     "one partial sort, best of 5: every config pays it",
                 )
             )
+            if size <= 2_000_000 or args.kernels:
+                out = json.loads(measure("kernels", path)[2])
+                rows.append(
+                    (
+                        "bound: one config's batched kernels",
+                        out["seconds"],
+                        0.0,
+                        (
+                            f"shaping + GRPO {out['rows'] * 1e3:.0f} ms, tables "
+                            f"{out['tables'] * 1e3:.0f} ms; one 1M-row chunk, warm, one thread"
+                        ),
+                    )
+                )
+                seconds, rss, _ = measure("group-write", path)
+                rows.append(
+                    (
+                        "bound: write one config's group table",
+                        seconds,
+                        rss,
+                        "one 1M-row chunk's groups, best of 5: every config writes it",
+                    )
+                )
             for mode in args.rows.split(","):
                 seconds, rss, _ = best_of(args.repeat, "replay", path, mode, work / "report")
                 rows.append((f"replay, 1 config, rows={mode}", seconds, rss, ""))
