@@ -341,12 +341,13 @@ def main() -> None:
                 )
             )
             if size <= 2_000_000 or args.kernels:
-                out = json.loads(measure("kernels", path)[2])
+                _, rss, stdout = measure("kernels", path)
+                out = json.loads(stdout)
                 rows.append(
                     (
                         "bound: one config's batched kernels",
                         out["seconds"],
-                        0.0,
+                        rss,
                         (
                             f"shaping + GRPO {out['rows'] * 1e3:.0f} ms, tables "
                             f"{out['tables'] * 1e3:.0f} ms; one 1M-row chunk, warm, one thread"
