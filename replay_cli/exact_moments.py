@@ -15,12 +15,9 @@ valid rows but the trainer divides by n - 1, a quantity with no cancellation to 
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
-import polars as pl
 
-from replay_cli.segments import Groups, Runs
+from replay_cli.segments import Runs
 
 
 def _exclusive(x: np.ndarray) -> np.ndarray:
@@ -101,35 +98,3 @@ def peer_moments(r: np.ndarray, v: np.ndarray, runs: Runs, loo: bool) -> tuple[n
         for target, values in zip(out, block, strict=True):
             target[..., index] = values
     return tuple(out)
-
-
-FIELDS = ("baseline", "std", "diff")
-
-
-def _moments(loo: bool, runs: Runs | None, packed: pl.Series) -> pl.Series:
-    r = packed.struct.field("r").fill_null(0.0).to_numpy().astype(np.float64)
-    v = packed.struct.field("v").fill_null(False).to_numpy().astype(bool)
-    if runs is not None:
-        values = peer_moments(r, v, runs, loo)
-    else:
-        g = packed.struct.field("g").to_numpy()
-        order = np.argsort(g, kind="stable")
-        sorted_values = peer_moments(r[order], v[order], Runs(g[order]), loo)
-        values = tuple(np.empty_like(x) for x in sorted_values)
-        for target, source in zip(values, sorted_values, strict=True):
-            target[order] = source
-    return pl.struct(
-        *(pl.Series(name, x) for name, x in zip(FIELDS, values, strict=True)), eager=True
-    )
-
-
-def exact_moments(reward: pl.Expr, valid: pl.Expr, groups: Groups, loo: bool) -> pl.Expr:
-    """A struct expression (baseline, std, diff) per row, in float64 (see the module docstring)."""
-    dtype = pl.Struct(dict.fromkeys(FIELDS, pl.Float64))
-    if isinstance(groups, Runs):
-        packed = pl.struct(reward.cast(pl.Float64).alias("r"), valid.alias("v"))
-        return packed.map_batches(partial(_moments, loo, groups), return_dtype=dtype)
-    packed = pl.struct(
-        reward.cast(pl.Float64).alias("r"), valid.alias("v"), pl.col(groups).alias("g")
-    )
-    return packed.map_batches(partial(_moments, loo, None), return_dtype=dtype)

@@ -17,7 +17,7 @@ from typing import Literal
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advantages import AdvColumns, _dtype
+from replay_cli.advantages import AdvColumns, working_dtype
 from replay_cli.config import AdvantageParams
 from replay_cli.errors import EstimatorError
 from replay_cli.frames import collect
@@ -47,7 +47,7 @@ def _stats(
     lf: pl.LazyFrame, reward: str, over: str, p: AdvantageParams, t: str, nan_aware: bool
 ) -> pl.LazyFrame:
     """Group count, mean, unbiased std, min and max of the reward over `over` (temporary columns)."""
-    r = pl.col(reward).cast(_dtype(p))
+    r = pl.col(reward).cast(working_dtype(p))
     if nan_aware:
         r = r.fill_nan(None)
     return lf.with_columns(
@@ -69,7 +69,7 @@ def _finish(
     p: AdvantageParams,
     out: AdvColumns,
 ) -> pl.LazyFrame:
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = lf.with_columns(
         baseline.cast(dt).alias(out.baseline),
         std.cast(dt).alias(out.std),
@@ -98,7 +98,7 @@ def verl_grpo(
     `norm_adv_by_std_in_grpo=False` (Dr. GRPO). A group of one gets mean 0 and std 1, so the raw
     reward leaks through as `r / (1 + 1e-6)`. NaN rewards make the whole group NaN."""
     t = "_vg_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     one = pl.col(t + "size") == 1
     mean = pl.when(one).then(pl.lit(0.0, dt)).otherwise(pl.col(t + "mean"))
@@ -116,7 +116,7 @@ def verl_rloo(
     """verl 0.9.1 `verl/trainer/ppo/core_algos.py` `compute_rloo_outcome_advantage` (L588):
     `n/(n-1) * (r - mean)`, i.e. `r - mean of the others`. A group of one keeps `A = r`."""
     t = "_vr_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     n = pl.col(t + "size").cast(dt)
     r = pl.col(reward).cast(dt)
@@ -135,7 +135,7 @@ def trl_grpo(
     (the step's std; the group mean is still subtracted) or none. NaN rewards are left out of the
     statistics and get `A = 0` (nan_to_num); a group of one has nanstd NaN, so `A = 0`."""
     t = "_tg_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=True)
     r = pl.col(reward).cast(dt).fill_nan(None)
     if p.scale_rewards == "batch":
@@ -177,7 +177,7 @@ def openrlhf_group_norm(
     `compute_advantages_and_returns`, estimator `group_norm` (L273):
     `(r - mean) / (std_unbiased + 1e-9)`; NaN propagates."""
     t = "_og_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     adv = (pl.col(reward).cast(dt) - pl.col(t + "mean")) / (pl.col(t + "std") + pl.lit(1e-9, dt))
     return _finish(lf, adv, pl.col(t + "mean"), pl.col(t + "std"), pl.lit(True), t, p, out)
@@ -189,7 +189,7 @@ def openrlhf_rloo(
     """OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/experience_maker.py`
     `compute_advantages_and_returns`, estimator `rloo` (L268): `r - (sum_G - r) / (n - 1)`."""
     t = "_or_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     r = pl.col(reward).cast(dt)
     n = pl.col(t + "size").cast(dt)
@@ -204,7 +204,7 @@ def dr_grpo(
     `compute_advantages_and_returns`, estimator `dr_grpo` (L271): `r - mean_G`, no std, no
     whitening (verl's Dr. GRPO is `verl-grpo` with `--no-normalize`)."""
     t = "_dg_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     adv = pl.col(reward).cast(dt) - pl.col(t + "mean")
     return _finish(lf, adv, pl.col(t + "mean"), pl.lit(None), pl.lit(False), t, p, out)
@@ -220,7 +220,7 @@ def reinforce_pp_baseline(
     verl whitens over valid tokens: with a `response_tokens` column each row weighs its token
     count, without it each row weighs 1 (per-sequence whitening)."""
     t = "_rp_"
-    dt = _dtype(p)
+    dt = working_dtype(p)
     lf = _stats(lf, reward, gid, p, t, nan_aware=False)
     has_tokens = S.TOKENS in lf.collect_schema().names()
     w = pl.col(S.TOKENS).cast(dt) if has_tokens else pl.lit(1.0, dt)

@@ -8,13 +8,10 @@ within each group.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Literal
 
 import numpy as np
 import polars as pl
-
-How = Literal["sum", "min", "max"]
 
 
 class Runs:
@@ -118,35 +115,5 @@ def masked_fill(x: np.ndarray, where: np.ndarray | None, fill: float) -> np.ndar
     return np.where(where, x, x.dtype.type(fill))
 
 
-def _spread(runs: Runs, how: How, dtype: pl.DataType, v: pl.Series) -> pl.Series:
-    """`how` of v over each run, on every row of the run (nulls skipped)."""
-    if how == "sum":
-        out = runs.spread(runs.sum(v.fill_null(0).to_numpy()))
-    else:
-        out = runs.spread(runs.extreme(how, v.to_numpy(), v.is_not_null().to_numpy()))
-    return out.cast(dtype)
-
-
-def _reduce(how: How, dtype: pl.DataType, packed: pl.Series) -> pl.Series:
-    """`how` of field v over each group of field g, on every row, in row order."""
-    g = packed.struct.field("g").to_numpy()
-    v = packed.struct.field("v")
-    order = None if bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
-    if order is None:
-        return _spread(Runs(g), how, dtype, v)
-    # Sorted stably: each group still adds in row order.
-    out = _spread(Runs(g[order]), how, dtype, v.gather(order))
-    return out.scatter(order, out.clone())
-
-
 Groups = str | Runs
 """A group-id column, or the runs of a frame whose rows are sorted by group (found once)."""
-
-
-def over(expr: pl.Expr, groups: Groups, how: How, dtype: pl.DataType) -> pl.Expr:
-    """`expr.<how>().over(groups)`: nulls are skipped, and min/max over no values is null, as in
-    polars. Sums are taken in float64 (exact for counts below 2**53) and cast to `dtype`."""
-    if isinstance(groups, Runs):
-        return expr.map_batches(partial(_spread, groups, how, dtype), return_dtype=dtype)
-    packed = pl.struct(expr.alias("v"), pl.col(groups).alias("g"))
-    return packed.map_batches(partial(_reduce, how, dtype), return_dtype=dtype)

@@ -265,3 +265,61 @@ def reference_steps(
             entry["validation/total_reward/mean"] = _mean([r["reward_shaped"] for r in val])
         out[step] = entry
     return out
+
+
+def float32_grpo_group(
+    rewards: list[float], valid: list[bool], advantage: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One group's GRPO in the trainer's float32 arithmetic, a row at a time with numpy float32
+    scalars: the group totals summed in float64 from the float32 values in row order, then
+    totals minus the row rounded to float32, and every mean, variance and division in float32
+    (torch's CPU math, spec §4.1). Returns per row: baseline, std, unclipped, advantage,
+    peers_equal, normalized (float32 values)."""
+    import numpy as np
+
+    f32 = np.float32
+    loo = advantage.get("baseline", "loo") == "loo"
+    r = [f32(x) for x in rewards]
+    n = sum(valid)
+    rv = [x if v else f32(0) for x, v in zip(r, valid, strict=True)]
+    r2v = [x * x for x in rv]
+    s1 = s2 = 0.0
+    for a, b in zip(rv, r2v, strict=True):
+        s1 += float(a)
+        s2 += float(b)
+    m = n - 1 if loo else n
+    mf = f32(m)
+    out = []
+    with np.errstate(all="ignore"):
+        for i, x in enumerate(r):
+            p1 = f32(s1 - float(rv[i])) if loo else f32(s1)
+            p2 = f32(s2 - float(r2v[i])) if loo else f32(s2)
+            b, q = p1 / mf, p2 / mf
+            sd = np.sqrt((q - b * b) * (mf / (mf - f32(1))))
+            sd = f32(0) if np.isnan(sd) else (f32(3.4028234663852886e38) if np.isinf(sd) else sd)
+            if n <= 1:
+                b, sd = x, f32(0)
+            elif m <= 1:
+                sd = f32(0)
+            peers = [r[j] for j in range(len(r)) if valid[j] and not (loo and valid[i] and j == i)]
+            equal = n <= 1 or len(set(map(float, peers))) <= 1
+            guard = sd > 0 and (advantage.get("std_guard", "trivial") == "legacy" or not equal)
+            normalized = bool(guard and advantage.get("normalize", True))
+            diff = x - b
+            unclipped = diff / (sd + f32(1e-6)) if normalized else diff
+            adv = unclipped
+            if advantage.get("clip_low") is not None:
+                adv = max(adv, f32(advantage["clip_low"]))
+            if advantage.get("clip_high") is not None:
+                adv = min(adv, f32(advantage["clip_high"]))
+            out.append(
+                {
+                    "baseline": b,
+                    "std": sd,
+                    "unclipped": unclipped,
+                    "advantage": adv,
+                    "peers_equal": equal,
+                    "normalized": normalized,
+                }
+            )
+    return out

@@ -1,6 +1,8 @@
 """The batched path (batched.py: configs x rows numpy arrays) against the polars plans of
-row_plans.py, which compute the same GRPO maths with polars windows: every per-row column and
-every table must agree exactly, in float32 (residues included) and float64."""
+row_plans.py (used for filters and peer estimators): both share the GRPO kernel and the shaping,
+and every per-row column and every table they build must agree exactly. The float32 kernel
+itself is held to a row-at-a-time float32 reference (tests/reference_impl.py), residues
+included; the float64 maths to the exact reference in test_reference.py."""
 
 import polars as pl
 import pytest
@@ -130,3 +132,35 @@ def test_float32_thresholds_compare_as_float64(threshold):
     wide = x.astype(np.float64)
     assert above(x, threshold).tolist() == (wide > threshold).tolist()
     assert below(x, threshold).tolist() == (wide < threshold).tolist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rewards=st.lists(
+        st.sampled_from([0.0, 1.0, 0.95, 0.9, 0.875, -0.25, 0.3333333333333333, 1e-7]),
+        min_size=1,
+        max_size=12,
+    ),
+    masked=st.lists(st.booleans(), min_size=12, max_size=12),
+    advantage_params=advantage.filter(lambda a: a["precision"] == "float32"),
+)
+def test_float32_emulation_equals_a_scalar_float32_reference(rewards, masked, advantage_params):
+    # One group, shaping off: the engine's float32 GRPO against the row-at-a-time reference,
+    # value for value (the residues of totals-minus-row included).
+    from reference_impl import float32_grpo_group
+
+    n = len(rewards)
+    frame = rollouts(reward=rewards, mask_sample=masked[:n])
+    cfg = config({"enabled": False}, advantage_params)
+    rows = _both_paths(frame, [cfg])[0][0].rows
+    valid = [not m for m in masked[:n]] if advantage_params["exclude_masked"] else [True] * n
+    want = float32_grpo_group(rewards, valid, advantage_params)
+    for column, key in [
+        (S.BASELINE, "baseline"),
+        (S.STD, "std"),
+        (S.ADV_UNCLIPPED, "unclipped"),
+        (S.ADVANTAGE, "advantage"),
+    ]:
+        assert rows[column].to_list() == [float(w[key]) for w in want], column
+    assert rows[S.TRIVIAL_PEERS].to_list() == [w["peers_equal"] for w in want]
+    assert rows[S.NORMALIZED].to_list() == [w["normalized"] for w in want]
