@@ -32,7 +32,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     """One row of counts, sums and extremes per config of the batch over its chunk."""
     c = b.chunk
     t, resolved = b.per_config(b.trainable), c.resolved
-    adv, unc, raw = b.advantage, b.unclipped, b.adv_raw
+    adv, unc, raw = b.grpo.advantage, b.grpo.unclipped, b.adv_raw
     eps = np.float64(SIGNAL_EPS)
 
     def n(mask: np.ndarray) -> np.ndarray:
@@ -44,7 +44,9 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     big = np.float64(np.inf)
     adv_abs = b.advantage_abs
     flipped = above(adv_abs, SIGNAL_EPS) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
-    fragile = (b.normalized & below(b.std, FRAGILE_STD)) | (b.peers_equal & (b.std != 0))
+    fragile = (b.grpo.normalized & below(b.grpo.std, FRAGILE_STD)) | (
+        b.grpo.peers_equal & (b.grpo.std != 0)
+    )
     n_trainable = n(t)
     sum_resolved, sum_unresolved = total(t & resolved), total(t & ~resolved)
     columns = {
@@ -121,9 +123,9 @@ _PARTIAL_SCHEMA = {
 
 def _masked_shift(b: RowBatch, t: np.ndarray) -> np.ndarray:
     """Sum over trainable rows of |baseline - baseline with masking toggled| (float64 values)."""
-    if b.toggled is b.baseline:
+    if b.toggled is b.grpo.baseline:
         return np.zeros(len(t))
-    shift = np.abs(b.baseline.astype(np.float64) - b.toggled.astype(np.float64))
+    shift = np.abs(b.grpo.baseline.astype(np.float64) - b.toggled.astype(np.float64))
     return (shift * t).sum(axis=-1)
 
 

@@ -187,7 +187,7 @@ def config_pieces(
                 group_parts=group_partials(groups[k]),
                 steps=steps[k],
                 partials=partials[k],
-                advantages=pl.Series(S.ADVANTAGE, b.advantage[k][trainable[k]].astype(dtype)),
+                advantages=pl.Series(S.ADVANTAGE, b.grpo.advantage[k][trainable[k]].astype(dtype)),
                 deductions=pl.Series(S.DEDUCTION, b.deduction[k][charged][::chart_every]),
                 rows=frames[k],
             )

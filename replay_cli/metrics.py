@@ -157,7 +157,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     t, resolved = b.trainable, c.resolved
     eps = np.float64(SIGNAL_EPS)
     adv_abs = b.advantage_abs
-    unclipped_abs = np.abs(b.unclipped) if b.clipped else adv_abs
+    unclipped_abs = np.abs(b.grpo.unclipped) if b.clipped else adv_abs
     shaped = b.reward_shaped
     n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
     has_signal = runs.sum(t & above(adv_abs, SIGNAL_EPS)) > 0
@@ -241,7 +241,7 @@ def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> n
         run = b.chunk.run_of_row[row]
         key = config * len(runs) + run  # sorted: nonzero walks configs, then rows
         first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        std = b.per_config(b.std)[config, row].astype(np.float64)
+        std = b.per_config(b.grpo.std)[config, row].astype(np.float64)
         out.reshape(-1)[key[first]] = np.minimum.reduceat(std, first)
     return out
 
@@ -333,7 +333,7 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
     steps = c.steps
     train = None if c.all_train else c.train
     scored = b.scored
-    adv = b.advantage
+    adv = b.grpo.advantage
     n_adv = b.per_config(steps.sum(scored))
     with np.errstate(divide="ignore", invalid="ignore"):
         adv_mean = b.per_config(steps.sum(adv * scored)) / np.maximum(n_adv, 1)

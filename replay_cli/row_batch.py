@@ -17,6 +17,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
+from replay_cli.grpo_arrays import GrpoArrays
 from replay_cli.segments import Runs
 from replay_cli.shaping import minutes_of
 
@@ -103,12 +104,7 @@ class RowBatch:
     floored: np.ndarray
     masked: np.ndarray
     kept: np.ndarray
-    baseline: np.ndarray
-    std: np.ndarray
-    unclipped: np.ndarray
-    advantage: np.ndarray
-    peers_equal: np.ndarray
-    normalized: np.ndarray
+    grpo: GrpoArrays
     toggled: np.ndarray  # the baseline with masked rows voting vs not
     adv_raw: np.ndarray
     clipped: bool  # some config clips: advantage and unclipped differ
@@ -119,7 +115,7 @@ class RowBatch:
 
     @cached_property
     def advantage_abs(self) -> np.ndarray:
-        return np.abs(self.advantage)
+        return np.abs(self.grpo.advantage)
 
     @property
     def scored(self) -> np.ndarray:
@@ -145,12 +141,14 @@ class RowBatch:
             floored=col(S.FLOORED),
             masked=col(S.MASKED),
             kept=col(S.KEPT),
-            baseline=col(S.BASELINE),
-            std=col(S.STD, np.nan),
-            unclipped=col(S.ADV_UNCLIPPED),
-            advantage=col(S.ADVANTAGE),
-            peers_equal=col(S.TRIVIAL_PEERS),
-            normalized=col(S.NORMALIZED),
+            grpo=GrpoArrays(
+                baseline=col(S.BASELINE),
+                std=col(S.STD, np.nan),
+                unclipped=col(S.ADV_UNCLIPPED),
+                advantage=col(S.ADVANTAGE),
+                peers_equal=col(S.TRIVIAL_PEERS),
+                normalized=col(S.NORMALIZED),
+            ),
             toggled=col(S.BASELINE_NO_MASKED),
             adv_raw=col(S.ADV_RAW),
             clipped=a.clip_low is not None or a.clip_high is not None,
