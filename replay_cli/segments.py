@@ -33,15 +33,6 @@ class Runs:
             return np.zeros((*x.shape[:-1], 0), dtype)
         return np.add.reduceat(x, self.starts, axis=-1, dtype=dtype)
 
-    def count(self, mask: np.ndarray) -> np.ndarray:
-        return self.sum(mask)
-
-    def any(self, mask: np.ndarray) -> np.ndarray:
-        return self.count(mask) > 0
-
-    def all(self, mask: np.ndarray) -> np.ndarray:
-        return self.count(mask) == self.lengths
-
     def mean(self, x: np.ndarray) -> np.ndarray:
         return self.sum(x) / self.lengths
 
@@ -59,7 +50,7 @@ class Runs:
             missing = reduced == neutral
             if missing.any():
                 if np.isinf(x).any():
-                    missing = ~self.any(where)
+                    missing = self.sum(where) == 0
                 out = out.set(pl.Series(values=missing), None)
         return out
 
@@ -97,12 +88,6 @@ class Runs:
 
     def first(self, column: pl.Series) -> pl.Series:
         return column.gather(self.starts)
-
-    def spread(self, per_run: np.ndarray | pl.Series) -> pl.Series:
-        """Each run's value repeated on its rows."""
-        if isinstance(per_run, pl.Series):
-            return per_run.gather(np.repeat(np.arange(len(self)), self.lengths))
-        return pl.Series(values=np.repeat(per_run, self.lengths))
 
 
 def masked_fill(x: np.ndarray, where: np.ndarray | None, fill: float) -> np.ndarray:
