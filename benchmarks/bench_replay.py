@@ -56,7 +56,11 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
         print(json.dumps({"seconds": _group_write(path)}))
         return
     elif kind == "replay":
+        shares = _timed_row_output()
         api.replay_to_report([path], expand({}, {}), Path(out), rows=arg, force=True)
+        seconds = time.perf_counter() - start
+        print(json.dumps({"seconds": seconds, **shares}))
+        return
     elif kind == "ray":
         import ray
 
@@ -82,6 +86,41 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
         reference_replay(rows, {}, {})
     # Time of the work itself: interpreter start-up and imports are not the engine's.
     print(json.dumps({"seconds": time.perf_counter() - start}))
+
+
+def _timed_row_output() -> dict[str, float]:
+    """Time, inside a replay, the building of the per-row frames and the rollouts.parquet write
+    (the share `--rows all` adds); the dict fills in as the replay runs."""
+    from replay_cli import batched, engine
+    from replay_cli.io.parquet import ParquetRowSink
+
+    shares = {"frames": 0.0, "write": 0.0}
+    frame, call, close = batched.row_frame, ParquetRowSink.__call__, ParquetRowSink.close
+
+    def timed(key: str, f):
+        def wrapper(*args, **kwargs):
+            begin = time.perf_counter()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                shares[key] += time.perf_counter() - begin
+
+        return wrapper
+
+    def sink_call(self, rows):
+        if self.path.name.startswith("rollouts"):
+            return timed("write", call)(self, rows)
+        return call(self, rows)
+
+    def sink_close(self):
+        if self.path.name.startswith("rollouts"):
+            return timed("write", close)(self)
+        return close(self)
+
+    engine.row_frame = timed("frames", frame)
+    ParquetRowSink.__call__ = sink_call
+    ParquetRowSink.close = sink_close
+    return shares
 
 
 def _bare_advantage(path: str) -> float:
@@ -246,7 +285,8 @@ def best_of(
 ) -> tuple[float, float, str]:
     """The fastest of `repeat` runs (the least disturbed by other load), with the largest RSS."""
     runs = [measure(kind, path, arg, out) for _ in range(repeat)]
-    return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+    fastest = min(runs, key=lambda r: r[0])
+    return fastest[0], max(r[1] for r in runs), fastest[2]
 
 
 def make_input(rows: int, directory: Path) -> Path:
@@ -364,8 +404,15 @@ def main() -> None:
                     )
                 )
             for mode in args.rows.split(","):
-                seconds, rss, _ = best_of(args.repeat, "replay", path, mode, work / "report")
-                rows.append((f"replay, 1 config, rows={mode}", seconds, rss, ""))
+                seconds, rss, stdout = best_of(args.repeat, "replay", path, mode, work / "report")
+                out = json.loads(stdout)
+                note = (
+                    f"per-row frames {out['frames']:.2f} s, rollouts.parquet write "
+                    f"{out['write']:.2f} s"
+                    if mode != "none"
+                    else ""
+                )
+                rows.append((f"replay, 1 config, rows={mode}", seconds, rss, note))
             # Sweeps write no rows: compare them (and the reference) with the rows=none replay.
             single = next((r[1] for r in rows if r[0].endswith("rows=none")), rows[-1][1])
             if args.ray:

@@ -156,7 +156,7 @@ def _replay_into(
             merge_parts(parts, tmp / "rollouts.parquet")
             shutil.rmtree(tmp / "_parts", ignore_errors=True)
         else:
-            sink = ParquetRowSink(tmp / "rollouts.parquet", rows)
+            sink = ParquetRowSink(tmp / "rollouts.parquet", rows, statistics=S.CONFIG_GROUP_KEYS)
             group_sink = ParquetRowSink(tmp / "groups.parquet", statistics=S.CONFIG_GROUP_KEYS)
             try:
                 result = run_replay(
