@@ -64,7 +64,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_unresolved": n(t & ~resolved),
         "sum_masked_shift": _masked_shift(b, t),
         "n_train_masked": n(c.train & b.masked),
-        "n_negative_charged": n(b.charged & c.negative),
+        "n_negative_charged": n(b.charged & c.negative) if c.negative.any() else n(c.negative),
     }
     inputs = c.input_counts
     out = []

@@ -347,10 +347,14 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
         else None
     )
     n_val = steps.sum(c.is_val)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        accuracy = steps.sum(np.where(c.is_val, c.reward, 0.0)) / n_val
-        val_reward = b.per_config(steps.sum(np.where(c.is_val, b.reward_shaped, 0.0))) / n_val
     no_val = n_val == 0
+    if c.all_train:  # no validation rows: the columns are null, no pass over the rewards
+        accuracy = np.zeros(len(steps))
+        val_reward = np.zeros((len(b.configs), len(steps)))
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            accuracy = steps.sum(c.reward * c.is_val) / n_val
+            val_reward = b.per_config(steps.sum(b.reward_shaped * c.is_val)) / n_val
     step_ids = c.frame[S.STEP].gather(steps.starts)
     tables = []
     for k, cfg in enumerate(b.configs):
