@@ -81,7 +81,7 @@ def trainer_metrics(
         minutes_spread = (shared["minutes/max"] - low(c.minutes)) > SIGNAL_EPS
         ded_mean = b.per_config(total(b.deduction) / count)
         ded_max = b.per_config(top(b.deduction))
-        bonus = np.zeros(1) if b.bonus is None else total(b.bonus) / count
+        bonus = b.per_config(np.zeros(len(count)) if b.bonus is None else total(b.bonus) / count)
         floored = b.per_config(total(b.floored) / count)
         reward = b.per_config(total(b.reward_shaped) / count)
     # The PR: at least two trainable (unmasked) rows whose deductions differ.
@@ -90,7 +90,6 @@ def trainer_metrics(
     lo, hi = runs.bounds(b.deduction, unmasked)
     with np.errstate(invalid="ignore"):  # inf - inf in runs without unmasked rows
         spread = b.per_config((n_unmasked >= 2) & ((hi - lo) > SIGNAL_EPS))
-    bonus = b.per_config(bonus) if bonus.ndim > 1 else np.broadcast_to(bonus, ded_mean.shape)
     out = []
     for k, cfg in enumerate(b.configs):
         p = cfg.shaping
