@@ -6,8 +6,8 @@ PR #4158 trivial-distribution guard and the PR #4160 valid mask). Rewards may ca
 config axis (configs × rows): a sweep's configs then share every group reduction call. In
 float32 mode leave-one-out sums come from group totals minus the row, as torch's do, and
 rewards, squares, means, variances and the division are rounded to float32 like torch's CPU
-math; the group totals are float64 sums of the float32 values, added in row order, so the peer
-sums are correctly rounded float32 values and the trainer's cancellation residues are
+math; the group totals are float64 sums of the float32 values (exact for rewards within 29 bits
+of each other's magnitude, whatever the order), so the peer sums are correctly rounded float32 values and the trainer's cancellation residues are
 reproduced. float64 mode is the exact maths: the peer sums are taken directly, without
 cancellation (exact_moments.py).
 """
