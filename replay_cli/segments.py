@@ -28,7 +28,7 @@ class Runs:
 
     def sum(self, x: np.ndarray) -> np.ndarray:
         """Per-run sums along the last axis (float64 for floats, int64 for booleans and
-        integers), added in row order; x may carry a leading config axis."""
+        integers); x may carry a leading config axis."""
         dtype = np.int64 if x.dtype.kind in "bui" else np.float64
         if not len(self):
             return np.zeros((*x.shape[:-1], 0), dtype)
