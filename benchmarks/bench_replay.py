@@ -210,7 +210,7 @@ def _batched_kernels(path: str) -> dict[str, float]:
         end = time.perf_counter()
         best["rows"] = min(best["rows"], (middle - start) / len(configs))
         best["tables"] = min(best["tables"], (end - middle) / len(configs))
-    rows = len(state.chunk)
+    rows = len(state.arrays.frame)
     return {"seconds": best["rows"] + best["tables"], **best, "chunk_rows": rows}
 
 

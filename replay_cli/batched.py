@@ -67,7 +67,6 @@ def grpo_rows(
         grpo=out,
         toggled=toggled,
         adv_raw=raw_cache[key],
-        clipped=a.clip_low is not None or a.clip_high is not None,
     )
 
 

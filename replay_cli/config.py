@@ -246,6 +246,11 @@ class AdvantageParams(_Frozen):
         panel=ADV,
     )
 
+    @property
+    def clips(self) -> bool:
+        """Either advantage clip bound is set: the clipped and unclipped advantages can differ."""
+        return self.clip_low is not None or self.clip_high is not None
+
     @model_validator(mode="after")
     def _check(self) -> AdvantageParams:
         if (
@@ -308,7 +313,7 @@ class ReplayConfig(_Frozen):
             parts.append(a.estimator + (f"/{a.scale_rewards}" if a.estimator == "trl-grpo" else ""))
         if a.filter != "none":
             parts.append(f"filter={a.filter}:{a.filter_on}")
-        if a.clip_low is not None or a.clip_high is not None:
+        if a.clips:
             lo = "-inf" if a.clip_low is None else f"{a.clip_low:g}"
             hi = "inf" if a.clip_high is None else f"{a.clip_high:g}"
             parts.append(f"clip[{lo},{hi}]")

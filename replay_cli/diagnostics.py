@@ -64,7 +64,9 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_unresolved": n(t & ~resolved),
         "sum_masked_shift": _masked_shift(b, t),
         "n_train_masked": n(c.train & b.masked),
-        "n_negative_charged": n(b.charged & c.negative) if c.negative.any() else n(c.negative),
+        "n_negative_charged": (
+            n(b.charged & c.negative) if c.negative.any() else np.zeros(len(t), np.int64)
+        ),
     }
     inputs = c.input_counts
     out = []

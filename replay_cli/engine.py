@@ -110,18 +110,17 @@ class ChunkState:
     """What the config batches of one chunk share: its numpy arrays and the shaping-off
     advantages per `raw_key` (numpy for the batched path, a column for the polars plans)."""
 
-    chunk: pl.DataFrame
     arrays: ChunkArrays
     raw_arrays: dict[RawKey, np.ndarray] = field(default_factory=dict)
     raw_columns: dict[RawKey, pl.Series] = field(default_factory=dict)
 
     @classmethod
     def of(cls, chunk: pl.DataFrame) -> ChunkState:
-        return cls(chunk, ChunkArrays.of(chunk))
+        return cls(ChunkArrays.of(chunk))
 
 
 def replay_batch(
-    chunk: pl.DataFrame | ChunkState,
+    state: ChunkState,
     batch: Sequence[ReplayConfig],
     chart_every: int,
     with_rows: bool = True,
@@ -132,7 +131,6 @@ def replay_batch(
     (configs × rows) arrays per `raw_key`; the others through polars plans, one `collect_all`.
     Per-row report frames are built only `with_rows`.
     """
-    state = chunk if isinstance(chunk, ChunkState) else ChunkState.of(chunk)
     pieces: dict[str, ConfigPiece] = {}
     by_key: dict[RawKey, list[ReplayConfig]] = {}
     for cfg in batch:
@@ -155,7 +153,7 @@ def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.Da
     """The per-row frames of configs that take the polars plans (filters, peer estimators)."""
     if not batch:
         return []
-    source = state.chunk.lazy()
+    source = state.arrays.frame.lazy()
     cache = state.raw_columns
     missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in cache))
     runs = state.arrays.runs
@@ -260,10 +258,10 @@ class Accumulator:
             deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
         summary = pl.from_dicts(summaries, infer_schema_length=None)
         all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
-        tops = [p.top for cfg in self.configs for p in self.pieces[cfg.config_id]]
         if all_groups is not None:
             top = top_groups(all_groups)
-        else:
+        else:  # the groups were streamed: the top of the chunks' tops
+            tops = [p.top for cfg in self.configs for p in self.pieces[cfg.config_id]]
             top = top_groups(pl.concat(tops, how="diagonal_relaxed")) if tops else None
         return ReplayResult(
             rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,

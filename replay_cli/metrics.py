@@ -285,14 +285,11 @@ def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarra
     out = np.zeros(len(c.train_runs), dtype=np.int64)
     if not len(inverted_runs):
         return out
-    runs = c.runs
-    rows = np.concatenate(
-        [
-            np.arange(s, s + n)
-            for s, n in zip(runs.starts[inverted_runs], runs.lengths[inverted_runs], strict=True)
-        ]
-    )
-    group = np.repeat(np.arange(len(inverted_runs)), runs.lengths[inverted_runs])
+    chosen = np.full(len(c.runs), -1)
+    chosen[inverted_runs] = np.arange(len(inverted_runs))
+    group_of_row = chosen[c.run_of_row]  # the inverted group a row belongs to, else -1
+    rows = np.flatnonzero(group_of_row >= 0)
+    group = group_of_row[rows]
     keep = b.per_config(b.trainable)[k][rows]
     pairs = (
         pl.DataFrame(
@@ -360,18 +357,14 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
         keys = {S.CONFIG_ID: pl.repeat(cfg.config_id, len(steps), eager=True), S.STEP: step_ids}
         g = groups[k]
         by_step = Runs(g[S.STEP])
+        table = pl.DataFrame(keys)
         if cfg.metrics_by == "group":  # the async trainer logs per group: fold as W&B shows it
             folded = {n: _fold(by_step, n, g[n].to_numpy()) for n in trainer_names(cfg.shaping)}
             trainer = pl.DataFrame({S.STEP: by_step.first(g[S.STEP]), **folded})
+            table = table.join(trainer, on=S.STEP, how="left", maintain_order="left")
         else:
             assert batch is not None
-            trainer = None
-            folded_rows = {n: _nullable(v, no_train) for n, v in batch[k].items()}
-        table = pl.DataFrame(keys)
-        if trainer is None:
-            table = table.with_columns(**folded_rows)
-        else:
-            table = table.join(trainer, on=S.STEP, how="left", maintain_order="left")
+            table = table.with_columns(_nullable(v, no_train).alias(n) for n, v in batch[k].items())
         no_adv = n_adv[k] == 0
         table = table.with_columns(
             _nullable(adv_mean[k], no_adv).alias("advantages/mean"),

@@ -78,7 +78,7 @@ def _finish(
         pl.col(t + "equal").fill_null(True).alias(out.peers_equal),
     )
     clipped = pl.col(out.unclipped)
-    if p.clip_low is not None or p.clip_high is not None:
+    if p.clips:
         clipped = clipped.clip(
             lower_bound=None if p.clip_low is None else pl.lit(p.clip_low, dt),
             upper_bound=None if p.clip_high is None else pl.lit(p.clip_high, dt),

@@ -107,11 +107,15 @@ class RowBatch:
     grpo: GrpoArrays
     toggled: np.ndarray  # the baseline with masked rows voting vs not
     adv_raw: np.ndarray
-    clipped: bool  # some config clips: advantage and unclipped differ
 
     @cached_property
     def trainable(self) -> np.ndarray:
         return self.chunk.train & ~self.masked & self.kept
+
+    @property
+    def clipped(self) -> bool:
+        """Some config of the batch clips: its advantage and unclipped advantage differ."""
+        return any(cfg.advantage.clips for cfg in self.configs)
 
     @cached_property
     def advantage_abs(self) -> np.ndarray:
@@ -130,7 +134,6 @@ class RowBatch:
             column = rows[name]
             return column.fill_null(False if column.dtype == pl.Boolean else fill).to_numpy()[None]
 
-        a = cfg.advantage
         return cls(
             chunk=chunk,
             configs=[cfg],
@@ -151,7 +154,6 @@ class RowBatch:
             ),
             toggled=col(S.BASELINE_NO_MASKED),
             adv_raw=col(S.ADV_RAW),
-            clipped=a.clip_low is not None or a.clip_high is not None,
         )
 
     def per_config(self, values: np.ndarray) -> np.ndarray:
