@@ -42,6 +42,28 @@ def working_dtype(p: AdvantageParams) -> type[np.floating]:
     return np.float32 if p.precision == "float32" else np.float64
 
 
+def _float32_peers(
+    reward: np.ndarray, valid: np.ndarray, runs: Runs, loo: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """float32 rewards r, their valid part rv, the valid count n per group, the peer count m
+    (n - 1 for LOO; the trainer divides by it for every row) and m per row as float32."""
+    f32 = np.float32
+    r = reward.astype(f32, copy=False)
+    rv = r if bool(valid.all()) else np.where(valid, r, f32(0))
+    n = runs.sum(valid)
+    m = n - 1 if loo else n
+    return r, rv, n, m, runs.rows(m.astype(f32))
+
+
+def _peer_sum(x: np.ndarray, runs: Runs, loo: bool) -> np.ndarray:
+    """Per row, the float32 sum of x over its peers: the group's float64 total minus the row
+    (LOO) or the total, rounded to float32 (no float64 temporary)."""
+    total = runs.sum(x)
+    if loo:
+        return np.subtract(runs.rows(total), x, dtype=np.float64, out=np.empty(x.shape, np.float32))
+    return runs.rows(total.astype(np.float32))
+
+
 def baseline_and_std(
     reward: np.ndarray, valid: np.ndarray, runs: Runs, p: AdvantageParams
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -55,22 +77,10 @@ def baseline_and_std(
     if p.precision == "float64":
         return peer_moments(reward.astype(np.float64, copy=False), valid, runs, loo)
     f32 = np.float32
-    r = reward.astype(f32, copy=False)
-    all_valid = bool(valid.all())
-    rv = r if all_valid else np.where(valid, r, f32(0))
-    r2v = rv * rv
-    n = runs.sum(valid)
-    s1, s2 = runs.sum(rv), runs.sum(r2v)
-    m = n - 1 if loo else n
-    mf = runs.rows(m.astype(f32))
-    if loo:  # totals minus the row in float64, rounded to float32 (no float64 temporary)
-        peer1 = np.subtract(runs.rows(s1), rv, dtype=np.float64, out=np.empty(r.shape, f32))
-        peer2 = np.subtract(runs.rows(s2), r2v, dtype=np.float64, out=np.empty(r.shape, f32))
-    else:
-        peer1, peer2 = runs.rows(s1.astype(f32)), runs.rows(s2.astype(f32))
+    r, rv, n, m, mf = _float32_peers(reward, valid, runs, loo)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        b = peer1 / mf
-        q = peer2 / mf
+        b = _peer_sum(rv, runs, loo) / mf
+        q = _peer_sum(rv * rv, runs, loo) / mf
         # torch: sqrt(negative) -> nan -> 0 (nan_to_num).
         sd = np.sqrt((q - b * b) * (mf / (mf - f32(1))))
     np.copyto(sd, f32(0), where=np.isnan(sd))
@@ -89,18 +99,10 @@ def baseline_only(
     """The baseline of `baseline_and_std` alone (the same arithmetic, without the std)."""
     if p.precision == "float64":
         return baseline_and_std(reward, valid, runs, p)[0]
-    f32 = np.float32
-    r = reward.astype(f32, copy=False)
-    rv = r if bool(valid.all()) else np.where(valid, r, f32(0))
-    n = runs.sum(valid)
-    s1 = runs.sum(rv)
-    if p.baseline == "loo":
-        peer1 = np.subtract(runs.rows(s1), rv, dtype=np.float64, out=np.empty(r.shape, f32))
-        m = n - 1
-    else:
-        peer1, m = runs.rows(s1.astype(f32)), n
+    loo = p.baseline == "loo"
+    r, rv, n, _, mf = _float32_peers(reward, valid, runs, loo)
     with np.errstate(divide="ignore", invalid="ignore"):
-        b = peer1 / runs.rows(m.astype(f32))
+        b = _peer_sum(rv, runs, loo) / mf
     return np.where(runs.rows(n <= 1), r, b)
 
 
