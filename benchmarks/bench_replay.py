@@ -91,7 +91,8 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
 def _timed_row_output() -> dict[str, float]:
     """Time, inside a replay, the building of the per-row frames and the rollouts.parquet write
     (the share `--rows all` adds); the dict fills in as the replay runs."""
-    from replay_cli import batched, engine
+    from replay_cli.engine import batched
+    from replay_cli.engine import run as engine
     from replay_cli.io.parquet import ParquetRowSink
 
     shares = {"frames": 0.0, "write": 0.0}
@@ -159,7 +160,7 @@ def _advantage_quantiles(n: int) -> float:
     import numpy as np
     import polars as pl
 
-    from replay_cli.diagnostics import QUANTILES, quantiles
+    from replay_cli.engine.diagnostics import QUANTILES, quantiles
 
     values = np.random.default_rng(0).standard_normal(n, dtype=np.float32)  # as the trainer
     times = []
@@ -181,9 +182,9 @@ def _configs(n: int) -> list:
 
 
 def _first_chunk(path: str):
-    from replay_cli.allocator import keep_freed_memory
-    from replay_cli.engine import ChunkState, plan, read_chunk
-    from replay_cli.validation import load_rollouts
+    from replay_cli.engine.allocator import keep_freed_memory
+    from replay_cli.engine.run import ChunkState, plan, read_chunk
+    from replay_cli.rollouts.validation import load_rollouts
 
     keep_freed_memory()
     rollouts = load_rollouts([path])
@@ -195,8 +196,8 @@ def _batched_kernels(path: str) -> dict[str, float]:
     """Seconds per config of the batched path's own work over one chunk of 1M rows, warm, on
     one thread, best of 5 (a batch of 4 configs): shaping and GRPO advantages (`grpo_rows`),
     then the group, step and diagnostic tables (`config_pieces`). No I/O, no report."""
-    from replay_cli.batched import grpo_rows
-    from replay_cli.engine import config_pieces
+    from replay_cli.engine.batched import grpo_rows
+    from replay_cli.engine.run import config_pieces
 
     state = _first_chunk(path)
     configs = _configs(4)
@@ -218,8 +219,8 @@ def _group_write(path: str) -> float:
     """Seconds to write one config's group table of one 1M-row chunk to groups.parquet (the
     report's encoding), best of 5."""
     from replay_cli import schema as S
-    from replay_cli.batched import grpo_rows
-    from replay_cli.engine import config_pieces
+    from replay_cli.engine.batched import grpo_rows
+    from replay_cli.engine.run import config_pieces
     from replay_cli.io.parquet import ParquetRowSink
 
     state = _first_chunk(path)

@@ -13,7 +13,7 @@ import polars as pl
 
 from replay_cli import api
 from replay_cli.config import ReplayConfig
-from replay_cli.synth import synth_rollouts
+from replay_cli.rollouts.synth import synth_rollouts
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the fake log writers live with the tests

@@ -1,3 +1,3 @@
-from replay_cli.cli import main
+from replay_cli.cli.app import main
 
 main()

@@ -11,15 +11,16 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig, build_config
-from replay_cli.engine import ReplayResult, run_replay
+from replay_cli.engine.run import run_replay
 from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
 from replay_cli.io.parquet import ParquetRowSink, RowsMode, parse_mapping
-from replay_cli.peers import estimator_notes
-from replay_cli.plots import render_all
-from replay_cli.report import finish_report
-from replay_cli.synth import synth_batches
-from replay_cli.validation import Rollouts, load_rollouts
+from replay_cli.maths.peers import estimator_notes
+from replay_cli.report.plots import render_all
+from replay_cli.report.write import finish_report
+from replay_cli.result import ReplayResult
+from replay_cli.rollouts.synth import synth_batches
+from replay_cli.rollouts.validation import Rollouts, load_rollouts
 
 Engine = Literal["local", "ray"]
 
@@ -44,7 +45,7 @@ def inspect_input(
     strict: bool = False,
 ) -> tuple[dict[str, object], list[str]]:
     """Validate an input and describe it: (statistics, loading notes)."""
-    from replay_cli.describe import describe_rollouts
+    from replay_cli.analysis.describe import describe_rollouts
 
     rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
     return describe_rollouts(rollouts), rollouts.notes
@@ -136,7 +137,7 @@ def _replay_into(
 ) -> ReplayResult:
     with staged_directory(Path(out), force) as tmp:
         if engine == "ray":
-            from replay_cli.ray_engine import merge_parts, run_replay_ray
+            from replay_cli.engine.ray_engine import merge_parts, run_replay_ray
 
             if load_args is None:
                 raise ConfigError("--engine ray needs input files that the workers can read.")
@@ -240,7 +241,7 @@ def run_demo(
 def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
     """Re-render a report's charts into report/charts and its index.html (the tables are not
     touched); `highlight` replaces the configs the manifest recorded for the per-step charts."""
-    from replay_cli.report_reader import load_report, read_highlight
+    from replay_cli.report.read import load_report, read_highlight
 
     chosen = list(highlight) if highlight else read_highlight(Path(report))
     paths = render_all(load_report(report), Path(report) / "charts", chosen)
@@ -250,8 +251,8 @@ def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Pa
 
 def render_report(report: Path) -> Path:
     """Rewrite a report's findings.parquet and index.html from its own tables; returns the page."""
-    from replay_cli.html_report import render_index
-    from replay_cli.report_reader import refresh_findings
+    from replay_cli.report.html import render_index
+    from replay_cli.report.read import refresh_findings
 
     refresh_findings(Path(report))
     return render_index(report)
@@ -268,10 +269,10 @@ def compare_reports(
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """Write comparison.parquet (deltas vs a reference config) and, with an internal run's CSV,
     internal_comparison.parquet plus charts/replayed_vs_internal.png; returns both tables."""
-    from replay_cli import compare
-    from replay_cli.plots import replayed_vs_internal, save
-    from replay_cli.report import write_directory
-    from replay_cli.report_reader import load_report
+    from replay_cli.report import compare
+    from replay_cli.report.plots import replayed_vs_internal, save
+    from replay_cli.report.read import load_report
+    from replay_cli.report.write import write_directory
 
     check_out_dir(Path(out), force)
     summary = compare.load_summaries(reports)
@@ -310,8 +311,8 @@ def explain(
     argv: list[str] | None = None,
 ) -> pl.DataFrame:
     """Attribution table for one config; written to out/attribution.parquet when out is given."""
-    from replay_cli.attribution import attribute
-    from replay_cli.report import write_directory
+    from replay_cli.analysis.attribution import attribute
+    from replay_cli.report.write import write_directory
 
     if out is not None:
         check_out_dir(Path(out), force)
@@ -341,9 +342,9 @@ def verify_run(
     force: bool = False,
 ):
     """Which estimator settings reproduce a run's logged advantages (see verify.py)."""
+    from replay_cli.analysis.verify import verify
     from replay_cli.io.train_data import read_train_data
-    from replay_cli.report import write_directory
-    from replay_cli.verify import verify
+    from replay_cli.report.write import write_directory
 
     if out is not None:
         check_out_dir(Path(out), force)
@@ -362,8 +363,8 @@ def compare_logged_rewards(
     sources: Sequence[str | Path], train_data: Sequence[str | Path], config: ReplayConfig
 ):
     """Replay `sources` under `config` and compare its shaped rewards with the logged ones per step."""
+    from replay_cli.analysis.verify import compare_rewards
     from replay_cli.io.train_data import read_train_data
-    from replay_cli.verify import compare_rewards
 
     replayed = run_replay(load(sources), [config]).rows
     return compare_rewards(read_train_data(train_data), replayed)

@@ -22,3 +22,8 @@ def collect(lf: pl.LazyFrame) -> pl.DataFrame:
 def collect_all(plans: Sequence[pl.LazyFrame]) -> list[pl.DataFrame]:
     """Collect several plans together (shared work runs once), deterministically."""
     return pl.collect_all(plans, engine=ENGINE)
+
+
+def count(cond: pl.Expr) -> pl.Expr:
+    """How many rows satisfy a condition (null counts as no)."""
+    return cond.fill_null(False).cast(pl.Int64).sum()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from replay_cli.synth import synth_rollouts
+from replay_cli.rollouts.synth import synth_rollouts
 
 
 @pytest.fixture

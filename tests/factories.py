@@ -8,8 +8,8 @@ import polars as pl
 
 from replay_cli import ReplayConfig, build_config, run_replay
 from replay_cli import schema as S
-from replay_cli.engine import ReplayResult
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.result import ReplayResult
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 # Valid values for the required columns; the optional ones take the schema's own defaults.
 DEFAULTS: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.advantages: the spec §4.1 worked examples and each NeMo-RL quirk."""
+"""Tests for replay_cli.maths.advantages: the spec §4.1 worked examples and each NeMo-RL quirk."""
 
 import pytest
 

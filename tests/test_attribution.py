@@ -1,11 +1,11 @@
-"""Tests for replay_cli.attribution: one internal item at a time."""
+"""Tests for replay_cli.analysis.attribution: one internal item at a time."""
 
 import pytest
 from typer.testing import CliRunner
 
-from replay_cli.attribution import attribute
-from replay_cli.cli import app
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.analysis.attribution import attribute
+from replay_cli.cli.app import app
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, rollouts
 

@@ -12,10 +12,10 @@ from polars.testing import assert_frame_equal
 from test_reference import _frame, row
 
 from replay_cli import schema as S
-from replay_cli.batched import batchable
-from replay_cli.engine import ChunkState, _polars_rows, config_pieces, read_chunk, replay_batch
-from replay_cli.row_batch import RowBatch
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.engine.batched import batchable
+from replay_cli.engine.row_batch import RowBatch
+from replay_cli.engine.run import ChunkState, _polars_rows, config_pieces, read_chunk, replay_batch
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, rollouts
 
@@ -100,9 +100,9 @@ def test_float32_residue_is_the_same_on_both_paths():
 
 
 def test_sweep_results_do_not_depend_on_threads_or_batch_size(synth_path):
-    from replay_cli.engine import run_replay
+    from replay_cli.engine.run import run_replay
     from replay_cli.parameters import expand
-    from replay_cli.validation import load_rollouts
+    from replay_cli.rollouts.validation import load_rollouts
 
     ro = load_rollouts([synth_path])
     configs = expand({}, {"lambda_time": [0.0, 1 / 60, 1 / 30], "floor": [None, 0.05]})
@@ -124,7 +124,7 @@ def test_peer_estimators_keep_the_polars_plans(estimator):
 def test_float32_thresholds_compare_as_float64(threshold):
     import numpy as np
 
-    from replay_cli.row_batch import above, below
+    from replay_cli.maths.thresholds import above, below
 
     t32 = np.float32(threshold)
     near = [np.nextafter(t32, np.float32(-1)), t32, np.nextafter(t32, np.float32(10))]

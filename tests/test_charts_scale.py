@@ -4,9 +4,10 @@ per step curve, and legends that stay inside the figure."""
 import polars as pl
 import pytest
 
-from replay_cli import api, plots
-from replay_cli.facets import layout
+from replay_cli import api
 from replay_cli.parameters import expand
+from replay_cli.report import plots
+from replay_cli.report.facets import layout
 
 GRIDS = {
     2: {"lambda_time": [0.0, 1 / 60]},
@@ -26,7 +27,7 @@ GRIDS = {
 
 @pytest.fixture(scope="module", params=sorted(GRIDS))
 def sweep(request, tmp_path_factory):
-    from replay_cli.synth import synth_rollouts
+    from replay_cli.rollouts.synth import synth_rollouts
 
     path = tmp_path_factory.mktemp("scale") / "rollouts.parquet"
     synth_rollouts(steps=2, groups_per_step=6, group_size=4, seed=5).write_parquet(path)

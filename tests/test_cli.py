@@ -1,4 +1,4 @@
-"""Tests for replay_cli.cli through typer's CliRunner: exit codes, messages and the written reports."""
+"""Tests for replay_cli.cli.app through typer's CliRunner: exit codes, messages and the written reports."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 
 runner = CliRunner()
 
@@ -265,7 +265,7 @@ def test_help_does_not_load_the_library():
     # `replay-cli --help` must start fast: polars, numpy, pyarrow and matplotlib load on first use.
     code = (
         "import sys\n"
-        "from replay_cli.cli import app\n"
+        "from replay_cli.cli.app import app\n"
         "from typer.testing import CliRunner\n"
         "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
         "print(sorted(m for m in ('polars', 'numpy', 'pyarrow', 'matplotlib') if m in sys.modules))\n"

@@ -1,13 +1,18 @@
-"""Tests for replay_cli.compare and the compare / plot commands."""
+"""Tests for replay_cli.report.compare and the compare / plot commands."""
 
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.cli import app
-from replay_cli.compare import canonical_metric, join_internal, metric_deltas, read_internal_csv
+from replay_cli.cli.app import app
 from replay_cli.errors import InputFileError
+from replay_cli.report.compare import (
+    canonical_metric,
+    join_internal,
+    metric_deltas,
+    read_internal_csv,
+)
 
 from factories import config
 

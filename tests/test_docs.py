@@ -8,7 +8,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 import replay_cli as rc
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -86,7 +86,7 @@ def test_readme_demo_output_is_real(tmp_path, monkeypatch):
 
 
 def test_cli_reference_is_generated_from_the_app(tmp_path):
-    """docs/cli.md is `typer replay_cli.cli utils docs` output; regenerate it when options change."""
+    """docs/cli.md is `typer replay_cli.cli.app utils docs` output; regenerate it when options change."""
     import subprocess
     import sys
 
@@ -96,7 +96,7 @@ def test_cli_reference_is_generated_from_the_app(tmp_path):
             sys.executable,
             "-m",
             "typer",
-            "replay_cli.cli",
+            "replay_cli.cli.app",
             "utils",
             "docs",
             "--name",
@@ -113,7 +113,7 @@ def test_cli_reference_is_generated_from_the_app(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert out.read_text() == (ROOT / "docs" / "cli.md").read_text(), (
-        "docs/cli.md is stale: uv run typer replay_cli.cli utils docs --name replay-cli "
+        "docs/cli.md is stale: uv run typer replay_cli.cli.app utils docs --name replay-cli "
         "--title 'replay-cli command reference' --output docs/cli.md"
     )
 

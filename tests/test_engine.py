@@ -1,14 +1,14 @@
-"""Tests for replay_cli.engine: chunking by whole steps and streaming rows change no number."""
+"""Tests for replay_cli.engine.run: chunking by whole steps and streaming rows change no number."""
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 from replay_cli import api
-from replay_cli.chunks import plan_chunks, step_counts
-from replay_cli.engine import run_replay
-from replay_cli.synth import synth_rollouts
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.engine.run import run_replay
+from replay_cli.rollouts.chunks import plan_chunks, step_counts
+from replay_cli.rollouts.synth import synth_rollouts
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config
 

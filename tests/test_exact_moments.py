@@ -1,4 +1,4 @@
-"""Tests for replay_cli.exact_moments: float64 leave-one-out statistics without cancellation,
+"""Tests for replay_cli.maths.exact_moments: float64 leave-one-out statistics without cancellation,
 against exact rational arithmetic (fractions) on groups whose spreads go down to 1e-12."""
 
 import math

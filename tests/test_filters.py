@@ -1,4 +1,4 @@
-"""Tests for replay_cli.filters: which rows survive each trainer's dynamic sampling."""
+"""Tests for replay_cli.maths.filters: which rows survive each trainer's dynamic sampling."""
 
 import polars as pl
 import pytest

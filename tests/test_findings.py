@@ -1,12 +1,12 @@
-"""Tests for replay_cli.report_findings: each kind of finding on a group built to show it, the numbers
+"""Tests for replay_cli.advice.findings: each kind of finding on a group built to show it, the numbers
 it quotes, the headline rows of a sweep, and the frontier's highlighted configs."""
 
 import polars as pl
 import pytest
 
 from replay_cli import api, findings, highlights
-from replay_cli.engine import run_replay
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.engine.run import run_replay
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, replay_frame, rollouts
 
@@ -191,7 +191,7 @@ def test_highlights_default_and_chosen(synth_path):
 
 
 def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
-    from replay_cli.report_findings import top_groups, top_of_config
+    from replay_cli.advice.findings import top_groups, top_of_config
 
     configs = [config({}), config({"lambda_time": 1 / 30, "floor": 0.05})]
     groups = run_replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups

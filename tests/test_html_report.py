@@ -1,4 +1,4 @@
-"""Tests for replay_cli.html_report: index.html is self-contained, holds the report's own
+"""Tests for replay_cli.report.html: index.html is self-contained, holds the report's own
 numbers, and works in a real browser (Debian's headless Chromium driven by Playwright)."""
 
 import os
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 from replay_cli.parameters import expand
 
 CHROMIUM_ARGS = [
@@ -28,7 +28,7 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from replay_cli.synth import synth_rollouts
+    from replay_cli.rollouts.synth import synth_rollouts
 
     root = tmp_path_factory.mktemp("html")
     path = root / "rollouts.parquet"

@@ -6,12 +6,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 from replay_cli.errors import InputFileError
 from replay_cli.io.gym import count_calls, to_float
 from replay_cli.io.importers import import_logs
 from replay_cli.io.wandb import step_from_name
-from replay_cli.synth import synth_rollouts
+from replay_cli.rollouts.synth import synth_rollouts
 
 from writers import write_gym_jsonl, write_wandb_table
 

@@ -1,10 +1,10 @@
-"""Tests for replay_cli.metrics: trainer metric names and values, granularities and diagnostics."""
+"""Tests for replay_cli.engine.metrics: trainer metric names and values, granularities and diagnostics."""
 
 import numpy as np
 import polars as pl
 import pytest
 
-from replay_cli.diagnostics import quantiles
+from replay_cli.engine.diagnostics import quantiles
 
 from factories import replay_frame, rollouts
 
@@ -214,7 +214,7 @@ def test_quantiles_of_nothing_are_null():
 
 def test_summary_quantiles_are_those_of_trainable_advantages_and_finite_run_times(synth_path):
     from replay_cli import api
-    from replay_cli.validation import load_rollouts
+    from replay_cli.rollouts.validation import load_rollouts
 
     from factories import config
 

@@ -13,7 +13,7 @@ import pytest
 from typer.main import get_command
 
 from replay_cli import parameters as P
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = get_command(app).commands  # type: ignore[attr-defined]
@@ -81,7 +81,7 @@ def test_a_new_parameter_touches_config_only(tmp_path):
         """
         from typer.testing import CliRunner
         from replay_cli import ReplayConfig
-        from replay_cli.cli import app
+        from replay_cli.cli.app import app
         from replay_cli.parameters import expand, parse_list, parse_overrides, registry
 
         assert registry()["dummy_bonus"].section == "shaping"

@@ -1,14 +1,14 @@
-"""Tests for replay_cli.peers: each peer trainer's documented values and edge cases."""
+"""Tests for replay_cli.maths.peers: each peer trainer's documented values and edge cases."""
 
 import math
 
 import polars as pl
 import pytest
 
-from replay_cli.advantages import AdvColumns
 from replay_cli.config import AdvantageParams
 from replay_cli.errors import EstimatorError
-from replay_cli.peers import add_peer_advantages
+from replay_cli.maths.advantages import AdvColumns
+from replay_cli.maths.peers import add_peer_advantages
 
 from factories import replay_frame, rollouts
 
@@ -146,7 +146,7 @@ def test_reinforce_pp_without_tokens_warns_and_the_manifest_says_so(tmp_path, to
 
     from typer.testing import CliRunner
 
-    from replay_cli.cli import app
+    from replay_cli.cli.app import app
 
     frame = rollouts(reward=[1.0, 0.0, 1.0, 1.0], group_id=[0, 0, 1, 1])
     if tokens:

@@ -1,9 +1,10 @@
-"""Tests for replay_cli.plots: every chart is a Figure with a title and labelled axes."""
+"""Tests for replay_cli.report.plots: every chart is a Figure with a title and labelled axes."""
 
 import polars as pl
 import pytest
 
-from replay_cli import ReplayResult, api, plots
+from replay_cli import ReplayResult, api
+from replay_cli.report import plots
 
 from factories import config
 

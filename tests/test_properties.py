@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from replay_cli import api
-from replay_cli.validation import rollouts_from_frame
+from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import replay_frame
 

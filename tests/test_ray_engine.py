@@ -8,8 +8,9 @@ import pytest
 import ray
 from typer.testing import CliRunner
 
-from replay_cli import api, ray_engine
-from replay_cli.cli import app
+from replay_cli import api
+from replay_cli.cli.app import app
+from replay_cli.engine import ray_engine
 from replay_cli.errors import TaskFailedError
 from replay_cli.parameters import expand
 

@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from replay_cli.cli import app
-from replay_cli.synth import synth_rollouts
+from replay_cli.cli.app import app
+from replay_cli.rollouts.synth import synth_rollouts
 
 runner = CliRunner()
 GOOD = {"group_id": [1, 1], "reward": [1.0, 0.0], "openhands_run_time": [60.0, 120.0]}

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.report: atomic writes, refusal of existing directories, manifest contents."""
+"""Tests for replay_cli.report.write: atomic writes, refusal of existing directories, manifest contents."""
 
 import json
 
@@ -35,7 +35,7 @@ def test_failure_leaves_no_partial_report(synth_path, tmp_path):
 
     rollouts = api.load([synth_path])
     result = api.replay(rollouts)
-    from replay_cli.report import write_report
+    from replay_cli.report.write import write_report
 
     with pytest.raises(RuntimeError):
         write_report(out, result, rollouts, charts=broken_charts)

@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 from replay_cli.errors import ConfigError
 from replay_cli.parameters import read_run_config
 

@@ -1,8 +1,8 @@
-"""Tests for replay_cli.segments: per-run reductions over rows sorted by group."""
+"""Tests for replay_cli.maths.segments: per-run reductions over rows sorted by group."""
 
 import numpy as np
 
-from replay_cli.segments import Runs
+from replay_cli.maths.segments import Runs
 
 
 def test_extreme_is_null_only_for_runs_without_rows_even_with_infinite_values():

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.shaping: every rule and quirk of spec §3.2 (nemo-rl) and §3.3 (internal)."""
+"""Tests for replay_cli.maths.shaping: every rule and quirk of spec §3.2 (nemo-rl) and §3.3 (internal)."""
 
 import math
 

@@ -5,7 +5,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.cli import app
+from replay_cli.cli.app import app
 from replay_cli.errors import ConfigError
 from replay_cli.parameters import expand, parse_list, parse_value, read_grid
 

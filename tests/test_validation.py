@@ -1,4 +1,4 @@
-"""Tests for replay_cli.validation: aliases, defaults and every input problem reported at once."""
+"""Tests for replay_cli.rollouts.validation: aliases, defaults and every input problem reported at once."""
 
 import re
 
@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from replay_cli.errors import InputFileError, SchemaError
-from replay_cli.validation import load_rollouts
+from replay_cli.rollouts.validation import load_rollouts
 
 
 def write(tmp_path, name="in.parquet", **columns):

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.verify: recomputing a run's logged advantages from its logged rewards."""
+"""Tests for replay_cli.analysis.verify: recomputing a run's logged advantages from its logged rewards."""
 
 import json
 
@@ -7,10 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.cli import app
+from replay_cli.analysis.verify import verify
+from replay_cli.cli.app import app
 from replay_cli.errors import InputFileError
 from replay_cli.io.train_data import read_train_data
-from replay_cli.verify import verify
 
 from factories import config
 from writers import write_train_data

@@ -1,0 +1,49 @@
+"""Summary of an input rollout table for `replay-cli inspect`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.frames import collect
+from replay_cli.maths.chunk_arrays import minutes
+from replay_cli.rollouts.validation import Rollouts
+
+
+def describe_rollouts(rollouts: Rollouts) -> dict[str, Any]:
+    """Sizes, group shapes, outcome shares and run-time quantiles of a validated input."""
+    lf = rollouts.frame
+    is_train = pl.col(S.SPLIT) == S.SPLIT_TRAIN
+    rt = pl.col(S.RUN_TIME)
+    stats = (
+        lf.select(
+            pl.len().alias("rows"),
+            is_train.sum().alias("training rows"),
+            pl.col(S.STEP).n_unique().alias("steps"),
+            pl.struct(S.GROUP_KEYS).filter(is_train).n_unique().alias("groups"),
+            pl.col(S.RESOLVED).filter(is_train).mean().alias("resolved share"),
+            pl.col(S.MASK_SAMPLE).filter(is_train).mean().alias("mask_sample share"),
+            minutes().filter(is_train).mean().alias("mean minutes"),
+            rt.filter(rt.is_finite()).quantile(0.5).alias("run time p50 (s)"),
+            rt.filter(rt.is_finite()).quantile(0.99).alias("run time p99 (s)"),
+            rt.is_null().sum().alias("run time missing"),
+            (rt.is_nan() | rt.is_infinite()).sum().alias("run time NaN/inf"),
+            pl.col(S.ZEROED).sum().alias("zeroed by penalty"),
+        )
+        .pipe(collect)
+        .row(0, named=True)
+    )
+    sizes = (
+        lf.filter(is_train)
+        .group_by(S.GROUP_KEYS)
+        .len()
+        .group_by("len")
+        .agg(pl.len().alias("groups"))
+        .sort("len")
+    ).pipe(collect)
+    stats["group sizes"] = ", ".join(f"{n}×{size}" for size, n in sizes.iter_rows())
+    stats["files"] = len(rollouts.files)
+    stats["extra columns"] = ", ".join(rollouts.extra_columns) or "-"
+    return stats

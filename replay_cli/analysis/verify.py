@@ -1,0 +1,209 @@
+"""Recompute advantages from a NeMo-RL run's logged rewards and diff them against the logged
+advantages, for every plausible estimator setting, to say which settings reproduce the run."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import polars as pl
+
+from replay_cli.config import AdvantageParams
+from replay_cli.errors import ConfigError
+from replay_cli.frames import collect
+from replay_cli.io.train_data import JOIN_KEYS
+from replay_cli.maths.advantages import AdvColumns, add_grpo
+
+OUT = AdvColumns("_b", "_s", "_u", "recomputed", "_eq", "_n")
+TOLERANCE = 1e-5
+
+
+@dataclass
+class Verification:
+    """Per candidate setting: rows compared, rows differing, max |difference|; per step for the best."""
+
+    candidates: pl.DataFrame
+    best: dict
+    steps: pl.DataFrame
+    differing: pl.DataFrame
+    grouping: str
+
+
+def group_rows(rows: pl.DataFrame, group_size: int | None) -> tuple[pl.DataFrame, str]:
+    """Rebuild groups: a join key when present, else blocks of --group-size, else prompt tokens."""
+    for key in JOIN_KEYS:
+        if key in rows.columns and rows[key].null_count() == 0:
+            return rows.with_columns(pl.col(key).alias("group")), f"by {key}"
+    if group_size is not None:
+        if group_size < 1:
+            raise ConfigError(f"--group-size must be at least 1, got {group_size}")
+        return rows.with_columns(
+            (pl.col("row") // group_size).alias("group")
+        ), f"blocks of {group_size} rows"
+    return rows.with_columns(
+        pl.col("prompt_key").alias("group")
+    ), "identical prompt tokens (as the trainer)"
+
+
+def candidate_params(
+    rows: pl.DataFrame, clip: tuple[float | None, float | None] | None
+) -> list[AdvantageParams]:
+    """LOO or mean x normalise x guard x masked rows voting, with no clip and the clip in force.
+
+    The clip in force is the one given, else the logged extremes when several rows sit exactly on them.
+    """
+    clips: list[tuple[float | None, float | None]] = [(None, None)]
+    if clip is not None:
+        clips = [clip]
+    else:
+        adv = rows["logged_advantage"]
+        lo, hi = adv.min(), adv.max()
+        if (adv == lo).sum() > 1 or (adv == hi).sum() > 1:
+            clips.append(
+                (lo if (adv == lo).sum() > 1 else None, hi if (adv == hi).sum() > 1 else None)
+            )
+    out = []
+    for baseline, normalize, guard, exclude, (low, high) in itertools.product(
+        ("loo", "mean"), (True, False), ("trivial", "legacy"), (False, True), clips
+    ):
+        out.append(
+            AdvantageParams(
+                baseline=baseline,
+                normalize=normalize,
+                std_guard=guard,
+                exclude_masked=exclude,
+                clip_low=low,
+                clip_high=high,
+            )
+        )
+    return out
+
+
+def recompute(rows: pl.DataFrame, p: AdvantageParams) -> pl.DataFrame:
+    """The rows with `recomputed`, the advantage NeMo-RL computes from the logged rewards."""
+    lf = rows.lazy().with_columns(
+        pl.struct("step", "group").rank("dense").alias("_gid"),
+        (pl.col("sample_mask") if p.exclude_masked else pl.lit(True)).alias("_valid"),
+    )
+    return collect(
+        add_grpo(lf, "reward", "_valid", "_gid", p, OUT).drop(
+            "_gid", "_valid", "_b", "_s", "_u", "_eq", "_n"
+        )
+    )
+
+
+def _describe(p: AdvantageParams) -> dict:
+    return {
+        "baseline": p.baseline,
+        "normalize": p.normalize,
+        "std_guard": p.std_guard,
+        "exclude_masked": p.exclude_masked,
+        "clip_low": p.clip_low,
+        "clip_high": p.clip_high,
+    }
+
+
+def verify(
+    rows: pl.DataFrame,
+    *,
+    group_size: int | None = None,
+    clip: tuple[float | None, float | None] | None = None,
+    tolerance: float = TOLERANCE,
+) -> Verification:
+    """Compare every candidate setting's recomputed advantages with the logged ones."""
+    rows, grouping = group_rows(rows, group_size)
+    compared = pl.col("uniform")
+    results, frames = [], {}
+    for i, p in enumerate(candidate_params(rows, clip)):
+        got = (
+            recompute(rows, p)
+            .with_columns(
+                (pl.col("recomputed") - pl.col("logged_advantage")).abs().alias("abs_diff")
+            )
+            .with_columns(
+                (
+                    pl.col("abs_diff")
+                    > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("logged_advantage").abs())
+                ).alias("differs")
+            )
+        )
+        sub = got.filter(compared)
+        results.append(
+            {
+                "candidate": i,
+                **_describe(p),
+                "rows": sub.height,
+                "differing_rows": int(sub["differs"].sum()),
+                "max_abs_diff": sub["abs_diff"].max(),
+            }
+        )
+        frames[i] = got
+    candidates = pl.DataFrame(results).sort("differing_rows", "max_abs_diff", "candidate")
+    best = candidates.row(0, named=True)
+    got = frames[best["candidate"]].filter(compared)
+    steps = (
+        got.group_by("step")
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("differs").sum().alias("differing_rows"),
+            pl.col("abs_diff").max().alias("max_abs_diff"),
+        )
+        .sort("step")
+    )
+    differing = got.filter(pl.col("differs")).select(
+        "step", "row", "group", "reward", "logged_advantage", "recomputed", "abs_diff"
+    )
+    return Verification(candidates, best, steps, differing, grouping)
+
+
+def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFrame:
+    """Per step, the logged rewards against a replay's shaped rewards, both sorted (row order and
+    ids differ between the logs): rows on each side and the max |difference| where counts match."""
+    left = logged.select("step", pl.col("reward").alias("logged")).sort("step", "logged")
+    right = replayed.filter(pl.col("split") != "validation").select(
+        "step", pl.col("reward_shaped").alias("replayed")
+    )
+    right = right.sort("step", "replayed")
+    out = []
+    for (step,), part in left.group_by("step", maintain_order=True):
+        mine = right.filter(pl.col("step") == step)["replayed"]
+        diff = None
+        if mine.len() == part.height:
+            # The trainer's rewards are float32 tensors: compare at that precision.
+            f32 = pl.Float32
+            diff = float(
+                (mine.cast(f32).cast(pl.Float64) - part["logged"].cast(f32).cast(pl.Float64))
+                .abs()
+                .max()
+            )
+        out.append(
+            {
+                "step": step,
+                "logged_rows": part.height,
+                "replayed_rows": mine.len(),
+                "max_abs_diff": diff,
+            }
+        )
+    return pl.DataFrame(
+        out,
+        schema={
+            "step": pl.Int64,
+            "logged_rows": pl.Int64,
+            "replayed_rows": pl.Int64,
+            "max_abs_diff": pl.Float64,
+        },
+    )
+
+
+REWARD_TOLERANCE = 1e-5
+
+
+def rewards_match(rewards: pl.DataFrame) -> tuple[bool, float | None]:
+    """(every step's logged rewards equal the replayed ones within 1e-5, the largest difference)."""
+    worst = rewards["max_abs_diff"].max()
+    ok = (
+        rewards["max_abs_diff"].null_count() == 0
+        and worst is not None
+        and worst <= REWARD_TOLERANCE
+    )
+    return ok, worst  # type: ignore[return-value]

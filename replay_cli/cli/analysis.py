@@ -1,0 +1,210 @@
+"""The analysis commands (plot, compare, explain); registered on the app in cli.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from replay_cli import parameters
+from replay_cli.cli.lazy_import import lazy_module
+from replay_cli.cli.options import (
+    INJECTED,
+    ForceOpt,
+    HighlightOpt,
+    IgnoreUnknownOpt,
+    InputOptions,
+    RunConfigOpt,
+    Sources,
+    highlight_ids,
+    user_errors,
+    with_parameters,
+)
+from replay_cli.errors import ConfigError
+
+# The library (polars, numpy) loads on first use: `--help` stays fast.
+api = lazy_module("replay_cli.api")
+terminal = lazy_module("replay_cli.cli.terminal")
+
+ReportDir = Annotated[
+    Path,
+    typer.Argument(help="A report directory.", exists=True, file_okay=False, show_default=False),
+]
+
+
+def plot(report: ReportDir, highlight: HighlightOpt = None) -> None:
+    """Re-render the charts of a report into REPORT/charts, and its index.html."""
+    with user_errors():
+        paths = api.plot_report(report, highlight_ids(highlight))
+        for path in paths:
+            typer.echo(str(path))
+
+
+def report(report: ReportDir) -> None:
+    """Re-render REPORT/index.html (and findings.parquet) from the report's own tables."""
+    with user_errors():
+        typer.echo(str(api.render_report(report)))
+
+
+def compare(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Report directories.", exists=True, file_okay=False, show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for the comparison tables and charts.")
+    ],
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            help="Reference config: config_id (or its prefix) or label; default: the first."
+        ),
+    ] = None,
+    internal: Annotated[
+        Path | None,
+        typer.Option(
+            help="Internal run metrics: W&B panel CSV export or step,metric,value CSV.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    config_id: Annotated[
+        str | None,
+        typer.Option(
+            "--config-id", help="Config to set beside the internal run (default: the only one)."
+        ),
+    ] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Tables of metric deltas across configs and reports, and replayed vs internal-run curves."""
+    with user_errors():
+        deltas, joined = api.compare_reports(
+            reports, out, reference=reference, internal=internal, config_id=config_id, force=force
+        )
+        typer.echo(f"Report: {Path(out) / 'index.html'}")
+        terminal.print_deltas(deltas)
+        if joined is not None:
+            terminal.print_internal(joined)
+        typer.echo(f"Wrote {out}")
+
+
+@with_parameters("explain")
+def explain(
+    sources: Sources,
+    params: dict[str, Any],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write attribution.parquet here.")
+    ] = None,
+    force: ForceOpt = False,
+    inputs: InputOptions = INJECTED,
+) -> None:
+    """Attribute the nemo-rl vs internal difference to each numbered item (spec §3.3), one at a time."""
+    with user_errors():
+        paths, base = inputs.layers(sources)
+        (config,) = parameters.expand({**base, **params}, {})
+        table = api.explain(
+            paths, config, out=out, force=force, argv=sys.argv, **inputs.load_args()
+        )
+        if out is not None:
+            typer.echo(f"Report: {Path(out) / 'index.html'}")
+        terminal.print_attribution(table)
+
+
+def _report_ignored(ignored: list[str]) -> None:
+    if ignored:
+        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+
+
+def import_(
+    fmt: Annotated[
+        str,
+        typer.Argument(
+            metavar="FORMAT",
+            help="nemo-gym (rollout JSONL) | wandb-table (full_result table JSON).",
+        ),
+    ],
+    sources: Annotated[list[Path], typer.Argument(help="Files to convert.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Canonical Parquet file to write.")],
+    step: Annotated[
+        int | None,
+        typer.Option(help="Training step of every row (wandb-table: default from the file name)."),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="No _ng_task_index: N consecutive rows form a group."),
+    ] = None,
+    skip_bad_lines: Annotated[
+        bool, typer.Option("--skip-bad-lines", help="Skip and count bad lines instead of stopping.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Convert NeMo-Gym rollouts or W&B full_result tables into the canonical rollout Parquet."""
+    with user_errors():
+        stats = api.import_logs(
+            fmt,
+            sources,
+            out,
+            force=force,
+            step=step,
+            group_size=group_size,
+            skip_bad=skip_bad_lines,
+        )
+        typer.echo(f"Wrote {stats.rows} rollouts to {out}")
+        if stats.bad_lines:
+            typer.echo(f"Skipped {stats.bad_lines} bad lines, first:", err=True)
+            for line in stats.first_bad:
+                typer.echo(f"  {line}", err=True)
+
+
+@with_parameters("replay")
+def verify(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Optional: the run's rollouts (Parquet), replayed to check the logged rewards.",
+            show_default=False,
+            metavar="[SRC]...",
+        ),
+    ] = None,
+    params: dict[str, Any] = INJECTED,
+    train_data: Annotated[
+        list[Path] | None,
+        typer.Option("--train-data", help="NeMo-RL train_data_step*.jsonl (repeatable)."),
+    ] = None,
+    group_size: Annotated[
+        int | None,
+        typer.Option("--group-size", help="Group by blocks of N rows instead of prompt tokens."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the verification tables here.")
+    ] = None,
+    force: ForceOpt = False,
+    run_config: RunConfigOpt = None,
+    ignore_unknown_overrides: IgnoreUnknownOpt = False,
+) -> None:
+    """Recompute advantages from a run's logged rewards, diff them against its logged advantages, and
+    say which settings (LOO, normalise, guard, masked rows, clip) reproduce the log.
+
+    --clip-low/--clip-high give the run's clip (default: inferred from the logged extremes); with
+    SRC, the run's rollouts are replayed under the given parameters to check the logged rewards."""
+    with user_errors():
+        if not train_data:
+            raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
+        given = params
+        clip = None
+        if "clip_low" in given or "clip_high" in given:  # else inferred from the logged extremes
+            clip = (given.get("clip_low"), given.get("clip_high"))
+        result = api.verify_run(train_data, group_size=group_size, clip=clip, out=out, force=force)
+        rewards = None
+        if sources:
+            paths, base, ignored = parameters.base_layer(
+                sources, run_config, ignore_unknown_overrides
+            )
+            _report_ignored(ignored)
+            (config,) = parameters.expand({**base, **given}, {})
+            rewards = api.compare_logged_rewards(paths, train_data, config)
+        terminal.print_verification(result, rewards)

@@ -1,0 +1,208 @@
+"""replay-cli: a thin Typer layer over the replay_cli library (parse -> config -> library call -> write)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from replay_cli import parameters
+from replay_cli.cli import analysis as cli_analysis
+from replay_cli.cli.lazy_import import lazy_module
+from replay_cli.cli.options import (
+    INJECTED,
+    ChartsOpt,
+    GroupSizeOpt,
+    InputOptions,
+    MapOpt,
+    OutOpt,
+    RunOptions,
+    Sources,
+    StrictOpt,
+    user_errors,
+    with_parameters,
+)
+
+# The library (polars, numpy) loads on first use: `--help` stays fast.
+api = lazy_module("replay_cli.api")
+terminal = lazy_module("replay_cli.cli.terminal")
+
+app = typer.Typer(
+    help="Replay logged GRPO rollouts under any time-efficiency shaping and see what it does "
+    "to the advantages.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Replay logged rollouts under any time-efficiency reward shaping and recompute GRPO advantages
+    exactly as NeMo-RL would; report advantage distributions and group-signal rates."""
+
+
+def _report(
+    sources: list[str],
+    configs_of: Any,
+    out: Path,
+    opts: tuple[InputOptions, RunOptions],
+    charts: bool,
+    label: str,
+) -> None:
+    """Replay the configs `configs_of(base)` builds and print the report (replay and sweep)."""
+    inputs, run = opts
+    with user_errors():
+        paths, base = inputs.layers(sources)
+        configs = configs_of(base)
+        with terminal.progress(label.format(n=len(configs))) as tick:
+            result = api.replay_to_report(
+                paths,
+                configs,
+                out,
+                charts=charts,
+                argv=sys.argv,
+                progress=tick,
+                **run.report_args(),
+                **inputs.load_args(),
+            )
+        terminal.print_report(result, out)
+
+
+@app.command(rich_help_panel="Replay")
+@with_parameters("replay")
+def replay(
+    sources: Sources,
+    out: OutOpt,
+    params: dict[str, Any],
+    charts: ChartsOpt = False,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
+) -> None:
+    """Replay one shaping config and write a report (rollouts, groups, steps, summary, findings,
+    manifest, index.html).
+
+    Precedence: flags > ++overrides > --config run.yaml > defaults.
+    """
+    configs_of = lambda base: parameters.expand({**base, **params}, {})
+    _report(sources, configs_of, out, (inputs, run), charts, "replaying 1 config")
+
+
+@app.command(rich_help_panel="Replay")
+@with_parameters("sweep")
+def sweep(
+    sources: Sources,
+    out: OutOpt,
+    params: dict[str, Any],
+    grid: Annotated[
+        Path | None,
+        typer.Option(
+            "--grid",
+            help="YAML: grid (parameter -> list), configs (explicit points), base.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    charts: ChartsOpt = True,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
+) -> None:
+    """Replay the Cartesian product of parameter lists in one pass and write one report.
+
+    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
+    """
+
+    def configs_of(base: dict[str, Any]) -> list[Any]:
+        axes: dict[str, list[Any]] = {}
+        points: list[dict[str, Any]] = []
+        if grid is not None:
+            file_axes, points, file_base = parameters.read_grid(grid)
+            base = {**base, **file_base}
+            axes.update(file_axes)
+        axes.update(params)
+        return parameters.expand(base, axes, points)
+
+    _report(sources, configs_of, out, (inputs, run), charts, "replaying {n} configs")
+
+
+@app.command(rich_help_panel="Data")
+def inspect(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="Parquet files, globs or directories.", show_default=False, metavar="SRC..."
+        ),
+    ],
+    map_: MapOpt = None,
+    group_size: GroupSizeOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Validate an input and summarise it (sizes, group shapes, outcomes, run times)."""
+    with user_errors():
+        stats, notes = api.inspect_input(
+            sources, mapping=map_, group_size=group_size, strict=strict
+        )
+        terminal.print_inspect(stats, notes)
+
+
+@app.command(rich_help_panel="Data")
+def synth(
+    out: Annotated[Path, typer.Argument(help="Parquet file to write.", show_default=False)],
+    steps: Annotated[int, typer.Option(min=1, help="Training steps.")] = 8,
+    groups: Annotated[int, typer.Option(min=1, help="Prompt groups per step.")] = 32,
+    group_size: Annotated[int, typer.Option(min=1, help="Rollouts per group.")] = 8,
+    validation_groups: Annotated[
+        int, typer.Option(min=0, help="Validation rollouts per step.")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Write a seeded synthetic SWE-like rollout table (difficulty per task, log-normal run times,
+    masked timeouts)."""
+    with user_errors():
+        rows = api.write_synth(
+            out,
+            steps=steps,
+            groups_per_step=groups,
+            group_size=group_size,
+            validation_groups=validation_groups,
+            seed=seed,
+            force=force,
+        )
+        typer.echo(f"Wrote {rows} rollouts to {out}")
+
+
+@app.command(rich_help_panel="Replay")
+def demo(
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Report directory (replaced if it holds an earlier report)."
+        ),
+    ] = Path("replay-demo"),
+) -> None:
+    """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
+    with (
+        user_errors(),
+        tempfile.TemporaryDirectory() as tmp,
+        terminal.progress("replaying demo configs") as tick,
+    ):
+        result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
+        terminal.print_report(result, out)
+        typer.echo(terminal.demo_guide(out))
+
+
+app.command(rich_help_panel="Analysis")(cli_analysis.report)
+app.command(rich_help_panel="Analysis")(cli_analysis.plot)
+app.command(rich_help_panel="Analysis")(cli_analysis.compare)
+app.command(rich_help_panel="Analysis")(cli_analysis.explain)
+app.command(rich_help_panel="Analysis")(cli_analysis.verify)
+app.command("import", rich_help_panel="Data")(cli_analysis.import_)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

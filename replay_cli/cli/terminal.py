@@ -1,0 +1,180 @@
+"""What the CLI prints: the headline table after a run, input summaries and the demo guide."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from replay_cli.analysis.verify import rewards_match
+from replay_cli.report.compare import HEADLINE_METRICS, delta_table, headline, internal_summary
+from replay_cli.result import ReplayResult
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, width=160)
+
+
+def print_summary(result: ReplayResult, out: Path) -> None:
+    """One line per config with the metrics that decide whether a setting is safe."""
+    table = Table(title=f"replay report: {out}", title_justify="left")
+    table.add_column("config")
+    for _, short in HEADLINE_METRICS:
+        table.add_column(short, justify="right")
+    for label, cells in headline(result.summary):
+        table.add_row(label, *cells)
+    _console().print(table)
+
+
+def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
+    """The headline findings, most severe first, one line each (the terminal wraps them), and
+    where the rest are."""
+    if found is None or found.is_empty():
+        return
+    typer.echo("Findings:")
+    head = found.filter(pl.col("headline"))
+    for row in head.iter_rows(named=True):
+        typer.echo(f"  [{row['severity']}] {row['text']}")
+    more = found.height - head.height
+    if more:
+        where = f"{out}/findings.parquet" if out is not None else "findings.parquet"
+        typer.echo(f"  ... and {more} per-config findings in {where}")
+
+
+def print_report(result: ReplayResult, out: Path) -> None:
+    """After a replay: the page to open, the summary table, then the findings."""
+    typer.echo(f"Report: {Path(out) / 'index.html'}")
+    for note in result.notes:
+        typer.echo(f"Warning: {note}", err=True)
+    print_summary(result, out)
+    print_findings(result.findings, out)
+
+
+def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
+    """An input's description (api.inspect_input) and its loading notes."""
+    table = Table(title="rollout input", show_header=False, title_justify="left")
+    for key, value in stats.items():
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    console = _console()
+    console.print(table)
+    for note in notes:
+        console.print(f"note: {note}")
+    console.print("OK: the input is valid.")
+
+
+def demo_guide(out: Path) -> str:
+    """Where to look after `replay-cli demo`."""
+    return (
+        f"\nOpen {out}/index.html first: findings, the sortable summary, the frontier and every chart.\n"
+        f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
+        "findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
+    )
+
+
+@contextmanager
+def progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback: a bar on a terminal, silent when stderr is a pipe or file."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield tick
+
+
+def _fmt(value: object) -> str:
+    return "-" if value is None else f"{value:+.4f}" if isinstance(value, float) else str(value)
+
+
+def print_deltas(deltas: pl.DataFrame) -> None:
+    """Headline metrics of every config as changes from the reference config (all in the Parquet)."""
+    short = dict(HEADLINE_METRICS)
+    wide = delta_table(deltas)
+    table = Table(title="change from the reference config", title_justify="left")
+    table.add_column("report")
+    table.add_column("config")
+    metrics = [c for c in wide.columns if c not in ("report", "label")]
+    for metric in metrics:
+        table.add_column("Δ " + short[metric], justify="right")
+    for row in wide.iter_rows(named=True):
+        table.add_row(Path(row["report"]).name, row["label"], *(_fmt(row[m]) for m in metrics))
+    _console().print(table)
+
+
+def print_internal(joined: pl.DataFrame) -> None:
+    """Per metric: steps compared and the mean / max absolute difference from the internal run."""
+    stats = internal_summary(joined)
+    table = Table(title="replayed vs internal run", title_justify="left")
+    for column in stats.columns:
+        table.add_column(column)
+    for row in stats.iter_rows():
+        table.add_row(*(_fmt(v) for v in row))
+    _console().print(table)
+
+
+def print_attribution(frame: pl.DataFrame) -> None:
+    """How each internal item changes the attributed metrics relative to nemo-rl."""
+    columns = [c for c in frame.columns if c.startswith("delta ")]
+    table = Table(
+        title="internal vs nemo-rl, one item at a time (change from nemo-rl)", title_justify="left"
+    )
+    table.add_column("step")
+    table.add_column("what")
+    for column in columns:
+        table.add_column(column.removeprefix("delta "), justify="right")
+    for i, row in enumerate(frame.iter_rows(named=True)):
+        if i == 0:  # the reference row: absolute values
+            cells = [
+                "-"
+                if row[c.removeprefix("delta ")] is None
+                else f"{row[c.removeprefix('delta ')]:.4f}"
+                for c in columns
+            ]
+            table.add_row(row["step"], row["description"] + " (values)", *cells)
+        else:
+            table.add_row(row["step"], row["description"], *(_fmt(row[c]) for c in columns))
+    _console().print(table)
+
+
+def print_verification(result, rewards: pl.DataFrame | None = None) -> None:  # type: ignore[no-untyped-def]
+    """The settings that best reproduce the logged advantages, per step, and the reward check."""
+    console = _console()
+    best = result.best
+    verdict = "reproduces" if best["differing_rows"] == 0 else "does NOT reproduce"
+    setting = ", ".join(
+        f"{k}={best[k]}"
+        for k in ("baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high")
+    )
+    console.print(f"Groups rebuilt from {result.grouping}.")
+    console.print(
+        f"Best setting ({setting}) {verdict} the log: {best['differing_rows']} of {best['rows']} rows differ, "
+        f"max |difference| {best['max_abs_diff']:.3g}."
+    )
+    table = Table(title="per step, best setting", title_justify="left")
+    for column in result.steps.columns:
+        table.add_column(column, justify="right")
+    for row in result.steps.iter_rows():
+        table.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+    matching = result.candidates.filter(pl.col("differing_rows") == 0)
+    if matching.height > 1:
+        console.print(
+            f"{matching.height} settings reproduce the log equally well (they differ only where the data cannot tell)."
+        )
+    if rewards is not None:
+        ok, worst = rewards_match(rewards)
+        console.print(
+            f"Logged rewards vs the replayed shaped rewards: {'match' if ok else 'differ'} "
+            f"(max |difference| per step up to {worst})."
+        )

@@ -1,0 +1,396 @@
+"""Trainer metrics (same names as NeMo-RL logs) and the replay diagnostics of spec §5."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.config import ShapingParams
+from replay_cli.engine.row_batch import RowBatch
+from replay_cli.maths.segments import Runs
+from replay_cli.maths.shaping import charge_key
+from replay_cli.maths.thresholds import SIGNAL_EPS, above
+
+TE = "time_efficiency/"
+
+
+def te_names(internal: bool) -> dict[str, str]:
+    """Trainer names of the minutes/deduction metrics: the PR's, or the internal ones (item 5)."""
+    if internal:
+        return {
+            k: f"{TE}{k.replace('/', '_')}"
+            for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
+        }
+    return {
+        k: f"{TE}{k}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
+    }
+
+
+def trainer_names(p: ShapingParams) -> list[str]:
+    """Names of the trainer metrics of one config, in report order."""
+    names = te_names(5 in p.items)
+    return [
+        names["minutes/mean"],
+        names["minutes/max"],
+        names["deduction/mean"],
+        names["deduction/max"],
+        f"{TE}calls/mean",
+        f"{TE}bonus/mean",
+        f"{TE}seconds_per_call",
+        f"{TE}bonus_saturated_frac",
+        f"{TE}floored_frac",
+        f"{TE}group_has_signal",
+        "total_reward/mean",
+    ]
+
+
+def trainer_metrics(
+    b: RowBatch, runs: Runs, where: np.ndarray | None = None
+) -> list[dict[str, np.ndarray]]:
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call,
+    for every config of the batch (one dict per config, under its trainer names).
+
+    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group
+    (async trainer) or a step's training batch. Means divide by all those rows: skipped rows
+    count 0 deduction but their minutes and calls count.
+    """
+    c = b.chunk
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return runs.sum(x if where is None else x * where)  # x * mask: faster than np.where
+
+    def top(x: np.ndarray) -> np.ndarray:
+        return runs.top(x, where)
+
+    def low(x: np.ndarray) -> np.ndarray:
+        return runs.low(x, where)
+
+    count = runs.lengths if where is None else runs.sum(where)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shared = {
+            "minutes/mean": total(c.minutes) / count,
+            "minutes/max": top(c.minutes),
+            "calls/mean": total(c.calls) / count,
+            "seconds_per_call": total(c.minutes) * 60.0 / np.maximum(total(c.calls), 1),
+        }
+        minutes_spread = (shared["minutes/max"] - low(c.minutes)) > SIGNAL_EPS
+        ded_mean = b.per_config(total(b.deduction) / count)
+        ded_max = b.per_config(top(b.deduction))
+        bonus = b.per_config(np.zeros(len(count)) if b.bonus is None else total(b.bonus) / count)
+        floored = b.per_config(total(b.floored) / count)
+        reward = b.per_config(total(b.reward_shaped) / count)
+    # The PR: at least two trainable (unmasked) rows whose deductions differ.
+    unmasked = ~b.masked if where is None else where & ~b.masked
+    n_unmasked = runs.sum(unmasked)
+    lo, hi = runs.bounds(b.deduction, unmasked)
+    with np.errstate(invalid="ignore"):  # inf - inf in runs without unmasked rows
+        spread = b.per_config((n_unmasked >= 2) & ((hi - lo) > SIGNAL_EPS))
+    out = []
+    for k, cfg in enumerate(b.configs):
+        p = cfg.shaping
+        ref = p.effective_call_bonus_ref
+        if p.bonus_on and ref is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):  # steps without training rows
+                saturated = total(c.calls >= ref) / count
+        else:
+            saturated = np.zeros(len(count))
+        values = [
+            shared["minutes/mean"],
+            shared["minutes/max"],
+            ded_mean[k],
+            ded_max[k],
+            shared["calls/mean"],
+            bonus[k],
+            shared["seconds_per_call"],
+            saturated,
+            floored[k],
+            minutes_spread if 5 in p.items else spread[k],  # internal: any spread of minutes
+            reward[k],
+        ]
+        out.append(
+            {
+                name: np.asarray(v, dtype=np.float64)
+                for name, v in zip(trainer_names(p), values, strict=True)
+            }
+        )
+    return out
+
+
+def step_rule(name: str) -> pl.Expr:
+    """How the async trainer folds per-group values into a step value: /max max, /min min, else mean."""
+    if name.endswith("/max"):
+        return pl.col(name).max()
+    if name.endswith("/min"):
+        return pl.col(name).min()
+    return pl.col(name).mean()
+
+
+def _fold(runs: Runs, name: str, values: np.ndarray) -> pl.Series:
+    """`step_rule` over runs of per-group values: /max max, /min min, else mean."""
+    if name.endswith(("/max", "/min")):
+        return runs.extreme("max" if name.endswith("/max") else "min", values)
+    return pl.Series(values=runs.mean(values))
+
+
+def _other_names(p: ShapingParams) -> list[str]:
+    """Trainer names of the other naming (item 5), as null columns: every config's table then
+    has one schema."""
+    mine = trainer_names(p)
+    return [n for n in (*te_names(True).values(), *te_names(False).values()) if n not in mine]
+
+
+PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
+
+
+def group_tables(b: RowBatch) -> list[pl.DataFrame]:
+    """One table per config of the batch, a row per (config, step, group) of training rows:
+    pattern, signal, inversion, trainer metrics. Groups are the chunk's runs, in (step,
+    group_id) order; each reduction covers every config of the batch at once."""
+    c = b.chunk
+    runs, pick = c.runs, c.train_runs
+    t, resolved = b.trainable, c.resolved
+    eps = np.float64(SIGNAL_EPS)
+    adv_abs = b.advantage_abs
+    unclipped_abs = np.abs(b.grpo.unclipped) if b.clipped else adv_abs
+    shaped = b.reward_shaped
+    n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
+    has_signal = runs.sum(t & above(adv_abs, SIGNAL_EPS)) > 0
+    has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
+    inverted = runs.low(shaped, t & resolved) < runs.top(shaped, t & ~resolved)
+    top = runs.top(unclipped_abs, t)
+    no_rows = top == -np.inf  # groups without trainable rows: null
+    std_at_max = _std_at_max(b, unclipped_abs, top, t)
+    top_clipped = runs.top(adv_abs, t) if b.clipped else top
+    kept_rows = runs.sum(b.kept)
+    n_resolved = runs.sum(resolved)
+    uniform = (n_resolved == runs.lengths) | (n_resolved == 0)
+    time_only = has_signal & ~has_signal_raw
+    uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
+    per_call = trainer_metrics(b, runs)
+    full = {
+        "n_tr": n_tr,
+        "n_res": n_res,
+        "has_signal": has_signal,
+        "has_signal_raw": has_signal_raw,
+        "inverted": inverted,
+        "top": top,
+        "no_rows": no_rows,
+        "std_at_max": std_at_max,
+        "top_clipped": top_clipped,
+        "kept_rows": kept_rows,
+        "time_only": time_only,
+        "uncharged_only": uncharged_only,
+    }
+    g = {k: b.per_config(v)[:, pick] for k, v in full.items()}
+    keys = c.group_keys
+    sizes = pl.Series(runs.lengths[pick], dtype=pl.UInt32)
+    uniform = uniform[pick]
+    tables = []
+    for k, cfg in enumerate(b.configs):
+        n_tr_k, n_res_k = g["n_tr"][k], g["n_res"][k]
+        pattern = np.where(n_res_k == 0, 0, np.where(n_res_k == n_tr_k, 2, 1))
+        no_rows_k = g["no_rows"][k]
+        inverted_k = g["inverted"][k]
+        table = pl.DataFrame(
+            {
+                S.CONFIG_ID: pl.repeat(cfg.config_id, len(sizes), eager=True),
+                **keys,
+                S.G_SIZE: sizes,
+                S.G_TRAINABLE_ROWS: pl.Series(n_tr_k, dtype=pl.UInt32),
+                S.G_RESOLVED_ROWS: pl.Series(n_res_k, dtype=pl.UInt32),
+                S.G_RESOLVED_PATTERN: PATTERNS.gather(pattern),
+                S.G_HAS_SIGNAL: g["has_signal"][k],
+                S.G_HAS_SIGNAL_RAW: g["has_signal_raw"][k],
+                S.G_INVERTED: inverted_k,
+                S.G_PAIRS: pl.Series(n_res_k * (n_tr_k - n_res_k), dtype=pl.Int64),
+                S.G_MAX_ABS_ADVANTAGE: _nullable(g["top_clipped"][k], no_rows_k),
+                S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: _nullable(g["top"][k], no_rows_k),
+                # The std that divided the group's largest |advantage| (the cause of an explosion).
+                S.G_STD_AT_MAX_ABS: _nullable(g["std_at_max"][k], no_rows_k),
+                S.G_KEPT_ROWS: pl.Series(g["kept_rows"][k], dtype=pl.UInt32),
+                # Kept although the outcome is uniform: only the shaping term gave the group a spread.
+                S.G_PHANTOM: (g["kept_rows"][k] > 0) & uniform,
+                **{name: v[pick] for name, v in per_call[k].items()},
+                S.G_TIME_ONLY_SIGNAL: g["time_only"][k],
+                S.G_INVERTED_PAIRS: _inverted_pairs(b, k, pick[inverted_k]),
+                S.G_UNCHARGED_ONLY_SIGNAL: g["uncharged_only"][k],
+            }
+        )
+        tables.append(
+            table.with_columns(pl.lit(None, pl.Float64).alias(n) for n in _other_names(cfg.shaping))
+        )
+    return tables
+
+
+def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per run, the least std among the trainable rows where x reaches the run's `top`.
+
+    About one row per group qualifies: the rows are found first, and only they are reduced.
+    """
+    runs = b.chunk.runs
+    at_max = b.per_config(t & (x == runs.rows(top)))
+    config, row = np.nonzero(at_max)
+    out = np.full((len(b.configs), len(runs)), np.inf)
+    if len(row):
+        run = b.chunk.run_of_row[row]
+        key = config * len(runs) + run  # sorted: nonzero walks configs, then rows
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        std = b.per_config(b.grpo.std)[config, row].astype(np.float64)
+        out.reshape(-1)[key[first]] = np.minimum.reduceat(std, first)
+    return out
+
+
+def _nullable(values: np.ndarray, missing: np.ndarray) -> pl.Series:
+    """A float column with nulls where `missing` holds."""
+    out = pl.Series(values=values.astype(np.float64, copy=False))
+    return out.set(pl.Series(values=missing), None) if missing.any() else out
+
+
+def _spread_only_from_uncharged(b: RowBatch, shaped: np.ndarray) -> np.ndarray:
+    """Per group: every charged row ends at one shaped reward and some uncharged row (masked,
+    skipped) at another, so whatever signal shaping created came from the rows it did not charge
+    (e.g. masked rows keeping 0.0 beside siblings floored to 0.05)."""
+    runs = b.chunk.runs
+    charged = b.per_config(b.charged)
+    n_charged = runs.sum(charged)
+    mixed = (n_charged > 0) & (n_charged < runs.lengths)
+    if not mixed.any():  # no group has both charged and uncharged rows
+        return np.zeros(n_charged.shape, bool)
+    c_lo, c_hi = runs.bounds(shaped, charged)
+    # Configs with one charge key share their uncharged rows and those rows' rewards.
+    first: dict[ShapingParams, int] = {}
+    keys = [first.setdefault(charge_key(cfg.shaping), k) for k, cfg in enumerate(b.configs)]
+    lead = sorted(set(keys))
+    u_lo, u_hi = runs.bounds(shaped[lead], ~charged[lead])
+    at = [lead.index(k) for k in keys]
+    u_lo, u_hi = u_lo[at], u_hi[at]
+    with np.errstate(invalid="ignore"):  # inf - inf in runs without charged or uncharged rows
+        uniform = (c_lo <= c_hi) & ((c_hi - c_lo) <= SIGNAL_EPS)
+        far = (np.abs(u_lo - c_lo) > SIGNAL_EPS) | (np.abs(u_hi - c_lo) > SIGNAL_EPS)
+    return mixed & uniform & far
+
+
+def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarray:
+    """Per training group of config k, the trainable (resolved, unresolved) pairs whose shaped
+    rewards are inverted: an unresolved row above a resolved one.
+
+    Such pairs exist only in inverted groups (usually few): they are counted there alone.
+    """
+    c = b.chunk
+    out = np.zeros(len(c.train_runs), dtype=np.int64)
+    if not len(inverted_runs):
+        return out
+    chosen = np.full(len(c.runs), -1)
+    chosen[inverted_runs] = np.arange(len(inverted_runs))
+    group_of_row = chosen[c.run_of_row]  # the inverted group a row belongs to, else -1
+    rows = np.flatnonzero(group_of_row >= 0)
+    group = group_of_row[rows]
+    keep = b.per_config(b.trainable)[k][rows]
+    pairs = (
+        pl.DataFrame(
+            {
+                "_group": group[keep],
+                "shaped": b.per_config(b.reward_shaped)[k][rows][keep],
+                "resolved": c.resolved[rows][keep],
+            }
+        )
+        .sort(["_group", "shaped", "resolved"])
+        .with_columns(
+            (~pl.col("resolved")).cast(pl.Int64).cum_sum().over("_group").alias("_unres_le"),
+            (~pl.col("resolved")).cast(pl.Int64).sum().over("_group").alias("_unres"),
+        )
+        .group_by("_group")
+        .agg(
+            pl.when(pl.col("resolved"))
+            .then(pl.col("_unres") - pl.col("_unres_le"))
+            .otherwise(0)
+            .sum()
+            .alias("n")
+        )
+    )
+    position = np.searchsorted(c.train_runs, inverted_runs)
+    out[position[pairs["_group"].to_numpy()]] = pairs["n"].to_numpy()
+    return out
+
+
+def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
+    """One table per config, a row per (config, step): trainer metrics at the trainer's
+    granularity, advantage statistics, group rates and validation means.
+
+    Rows and groups come sorted by step, so each step is a run; a step with validation rows
+    only is kept, with nulls for what needs training rows.
+    """
+    c = b.chunk
+    steps = c.steps
+    train = None if c.all_train else c.train
+    scored = b.scored
+    adv = b.grpo.advantage
+    n_adv = b.per_config(steps.sum(scored))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        adv_mean = b.per_config(steps.sum(adv * scored)) / np.maximum(n_adv, 1)
+    adv_max = b.per_config(steps.top(adv, scored))
+    adv_min = b.per_config(steps.low(adv, scored))
+    n_train = steps.lengths if train is None else steps.sum(train)
+    no_train = n_train == 0
+    batch = (
+        trainer_metrics(b, steps, train)
+        if any(cfg.metrics_by == "batch" for cfg in b.configs)
+        else None
+    )
+    n_val = steps.sum(c.is_val)
+    no_val = n_val == 0
+    if c.all_train:  # no validation rows: the columns are null, no pass over the rewards
+        accuracy = np.zeros(len(steps))
+        val_reward = np.zeros((len(b.configs), len(steps)))
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            accuracy = steps.sum(c.reward * c.is_val) / n_val
+            val_reward = b.per_config(steps.sum(b.reward_shaped * c.is_val)) / n_val
+    step_ids = c.frame[S.STEP].gather(steps.starts)
+    tables = []
+    for k, cfg in enumerate(b.configs):
+        keys = {S.CONFIG_ID: pl.repeat(cfg.config_id, len(steps), eager=True), S.STEP: step_ids}
+        g = groups[k]
+        by_step = Runs(g[S.STEP])
+        table = pl.DataFrame(keys)
+        if cfg.metrics_by == "group":  # the async trainer logs per group: fold as W&B shows it
+            folded = {n: _fold(by_step, n, g[n].to_numpy()) for n in trainer_names(cfg.shaping)}
+            trainer = pl.DataFrame({S.STEP: by_step.first(g[S.STEP]), **folded})
+            table = table.join(trainer, on=S.STEP, how="left", maintain_order="left")
+        else:
+            assert batch is not None
+            table = table.with_columns(_nullable(v, no_train).alias(n) for n, v in batch[k].items())
+        no_adv = n_adv[k] == 0
+        table = table.with_columns(
+            _nullable(adv_mean[k], no_adv).alias("advantages/mean"),
+            _nullable(adv_max[k], no_adv).alias("advantages/max"),
+            _nullable(adv_min[k], no_adv).alias("advantages/min"),
+            pl.Series("rows", n_train, dtype=pl.UInt32).set(pl.Series(values=no_train), None),
+        )
+        rates = pl.DataFrame(
+            {
+                S.STEP: by_step.first(g[S.STEP]),
+                "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
+                "signal/group_rate": by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
+                "inversion/group_rate": by_step.mean(g[S.G_INVERTED].to_numpy()),
+            }
+        )
+        table = table.join(rates, on=S.STEP, how="left", maintain_order="left")
+        tables.append(
+            table.with_columns(
+                _nullable(accuracy, no_val).alias("validation/accuracy"),
+                _nullable(val_reward[k], no_val).alias("validation/total_reward/mean"),
+            )
+        )
+    return tables
+
+
+def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:
+    """Each per-step curve as a W&B reader sees it: mean over steps (/max: max, /min: min)."""
+    present = [n for n in names if n in steps.columns]
+    if not present:
+        return {}
+    return steps.select(step_rule(n) for n in present).row(0, named=True)

@@ -1,0 +1,195 @@
+"""Distributed replay on Ray (`--engine ray`): the local engine's work, split into tasks.
+
+A task is one chunk of whole steps x one batch of configs (so no prompt group is ever split),
+runs the same polars code as the local engine, reads its rows from the input paths itself
+(shared storage; nothing is shipped through the driver) and writes its per-row results to a
+part file. The driver feeds the small per-config pieces to the same accumulator in task order,
+so the report is identical to a local run's; quantiles are computed exactly from the kept
+advantages, never averaged. Failed tasks are retried by Ray; the report is only written when
+every task has finished (the caller's staged directory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from replay_cli.config import ReplayConfig
+from replay_cli.engine.run import (
+    Accumulator,
+    ChunkState,
+    ConfigPiece,
+    InputPiece,
+    batches,
+    input_piece,
+    plan,
+    read_chunk,
+    replay_batch,
+    unique_configs,
+)
+from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
+from replay_cli.result import ReplayResult
+from replay_cli.rollouts.validation import Rollouts, load_rollouts
+
+MAX_RETRIES = 3
+
+
+def _outcome(ray: Any, ref: Any, lo: int, hi: int, batch: Sequence[ReplayConfig]) -> Any:
+    """A task's result. Bad input found in a worker is raised as itself (exit code 2, no Ray
+    traceback); a task that died on every retry becomes one readable error. Other exceptions in
+    a task are bugs and keep Ray's remote traceback."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, ReplayError):
+            raise exc.cause from None
+        raise
+    except ray.exceptions.RayError as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        configs = ", ".join(c.config_id for c in batch)
+        raise TaskFailedError(
+            f"Ray task for steps {lo}-{hi} x configs {configs} failed after {MAX_RETRIES} "
+            f"retries ({type(exc).__name__}: {first_line}). A worker that runs out of memory "
+            "dies this way: try a smaller --chunk-rows."
+        ) from None
+
+
+def _task(
+    load_args: dict[str, Any],
+    lo: int,
+    hi: int,
+    configs: list[dict[str, Any]],
+    chart_every: int,
+    with_input: bool,
+    part: str | None,
+    rows_mode: str,
+) -> tuple[list[ConfigPiece], InputPiece | None]:
+    """One chunk x one config batch, in a Ray worker."""
+    from replay_cli.io.parquet import ParquetRowSink
+
+    rollouts = load_rollouts(**load_args, check_values=False)
+    chunk = read_chunk(rollouts, lo, hi)
+    batch = [ReplayConfig.model_validate(c) for c in configs]
+    state = ChunkState.of(chunk)
+    pieces = replay_batch(state, batch, chart_every)
+    if part is not None:
+        sink = ParquetRowSink(Path(part), rows_mode)  # type: ignore[arg-type]
+        for piece in pieces:
+            if piece.rows is not None:
+                sink(piece.rows)
+        sink.close()
+    for piece in pieces:
+        piece.rows = None
+    return pieces, input_piece(state.arrays, chart_every) if with_input else None
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--engine ray needs Ray: install the extra with `uv sync --extra ray`."
+        ) from None
+    return ray
+
+
+def ensure_ray(address: str | None = None) -> Any:
+    """Connect to a cluster (address) or start a local one with every core, unless already up."""
+    ray = _ray()
+    if not ray.is_initialized():
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
+        if address:
+            ray.init(address=address, **options)
+        else:
+            ray.init(num_cpus=os.cpu_count() or 1, **options)
+    return ray
+
+
+def run_replay_ray(
+    load_args: dict[str, Any],
+    rollouts: Rollouts,
+    configs: Sequence[ReplayConfig],
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    configs_per_pass: int = 4,
+    chunk_rows: int,
+    part_dir: Path | None = None,
+    rows_mode: str = "all",
+    address: str | None = None,
+    group_sink: Callable[[Any], None] | None = None,
+) -> tuple[ReplayResult, list[Path]]:
+    """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
+    ray = ensure_ray(address)
+    remote = ray.remote(max_retries=MAX_RETRIES)(_task)
+    config_batches = batches(configs, configs_per_pass)
+    unique = unique_configs(configs)
+    chunks, chart_every = plan(rollouts, chunk_rows)
+    jobs = [
+        (i, lo, hi, j, batch)
+        for i, (lo, hi) in enumerate(chunks)
+        for j, batch in enumerate(config_batches)
+    ]
+    parts = [
+        None
+        if part_dir is None or rows_mode == "none"
+        else part_dir / f"part-{i:06d}-{j:04d}.parquet"
+        for i, _, _, j, _ in jobs
+    ]
+    if part_dir is not None:
+        part_dir.mkdir(parents=True, exist_ok=True)
+    refs = [
+        remote.remote(
+            load_args,
+            lo,
+            hi,
+            [c.model_dump() for c in batch],
+            chart_every,
+            j == 0,
+            None if part is None else str(part),
+            rows_mode,
+        )
+        for (_, lo, hi, j, batch), part in zip(jobs, parts, strict=True)
+    ]
+    index = {ref: k for k, ref in enumerate(refs)}
+    results: dict[int, Any] = {}
+    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink)
+    pending, fed, done = list(refs), 0, 0
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for ref in ready:
+            k = index[ref]
+            _, lo, hi, _, batch = jobs[k]
+            results[k] = _outcome(ray, ref, lo, hi, batch)
+            done += len(batch)
+        # Feed finished tasks in task order so the tables come out exactly as locally.
+        while fed in results:
+            pieces, inputs = results.pop(fed)
+            if inputs is not None:
+                acc.add_input(inputs)
+            for piece in pieces:
+                acc.add(piece)
+            fed += 1
+        if progress is not None:
+            progress(done, len(chunks) * len(unique))
+    return acc.finish(), [p for p in parts if p is not None and p.exists()]
+
+
+def merge_parts(parts: Sequence[Path], out: Path) -> None:
+    """Concatenate row part files, in order, into one Parquet file, one part in memory at a time."""
+    from replay_cli.io.parquet import ParquetRowSink
+
+    sink = ParquetRowSink(out)
+    try:
+        for part in parts:
+            sink(pl.read_parquet(part))
+            part.unlink()
+    finally:
+        sink.close()

@@ -1,0 +1,330 @@
+"""Replay configs over a rollout table: shaping, advantages and metrics, chunk by chunk of whole steps."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.findings import findings, top_groups, top_of_config
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
+from replay_cli.engine.allocator import keep_freed_memory
+from replay_cli.engine.batched import batchable, grpo_rows, row_frame
+from replay_cli.engine.diagnostics import finish as finish_diagnostics
+from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
+from replay_cli.engine.metrics import group_tables, step_tables, summarise_steps, trainer_names
+from replay_cli.engine.row_batch import RowBatch
+from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
+from replay_cli.frames import collect, collect_all
+from replay_cli.maths.chunk_arrays import ChunkArrays
+from replay_cli.result import ReplayResult
+from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
+from replay_cli.rollouts.validation import Rollouts
+
+RowSink = Callable[[pl.DataFrame], None]
+CHART_VALUES = 2_000_000  # about this many deductions and minutes per config are kept for charts
+
+
+@dataclass
+class ConfigPiece:
+    """One config's results over one chunk: what the accumulator needs, and the rows if kept."""
+
+    config_id: str
+    groups: pl.DataFrame | None
+    group_parts: pl.DataFrame
+    steps: pl.DataFrame
+    partials: pl.DataFrame
+    advantages: pl.Series
+    deductions: pl.Series
+    rows: pl.DataFrame | None
+    top: pl.DataFrame | None = None  # the chunk's `top_groups`
+
+
+@dataclass
+class InputPiece:
+    """Config-independent values of one chunk: minutes (thinned, for charts) and run times."""
+
+    minutes: pl.Series
+    run_times: pl.Series
+
+
+CHUNK_ORDER = (S.STEP, S.GROUP_ID, S.IS_VAL, S.ROLLOUT_INDEX)
+
+
+def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
+    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group), with
+    a sorted integer group id (step, group_id, split) and a batch id (step, split).
+
+    Float sums then do not depend on how the input happened to be ordered, and every per-group
+    window runs over a sorted integer key, which polars evaluates without hashing. Inputs that are
+    already in order (trainer logs, synth) skip the sort.
+    """
+    df = collect(
+        rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(S.IS_VAL))
+    )
+    if not in_order(df, CHUNK_ORDER):
+        df = df.sort(CHUNK_ORDER)
+    step_no = run_starts([S.STEP]).cum_sum().cast(pl.Int64)
+    return df.with_columns(
+        run_starts(CHUNK_ORDER[:3]).cum_sum().cast(pl.Int64).set_sorted().alias(S.GID),
+        (step_no * 2 + pl.col(S.IS_VAL).cast(pl.Int64)).alias(S.BID),
+    ).rechunk()
+
+
+def input_piece(chunk: ChunkArrays, chart_every: int) -> InputPiece:
+    thinned = pl.Series(S.MINUTES, chunk.minutes[chunk.train][::chart_every])
+    # float32 keeps run times to a fraction of a millisecond at half the memory (quantiles only).
+    return InputPiece(minutes=thinned, run_times=chunk.frame[S.RUN_TIME].cast(pl.Float32))
+
+
+@dataclass
+class ChunkState:
+    """What the config batches of one chunk share: its numpy arrays and the shaping-off
+    advantages per `raw_key` (numpy for the batched path, a column for the polars plans)."""
+
+    arrays: ChunkArrays
+    raw_arrays: dict[RawKey, np.ndarray] = field(default_factory=dict)
+    raw_columns: dict[RawKey, pl.Series] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, chunk: pl.DataFrame) -> ChunkState:
+        return cls(ChunkArrays.of(chunk))
+
+
+def replay_batch(
+    state: ChunkState,
+    batch: Sequence[ReplayConfig],
+    chart_every: int,
+    with_rows: bool = True,
+) -> list[ConfigPiece]:
+    """Every config of a batch over one chunk, in the batch's order.
+
+    GRPO configs without a filter go through the batched path (batched.py), one set of
+    (configs × rows) arrays per `raw_key`; the others through polars plans, one `collect_all`.
+    Per-row report frames are built only `with_rows`.
+    """
+    pieces: dict[str, ConfigPiece] = {}
+    by_key: dict[RawKey, list[ReplayConfig]] = {}
+    for cfg in batch:
+        if batchable(cfg):
+            by_key.setdefault(raw_key(cfg), []).append(cfg)
+    for configs in by_key.values():
+        rows = grpo_rows(state.arrays, configs, state.raw_arrays)
+        frames = [row_frame(rows, k) if with_rows else None for k in range(len(configs))]
+        for piece in config_pieces(rows, chart_every, frames):
+            pieces[piece.config_id] = piece
+    others = [cfg for cfg in batch if not batchable(cfg)]
+    for cfg, frame in zip(others, _polars_rows(state, others), strict=True):
+        rows = RowBatch.from_frame(state.arrays, cfg, frame)
+        kept = frame.drop(S.IS_VAL, S.TRAINABLE, S.GID) if with_rows else None
+        pieces[cfg.config_id] = config_pieces(rows, chart_every, [kept])[0]
+    return [pieces[cfg.config_id] for cfg in batch]
+
+
+def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.DataFrame]:
+    """The per-row frames of configs that take the polars plans (filters, peer estimators)."""
+    if not batch:
+        return []
+    source = state.arrays.frame.lazy()
+    cache = state.raw_columns
+    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in cache))
+    runs = state.arrays.runs
+    raws = collect_all([raw_plan(source, k, runs) for k in missing])
+    for key, raw in zip(missing, raws, strict=True):
+        cache[key] = raw.to_series()
+    plans = [row_plan(source, cfg, cache[raw_key(cfg)], state.arrays) for cfg in batch]
+    # One chunk per frame: float sums depend on chunk boundaries.
+    return [f.rechunk() for f in collect_all(plans)]
+
+
+def config_pieces(
+    b: RowBatch, chart_every: int, frames: Sequence[pl.DataFrame | None]
+) -> list[ConfigPiece]:
+    """The accumulator's pieces of every config of a row batch."""
+    groups = group_tables(b)
+    steps = step_tables(b, groups)
+    partials = row_partials(b)
+    trainable = b.per_config(b.trainable)
+    out = []
+    for k, cfg in enumerate(b.configs):
+        # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
+        dtype = np.float32 if cfg.advantage.precision == "float32" else np.float64
+        charged = b.charged[k]
+        out.append(
+            ConfigPiece(
+                config_id=cfg.config_id,
+                groups=groups[k],
+                group_parts=group_partials(groups[k]),
+                steps=steps[k],
+                partials=partials[k],
+                advantages=pl.Series(S.ADVANTAGE, b.grpo.advantage[k][trainable[k]].astype(dtype)),
+                deductions=pl.Series(S.DEDUCTION, b.deduction[k][charged][::chart_every]),
+                rows=frames[k],
+            )
+        )
+    return out
+
+
+class Accumulator:
+    """Per-config pieces of a chunked replay, finished into the report tables at the end.
+
+    Pieces must arrive in (chunk, config) order for the tables to come out in a fixed order.
+    """
+
+    def __init__(
+        self, configs: list[ReplayConfig], keep_rows: bool, group_sink: RowSink | None = None
+    ) -> None:
+        self.configs = configs
+        self.keep_rows = keep_rows
+        self.group_sink = group_sink  # groups go out as they come; only their counts stay
+        self.rows: list[pl.DataFrame] = []
+        self.pieces: dict[str, list[ConfigPiece]] = {c.config_id: [] for c in configs}
+        self.inputs: list[InputPiece] = []
+
+    def add(self, piece: ConfigPiece) -> None:
+        if self.keep_rows and piece.rows is not None:
+            self.rows.append(piece.rows)
+        piece.rows = None
+        if self.group_sink is not None and piece.groups is not None:
+            piece.top = top_of_config(piece.groups)
+            self.group_sink(piece.groups)
+            piece.groups = None
+        self.pieces[piece.config_id].append(piece)
+
+    def add_input(self, piece: InputPiece) -> None:
+        self.inputs.append(piece)
+
+    def _summary(self, cfg: ReplayConfig, inputs: dict[str, float | None]) -> dict[str, Any]:
+        """One config's summary row from its pieces."""
+        pieces = self.pieces[cfg.config_id]
+        steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
+        names = [*trainer_names(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
+        names += ["validation/accuracy", "validation/total_reward/mean"]
+        return {
+            S.CONFIG_ID: cfg.config_id,
+            "label": cfg.label,
+            **cfg.flat(),
+            **summarise_steps(steps, names),
+            **finish_diagnostics(
+                pl.concat([p.partials for p in pieces]),
+                pl.concat([p.advantages for p in pieces]),
+                pl.concat([p.group_parts for p in pieces]),
+                steps.height,
+                inputs,
+            ),
+        }
+
+    def finish(self) -> ReplayResult:
+        inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
+        # The configs' exact quantiles (one partial sort each) run on the worker threads.
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
+        groups_all, steps_all = [], []
+        advantages, deductions = {}, {}
+        for cfg in self.configs:
+            pieces = self.pieces[cfg.config_id]
+            if not self.group_sink:
+                groups_all.append(pl.concat([p.groups for p in pieces], how="diagonal_relaxed"))
+            steps_all.append(pl.concat([p.steps for p in pieces], how="diagonal_relaxed"))
+            advantages[cfg.config_id] = pl.concat([p.advantages for p in pieces])
+            deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
+        summary = pl.from_dicts(summaries, infer_schema_length=None)
+        all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
+        if all_groups is not None:
+            top = top_groups(all_groups)
+        else:  # the groups were streamed: the top of the chunks' tops
+            tops = [p.top for cfg in self.configs for p in self.pieces[cfg.config_id]]
+            top = top_groups(pl.concat(tops, how="diagonal_relaxed")) if tops else None
+        return ReplayResult(
+            rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
+            groups=all_groups,
+            steps=pl.concat(steps_all, how="diagonal_relaxed"),
+            summary=summary,
+            configs=self.configs,
+            advantages=advantages,
+            deductions=deductions,
+            minutes=pl.concat([p.minutes for p in self.inputs]),
+            # With the groups streamed to a file, the report computes them from that file.
+            findings=None if all_groups is None else findings(summary, all_groups, top),
+            top_groups=top,
+        )
+
+
+def batches(configs: Sequence[ReplayConfig], size: int) -> list[list[ReplayConfig]]:
+    """Configs in batches of up to `size`, deduplicated by config_id. Configs that share a
+    `raw_key` are batched together (the batched path evaluates one key's configs as one set
+    of arrays); the keys keep their order of first appearance."""
+    by_key: dict[tuple[bool, RawKey], list[ReplayConfig]] = {}
+    for cfg in unique_configs(configs):
+        by_key.setdefault((batchable(cfg), raw_key(cfg)), []).append(cfg)
+    return [group[i : i + size] for group in by_key.values() for i in range(0, len(group), size)]
+
+
+def unique_configs(configs: Sequence[ReplayConfig]) -> list[ReplayConfig]:
+    """Configs deduplicated by config_id, in order."""
+    return list({c.config_id: c for c in configs}.values())
+
+
+def _workers() -> int:
+    """Threads for the config batches of a chunk: numpy releases the GIL in its elementwise
+    loops (not in `reduceat` over small groups, which caps the gain near 1.4x)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], int]:
+    """The chunks of whole steps and the thinning of chart values for an input."""
+    counts = rollouts.step_counts()
+    return plan_chunks(counts, chunk_rows), max(1, int(counts["len"].sum()) // CHART_VALUES)
+
+
+def run_replay(
+    rollouts: Rollouts,
+    configs: Sequence[ReplayConfig],
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    configs_per_pass: int = 4,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    row_sink: RowSink | None = None,
+    group_sink: RowSink | None = None,
+    with_rows: bool = True,
+    workers: int | None = None,
+) -> ReplayResult:
+    """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
+
+    Each chunk is read once; its config batches run on `workers` threads (default: up to two,
+    one per core), and their pieces are taken in order. Per-row
+    results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
+    Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
+    builds no per-row frames (the report's `--rows none`).
+    """
+    if not configs:
+        raise ValueError("run_replay needs at least one config")
+    keep_freed_memory()
+    groups_of_configs = batches(configs, configs_per_pass)
+    unique = unique_configs(configs)
+    chunks, chart_every = plan(rollouts, chunk_rows)
+    acc = Accumulator(unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink)
+    total, done = len(chunks) * len(unique), 0
+    with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
+        for lo, hi in chunks:
+            state = ChunkState.of(read_chunk(rollouts, lo, hi))
+            acc.add_input(input_piece(state.arrays, chart_every))
+            jobs = [
+                (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))
+                for batch in groups_of_configs
+            ]
+            for batch, job in jobs:  # in submission order: the tables come out in a fixed order
+                for piece in job.result():
+                    if row_sink is not None and piece.rows is not None:
+                        row_sink(piece.rows)
+                    acc.add(piece)
+                done += len(batch)
+                if progress is not None:
+                    progress(done, total)
+    return acc.finish()

@@ -1,0 +1,237 @@
+"""Compare reports: metric deltas against a reference config, and replayed curves against an
+internal run's exported metrics (W&B panel CSV or a long step,metric,value CSV)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.report.read import load_report
+
+HEADLINE_METRICS = (
+    ("total_reward/mean", "reward"),
+    ("signal/group_rate", "signal"),
+    ("signal/group_rate_raw", "signal raw"),
+    ("signal/time_only_rate", "time-only"),
+    ("inversion/group_rate", "inversions"),
+    ("adv/abs_max", "max |adv|"),
+    ("adv/explosion_frac", "|adv|>3"),
+)
+
+DELTA_METRICS = (
+    "total_reward/mean",
+    "time_efficiency/deduction/mean",
+    "signal/group_rate",
+    "signal/time_only_rate",
+    "inversion/group_rate",
+    "adv/resolved_mean",
+    "adv/unresolved_mean",
+    "adv/abs_max",
+    "adv/explosion_frac",
+    "adv/sign_flip_frac",
+)
+_INTERNAL_TO_PR = {
+    "time_efficiency/minutes_mean": "time_efficiency/minutes/mean",
+    "time_efficiency/minutes_max": "time_efficiency/minutes/max",
+    "time_efficiency/deduction_mean": "time_efficiency/deduction/mean",
+    "time_efficiency/deduction_max": "time_efficiency/deduction/max",
+}
+_WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+
+
+def canonical_metric(name: str) -> str:
+    """One name for a metric however it was logged: no `train/` prefix, the PR's slash names."""
+    name = name.strip()
+    for prefix in ("train/", "train:"):
+        name = name.removeprefix(prefix)
+    if name.startswith("val:"):
+        name = "validation/" + name.removeprefix("val:")
+    return _INTERNAL_TO_PR.get(name, name)
+
+
+def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
+    """canonical_metric over a column, computed once per distinct name."""
+    return column.replace_strict(
+        {n: canonical_metric(n) for n in names.to_list()}, return_dtype=pl.String
+    )
+
+
+def load_summaries(dirs: Sequence[str | Path]) -> pl.DataFrame:
+    """The summary rows of several reports, with the report directory as a column."""
+    frames = [load_report(d).summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs]
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _pick(summary: pl.DataFrame, key: str | None, what: str) -> dict:
+    if key is None:
+        return summary.row(0, named=True)
+    hits = summary.filter(pl.col(S.CONFIG_ID).str.starts_with(key) | (pl.col("label") == key))
+    if hits.height == 0:
+        choices = ", ".join(
+            f"{c} ({lbl})" for c, lbl in summary.select(S.CONFIG_ID, "label").iter_rows()
+        )
+        raise ConfigError(f"No config matches {what} {key!r}.\n\nChoose one of: {choices}")
+    return hits.row(0, named=True)
+
+
+def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.DataFrame:
+    """Long table: each config's headline metrics, the reference config's, and the difference."""
+    ref = _pick(summary, reference, "--reference")
+    columns: dict[str, list[str]] = {}
+    for column in summary.columns:
+        columns.setdefault(canonical_metric(column), []).append(column)
+
+    def value_of(row: dict, metric: str) -> float | None:
+        # Internal and PR names of one metric are different columns; a config fills one of them.
+        return next((row[c] for c in columns[metric] if row[c] is not None), None)
+
+    rows = []
+    for row in summary.iter_rows(named=True):
+        for metric in DELTA_METRICS:
+            if metric not in columns:
+                continue
+            value, base = value_of(row, metric), value_of(ref, metric)
+            delta = None if value is None or base is None else value - base
+            rows.append(
+                {
+                    "report": row["report"],
+                    S.CONFIG_ID: row[S.CONFIG_ID],
+                    "label": row["label"],
+                    "metric": metric,
+                    "value": value,
+                    "reference": base,
+                    "delta": delta,
+                }
+            )
+    schema = {
+        "report": pl.String,
+        S.CONFIG_ID: pl.String,
+        "label": pl.String,
+        "metric": pl.String,
+        "value": pl.Float64,
+        "reference": pl.Float64,
+        "delta": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def read_internal_csv(path: str | Path) -> pl.DataFrame:
+    """An internal run's metrics as long rows (run, step, metric, value) with canonical names."""
+    path = Path(path)
+    try:
+        raw = pl.read_csv(path, infer_schema=False)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputFileError(f"Cannot read internal metrics {path}: {exc}") from None
+    lower = {c.lower(): c for c in raw.columns}
+    if {"step", "metric", "value"} <= lower.keys():
+        run = pl.col(lower["run"]) if "run" in lower else pl.lit(path.stem)
+        long = raw.select(
+            run.alias("run"),
+            pl.col(lower["step"]).alias("step"),
+            pl.col(lower["metric"]).alias("metric"),
+            pl.col(lower["value"]).alias("value"),
+        )
+    elif "step" in lower:
+        series = []
+        for column in raw.columns:
+            match = _WANDB_COLUMN.match(column)
+            if column == lower["step"] or column.endswith(("__MIN", "__MAX")) or not match:
+                continue
+            series.append(
+                raw.select(
+                    pl.lit(match["run"]).alias("run"),
+                    pl.col(lower["step"]).alias("step"),
+                    pl.lit(match["metric"]).alias("metric"),
+                    pl.col(column).alias("value"),
+                )
+            )
+        if not series:
+            raise InputFileError(f"{path}: no '<run> - <metric>' columns found (W&B panel export).")
+        long = pl.concat(series)
+    else:
+        raise InputFileError(
+            f"{path}: expected a W&B panel export (a 'Step' column) or columns step,metric,value."
+        )
+    try:
+        out = long.with_columns(
+            pl.col("step").cast(pl.Float64).cast(pl.Int64),
+            pl.col("value").replace("", None).cast(pl.Float64),
+            _canonical(pl.col("metric"), long["metric"].unique()),
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise InputFileError(f"{path}: step and value must be numbers ({exc}).") from None
+    return out.drop_nulls("value")
+
+
+def join_internal(steps: pl.DataFrame, internal: pl.DataFrame, config_id: str) -> pl.DataFrame:
+    """Replayed per-step values beside the internal run's, on canonical metric names and step."""
+    mine = steps.filter(pl.col(S.CONFIG_ID) == config_id)
+    metric_columns = [
+        c for c in mine.columns if c not in (S.CONFIG_ID, S.STEP) and mine[c].dtype.is_numeric()
+    ]
+    replayed = mine.unpivot(
+        index=S.STEP, on=metric_columns, variable_name="metric", value_name="replayed"
+    )
+    replayed = replayed.with_columns(
+        _canonical(pl.col("metric"), replayed["metric"].unique()),
+        pl.col("replayed").cast(pl.Float64),
+    ).drop_nulls("replayed")
+    theirs = internal.group_by("step", "metric").agg(pl.col("value").mean().alias("internal"))
+    joined = replayed.join(
+        theirs, left_on=[S.STEP, "metric"], right_on=["step", "metric"], how="inner"
+    )
+    return (
+        joined.rename({S.STEP: "step"})
+        .with_columns((pl.col("replayed") - pl.col("internal")).alias("delta"))
+        .sort("metric", "step")
+    )
+
+
+def choose_config(summary: pl.DataFrame, key: str | None) -> str:
+    """The config to set beside an internal run: the one given, the only one, or the only internal one."""
+    if key is not None:
+        return _pick(summary, key, "--config-id")[S.CONFIG_ID]
+    if summary.height == 1:
+        return summary[S.CONFIG_ID][0]
+    internal = summary.filter(pl.col("semantics") == "internal")
+    if internal.height == 1:
+        return internal[S.CONFIG_ID][0]
+    raise ConfigError(
+        "Several configs could be compared with the internal run.\n\nPick one with --config-id."
+    )
+
+
+def delta_table(deltas: pl.DataFrame) -> pl.DataFrame:
+    """The headline metrics' changes from the reference, one row per (report, config)."""
+
+    shown = [m for m, _ in HEADLINE_METRICS if m != "signal/group_rate_raw"]
+    return deltas.filter(pl.col("metric").is_in(shown)).pivot(
+        on="metric", index=["report", "label"], values="delta", aggregate_function="first"
+    )
+
+
+def internal_summary(joined: pl.DataFrame) -> pl.DataFrame:
+    """Per metric: steps compared, both means and the largest |replayed - internal|."""
+    return joined.group_by("metric", maintain_order=True).agg(
+        pl.len().alias("steps"),
+        pl.col("replayed").mean().alias("replayed mean"),
+        pl.col("internal").mean().alias("internal mean"),
+        pl.col("delta").abs().max().alias("max |delta|"),
+    )
+
+
+def headline(summary: pl.DataFrame) -> list[tuple[str, list[str]]]:
+    """(label, formatted headline metrics) per config, for the table printed after a run."""
+    out = []
+    for row in summary.iter_rows(named=True):
+        cells = []
+        for key, _ in HEADLINE_METRICS:
+            value = row.get(key)
+            cells.append("-" if value is None else f"{value:.3f}")
+        out.append((row["label"], cells))
+    return out

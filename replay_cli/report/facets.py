@@ -1,0 +1,104 @@
+"""How a sweep's configs are laid out on charts: which parameters split the panels (small
+multiples), which get one colour each, and which line every config belongs to.
+
+Up to MAX_OVERLAID shaped configs share one panel, one line per setting of everything but lambda.
+Beyond that the categorical parameters that vary (apply_to, semantics, estimator, ...) facet the
+chart, up to MAX_PANELS panels, and the remaining parameters colour the lines, so that no panel
+carries more than a handful of lines and every legend fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+import polars as pl
+
+from replay_cli.advice.findings import PARAMS
+from replay_cli.report.html_parts import fmt
+
+MAX_OVERLAID = 8
+MAX_PANELS = 12
+NOT_SERIES = ("enabled", "lambda_time")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Panels (a title and their configs), and a series name per config_id for the colours."""
+
+    facets: tuple[str, ...]
+    colours: tuple[str, ...]
+    panels: tuple[tuple[str, pl.DataFrame], ...]
+    series: dict[str, str]
+
+    @property
+    def names(self) -> list[str]:
+        """Series names in first-seen order (the legend's order and colour order)."""
+        return list(dict.fromkeys(self.series.values()))
+
+
+def varying(summary: pl.DataFrame, exclude: tuple[str, ...] = NOT_SERIES) -> list[str]:
+    """Parameters that take more than one value over these configs."""
+    return [
+        c for c in PARAMS if c in summary.columns and c not in exclude and summary[c].n_unique() > 1
+    ]
+
+
+def is_categorical(summary: pl.DataFrame, column: str) -> bool:
+    return summary.schema[column] in (pl.String, pl.Boolean)
+
+
+def _pick_facets(summary: pl.DataFrame, params: list[str]) -> tuple[str, ...]:
+    """Categorical parameters first, fewest values first, while the panels stay few."""
+    ranked = sorted(
+        params, key=lambda c: (not is_categorical(summary, c), summary[c].n_unique(), c)
+    )
+    chosen: list[str] = []
+    panels = 1
+    for c in ranked:
+        n = summary[c].n_unique()
+        if len(chosen) == 2 or panels * n > MAX_PANELS:
+            break
+        if not is_categorical(summary, c) and chosen:
+            break  # a numeric parameter facets only when no categorical one does
+        chosen.append(c)
+        panels *= n
+    return tuple(chosen)
+
+
+def value_text(value: object) -> str:
+    """A parameter value on a chart: 'none' for an unset one."""
+    return "none" if value is None else fmt(value)
+
+
+def describe(row: dict, params: tuple[str, ...] | list[str]) -> str:
+    """'apply_to=all floor=0.05' for the given parameters of one config."""
+    return " ".join(f"{p}={value_text(row[p])}" for p in params)
+
+
+def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
+    """The layout of the shaped configs of a summary (shaping-off configs are drawn as baselines)."""
+    shaped = summary.filter(pl.col("enabled")) if "enabled" in summary.columns else summary
+    params = varying(shaped)
+    if facet is None:
+        facet = shaped.height > MAX_OVERLAID
+    facets = _pick_facets(shaped, params) if facet and params else ()
+    colours = tuple(p for p in params if p not in facets)
+    series = {
+        row["config_id"]: describe(row, colours) or "shaped" for row in shaped.iter_rows(named=True)
+    }
+    panels: list[tuple[str, pl.DataFrame]] = []
+    values = [
+        shaped[c].unique(maintain_order=True).sort(nulls_last=False).to_list() for c in facets
+    ]
+    for combo in product(*values):
+        cond = pl.lit(True)
+        for c, v in zip(facets, combo, strict=True):
+            cond &= pl.col(c).eq_missing(v)
+        part = shaped.filter(cond)
+        if part.height:
+            title = " · ".join(f"{c}={value_text(v)}" for c, v in zip(facets, combo, strict=True))
+            panels.append((title, part))
+    if not facets:
+        panels = [("", shaped)]
+    return Layout(facets, colours, tuple(panels), series)

@@ -1,0 +1,362 @@
+"""index.html: the report a person opens first, built only from the directory's own tables.
+
+Top to bottom: what was replayed, findings, the summary table (sortable, filterable, hazards
+marked) with the frontier, charts, per-config detail, and comparison / attribution tables when
+the directory holds them. One self-contained file: CSS, script and charts are inline.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.findings import PARAMS, findings, frontier, is_clipped, top_groups
+from replay_cli.io.files import atomic_path
+from replay_cli.report import facets
+from replay_cli.report.compare import delta_table
+from replay_cli.report.html_parts import cell, fmt, page, png_image, scatter_svg, table
+
+INDEX = "index.html"
+REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")
+
+SUMMARY_METRICS = (
+    ("total_reward/mean", "reward"),
+    ("signal/group_rate", "signal"),
+    ("signal/group_rate_raw", "signal (off)"),
+    ("gain", "gain"),
+    ("signal/time_only_rate", "time-only"),
+    ("signal/uncharged_only_rate", "uncharged-only"),
+    ("inversion/group_rate", "inversions"),
+    ("inversion/pair_rate", "inverted pairs"),
+    ("adv/abs_max", "max |adv|"),
+    ("adv/explosion_frac", "|adv|>3 (unclipped)"),
+    ("adv/clip_frac", "clipped"),
+    ("adv/fragile_std_frac", "fragile std"),
+    ("adv/sign_flip_frac", "sign flips"),
+    ("validation/total_reward/mean", "val. reward"),
+)
+
+
+def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
+    """(css class, why) for a summary cell that crosses a hazard threshold, else ('', '')."""
+    if value is None or not isinstance(value, int | float):
+        return "", ""
+    clipped = is_clipped(row)
+    rules: dict[str, tuple[bool, str, str]] = {
+        "inversion/group_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
+        "inversion/pair_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
+        "adv/abs_max": (value > 3 and not clipped, "hazard", "|advantage| > 3 with no clip"),
+        "adv/explosion_frac": (
+            value > 0,
+            "warn" if clipped else "hazard",
+            "bounded by the clip" if clipped else "explosions no clip bounds",
+        ),
+        "adv/fragile_std_frac": (value > 0, "warn", "rows normalised by a std below 1e-3"),
+        "signal/uncharged_only_rate": (value > 0, "warn", "signal only from uncharged rows"),
+        "signal/time_only_rate": (value > 0.25, "warn", "over a quarter of groups: time only"),
+        "adv/sign_flip_frac": (value > 0.05, "warn", "over 5% of rows flip sign vs shaping off"),
+    }
+    hit, css, why = rules.get(metric, (False, "", ""))
+    return (css, why) if hit else ("", "")
+
+
+def _read(directory: Path, name: str) -> pl.DataFrame | None:
+    path = directory / f"{name}.parquet"
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def _section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{body}</section>'
+
+
+def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
+    """What was replayed: files, sizes, rows, steps, groups, outcome shares, run times."""
+    files = manifest.get("inputs", [])
+    file_rows = [
+        [f'<td class="text">{escape(str(f["path"]))}</td>', f["size"], f["sha256"][:12]]
+        for f in files
+    ]
+    parts = [table(["input file", "bytes", "sha256"], file_rows)] if file_rows else []
+    off = summary.filter(~pl.col("enabled")) if "enabled" in summary.columns else summary
+    row = (off if off.height else summary).row(0, named=True)
+    facts = [
+        ("rollouts", row.get("input/rows")),
+        ("validation rollouts", row.get("input/validation_rows")),
+        ("training steps", row.get("input/steps")),
+        ("training groups", row.get("input/groups")),
+        ("resolved share (training)", row.get("input/resolved_frac")),
+        ("loss-masked share (training)", row.get("input/masked_frac")),
+        ("groups all fail / mixed / all pass", None),
+        ("run time p50 / p90 / p99 / max (s)", None),
+        ("run times missing / NaN-inf / negative", None),
+    ]
+    shares = " / ".join(fmt(row.get(f"groups/{k}")) for k in (S.ALL_FAIL, S.MIXED, S.ALL_PASS))
+    times = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("p50", "p90", "p99", "max"))
+    bad = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("null", "invalid", "negative"))
+    extra = {facts[6][0]: shares, facts[7][0]: times, facts[8][0]: bad}
+    items = "".join(
+        f"<dt>{escape(k)}</dt><dd>{escape(extra.get(k, fmt(v)))}</dd>" for k, v in facts
+    )
+    parts.append(f'<dl class="facts">{items}</dl>')
+    for note in manifest.get("notes", []):
+        parts.append(f'<p class="muted">note: {escape(str(note))}</p>')
+    if manifest.get("resolved_derived_from_reward"):
+        parts.append('<p class="muted">resolved was derived from reward &gt; 0.</p>')
+    parts.append(
+        f'<p class="muted">{summary.height} config(s); the run-time quantiles are over finite '
+        "run times of the input (seconds).</p>"
+    )
+    return "".join(parts)
+
+
+def _finding_items(frame: pl.DataFrame) -> str:
+    items = [
+        f'<li class="{escape(r["severity"])}"><span class="badge {escape(r["severity"])}">'
+        f"{escape(r['severity'])}</span>{escape(r['text'])}</li>"
+        for r in frame.iter_rows(named=True)
+    ]
+    return f'<ul class="findings">{"".join(items)}</ul>' if items else ""
+
+
+def _findings(found: pl.DataFrame) -> str:
+    head = found.filter(pl.col("headline"))
+    if head.is_empty():
+        return '<p class="muted">Nothing to flag.</p>'
+    more = found.height - head.height
+    tail = (
+        f'<p class="muted">{more} more per-config findings are under each config below and in '
+        "findings.parquet.</p>"
+        if more
+        else ""
+    )
+    return _finding_items(head) + tail
+
+
+def _summary_table(summary: pl.DataFrame, front: pl.DataFrame) -> str:
+    varying = facets.varying(summary, exclude=())
+    gains = dict(front.select(S.CONFIG_ID, "gain").rows())
+    headers = ["#", "config", *(short for _, short in SUMMARY_METRICS), *varying]
+    rows, ids = [], []
+    for n, row in enumerate(summary.iter_rows(named=True), start=1):
+        cells = [cell(n), cell(row["label"], "text")]
+        for metric, _ in SUMMARY_METRICS:
+            value = gains.get(row[S.CONFIG_ID]) if metric == "gain" else row.get(metric)
+            css, why = hazard(metric, value, row)
+            cells.append(cell(value, css, why))
+        cells += [cell(row[p], "text") for p in varying]
+        rows.append(cells)
+        ids.append(f"row-{row[S.CONFIG_ID]}")
+    filters = []
+    for i, p in enumerate(varying, start=2 + len(SUMMARY_METRICS)):
+        values = sorted({fmt(v) for v in summary[p].to_list()})
+        options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+        filters.append(
+            f'<label>{escape(p)} <select data-filter="{i}"><option value="*">all</option>'
+            f"{options}</select></label>"
+        )
+    bar = f'<div class="filters">{"".join(filters)}</div>' if filters else ""
+    count = (
+        f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
+        "configs shown. Click a header to sort; red cells cross a hazard threshold, amber ones "
+        "need a look (hover for why).</p>"
+    )
+    body = table(
+        headers, rows, css="sortable", row_ids=ids, text_headers=["config", *varying]
+    ).replace('<table class="sortable">', '<table class="sortable" id="summary-table">', 1)
+    return bar + count + f'<div class="scroll">{body}</div>'
+
+
+def _frontier(summary: pl.DataFrame, front: pl.DataFrame, found: pl.DataFrame) -> str:
+    recommended = set(found.filter(pl.col("kind") == "recommended")[S.CONFIG_ID].drop_nulls())
+    points = []
+    for n, row in enumerate(front.iter_rows(named=True), start=1):
+        status = (
+            "off"
+            if not row["enabled"]
+            else "ok"
+            if row[S.CONFIG_ID] in recommended
+            else "hazard"
+            if row["harm"] > 0
+            else ""
+        )
+        points.append({**row, "n": n, "status": status})
+    charts = [
+        scatter_svg(
+            points,
+            x="inversion",
+            y="gain",
+            xlabel="inversion rate (groups)",
+            ylabel="signal gain over shaping off",
+            title="Signal gained vs inversions",
+        ),
+        scatter_svg(
+            points,
+            x="unclipped_explosion",
+            y="gain",
+            xlabel="share of rows |adv| > 3, unclipped",
+            ylabel="signal gain over shaping off",
+            title="Signal gained vs unclipped explosions",
+        ),
+    ]
+    legend = (
+        '<p class="muted">One point per config, numbered as in the table (hover for its label, '
+        "click to jump to it). Green: adds signal with no inversion and no unclipped explosion; "
+        "red: some harm; black: shaping off. Best is top left.</p>"
+    )
+    return f'<div class="frontier">{"".join(charts)}</div>{legend}'
+
+
+CHART_CAPTIONS = {
+    "frontier": "Signal gained over shaping off against harm, one point per config.",
+    "signal_vs_lambda": "Share of groups with a learning signal against the time penalty.",
+    "heatmap_lambda_floor": "Signal rate (colour) and inversion rate over lambda × floor.",
+    "inversion_vs_lambda": "Share of groups where a resolved rollout ends below an unresolved one.",
+    "explosion_vs_lambda": "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
+    "estimators_vs_lambda": "Signal rate and largest |advantage| per estimator.",
+    "advantage_distribution": "Advantage quantiles per config (p01-p99, p05-p95, median).",
+    "minutes_and_deductions": "Agent minutes of the input and the deductions charged.",
+    "step_curves": "Per-step trainer metrics of the highlighted configs, as on a W&B panel.",
+    "replayed_vs_internal": "Replayed per-step metrics beside the internal run's curves.",
+}
+
+
+def _charts(directory: Path) -> str:
+    charts = sorted((directory / "charts").glob("*.png"))
+    if not charts:
+        return (
+            '<p class="muted">No charts in this report (written with --no-charts): '
+            f"run <code>replay-cli plot {escape(str(directory))}</code> to draw them.</p>"
+        )
+    order = list(CHART_CAPTIONS)
+    charts.sort(key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
+    figures = [
+        f"<figure><figcaption><b>{escape(p.name)}</b> — "
+        f"{escape(CHART_CAPTIONS.get(p.stem, ''))}</figcaption>{png_image(p, p.stem)}</figure>"
+        for p in charts
+    ]
+    return f'<div class="charts">{"".join(figures)}</div>'
+
+
+def _details(
+    summary: pl.DataFrame,
+    groups: pl.LazyFrame | None,
+    found: pl.DataFrame,
+    worst: pl.DataFrame | None = None,
+) -> str:
+    """Each config folded: its findings, parameters, metrics and the groups of its largest
+    unclipped |advantage| (`worst`: `top_groups`, computed from `groups` when not given)."""
+    top: dict[str, pl.DataFrame] = {}
+    has_top = groups is not None and S.G_MAX_ABS_ADVANTAGE_UNCLIPPED in groups.collect_schema()
+    if worst is None and has_top:
+        worst = top_groups(groups)
+    if worst is not None:
+        top = {k[0]: v for k, v in worst.partition_by(S.CONFIG_ID, as_dict=True).items()}
+    metrics = [c for c in summary.columns if c not in (*PARAMS, S.CONFIG_ID, "label")]
+    out = []
+    for n, row in enumerate(summary.iter_rows(named=True), start=1):
+        cid = row[S.CONFIG_ID]
+        params = "".join(
+            f"<dt>{escape(p)}</dt><dd>{escape(fmt(row[p]))}</dd>" for p in PARAMS if p in row
+        )
+        values = [[f'<td class="text">{escape(m)}</td>', row[m]] for m in metrics]
+        mine = found.filter(pl.col(S.CONFIG_ID) == cid)
+        parts = [
+            (
+                f'<details id="cfg-{escape(cid)}"><summary>#{n} {escape(row["label"])} '
+                f'<span class="muted">({escape(cid)})</span></summary>'
+            ),
+            _finding_items(mine),
+            f'<div class="frontier"><dl class="facts">{params}</dl>',
+            f'<div class="scroll">{table(["metric", "value"], values)}</div></div>',
+        ]
+        if cid in top:
+            g = top[cid].drop(S.CONFIG_ID)
+            parts.append("<h3>Groups with the largest unclipped |advantage|</h3>")
+            parts.append(table(g.columns, g.rows()))
+        parts.append("</details>")
+        out.append("".join(parts))
+    return "".join(out)
+
+
+def _frame_table(frame: pl.DataFrame, limit: int = 500) -> str:
+    shown = frame.head(limit)
+    rows = [[cell(v, "text" if isinstance(v, str) else "") for v in r] for r in shown.rows()]
+    text = [c for c, t in shown.schema.items() if t == pl.String]
+    note = (
+        f'<p class="muted">First {limit} of {frame.height} rows.</p>'
+        if frame.height > limit
+        else ""
+    )
+    body = table(shown.columns, rows, css="sortable", text_headers=text)
+    return f'<div class="scroll">{body}</div>{note}'
+
+
+def _comparison(frame: pl.DataFrame) -> str:
+    """The headline deltas as one row per config, then the long table folded away."""
+    wide = delta_table(frame)
+    return (
+        '<p class="muted">Change of each headline metric from the reference config.</p>'
+        + _frame_table(wide)
+        + "<details><summary>Every metric, value and reference</summary>"
+        + _frame_table(frame)
+        + "</details>"
+    )
+
+
+def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path:
+    """Write directory/index.html from the tables found there; returns its path. `top` is
+    `top_groups` of the groups table when the caller has it (the replay keeps it)."""
+    directory = Path(directory)
+    manifest_path = directory / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    summary = _read(directory, "summary")
+    groups_path = directory / "groups.parquet"
+    groups = pl.scan_parquet(groups_path) if groups_path.exists() else None
+    sections, nav = [], []
+
+    def add(anchor: str, title: str, body: str) -> None:
+        sections.append(_section(anchor, title, body))
+        nav.append((anchor, title))
+
+    if summary is not None:
+        found = _read(directory, "findings")
+        if found is None:
+            found = findings(summary, groups if groups is not None else pl.LazyFrame(), top)
+        front = frontier(summary)
+        add("replayed", "What was replayed", _inputs(manifest, summary))
+        add("findings", "Findings", _findings(found))
+        add("summary", "Summary", _summary_table(summary, front) + _frontier(summary, front, found))
+        add("charts", "Charts", _charts(directory))
+        add("configs", "Per-config detail", _details(summary, groups, found, top))
+    known = {
+        "comparison": "Comparison across configs and reports",
+        "internal_comparison": "Replayed vs internal run",
+        "attribution": "nemo-rl vs internal, one item at a time",
+    }
+    others = sorted(p.stem for p in directory.glob("*.parquet") if p.stem not in REPLAY_TABLES)
+    for name in sorted(
+        others, key=lambda n: (n not in known, list(known).index(n) if n in known else 0)
+    ):
+        frame = _read(directory, name)
+        if frame is not None:
+            body = _comparison(frame) if name == "comparison" else _frame_table(frame)
+            add(name, known.get(name, f"{name}.parquet"), body)
+    if summary is None and (directory / "charts").is_dir():
+        add("charts", "Charts", _charts(directory))
+    command = " ".join(map(str, manifest.get("command_line", [])))
+    subtitle = (
+        f"{manifest.get('created_utc', '')} · replay_cli {manifest.get('version', '')} · {command}"
+    )
+    name = directory.name
+    if name.startswith(".") and ".tmp-" in name:  # rendered in the staged directory of a report
+        name = name[1:].rsplit(".tmp-", 1)[0]
+    html = page(f"replay report: {name}", subtitle.strip(" ·"), nav, sections)
+    out = directory / INDEX
+    with atomic_path(out) as tmp:
+        tmp.write_text(html, encoding="utf-8")
+    return out

@@ -1,0 +1,180 @@
+"""Charts of a replay report; each function takes report tables and returns a matplotlib Figure.
+
+The charts across configs live in plots_sweep.py; here are the per-config ones (drawn for the
+highlighted configs only: `--highlight`, default shaping off plus the best and worst by the
+frontier), the internal-run comparison, and the set a report renders. matplotlib is imported
+inside the functions so that `replay-cli --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.findings import highlights
+from replay_cli.report.plots_sweep import (
+    advantage_bands,
+    colours,
+    estimators_vs_lambda,
+    explosion_vs_lambda,
+    figure,
+    frontier_chart,
+    has_heatmap,
+    heatmap_lambda_floor,
+    inversion_vs_lambda,
+    legend,
+    signal_vs_lambda,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from replay_cli.result import ReplayResult
+
+STEP_METRICS = (
+    ("total_reward/mean", "shaped reward (mean)"),
+    ("signal/group_rate", "groups with signal (share)"),
+    ("advantages/max", "max advantage"),
+    ("advantages/min", "min advantage"),
+)
+
+__all__ = [
+    "advantage_bands",
+    "estimators_vs_lambda",
+    "explosion_vs_lambda",
+    "frontier_chart",
+    "heatmap_lambda_floor",
+    "inversion_vs_lambda",
+    "minutes_and_deductions",
+    "replayed_vs_internal",
+    "report_figures",
+    "signal_vs_lambda",
+    "step_curves",
+]
+
+
+def _chosen(summary: pl.DataFrame, highlight: list[str] | None) -> pl.DataFrame:
+    """The highlighted configs' (config_id, label) rows, in summary order."""
+    ids = highlights(summary, highlight)
+    return summary.filter(pl.col(S.CONFIG_ID).is_in(ids)).select(S.CONFIG_ID, "label")
+
+
+def minutes_and_deductions(
+    minutes: pl.Series,
+    deductions: dict[str, pl.Series],
+    summary: pl.DataFrame,
+    highlight: list[str] | None = None,
+) -> Figure:
+    """Agent minutes (input) and the deductions the highlighted shaped configs charged."""
+    fig, axes = figure(12.0, 4.2, ncols=2)
+    left, right = axes[0]
+    left.hist(minutes.to_numpy(), bins=60, color="tab:blue")
+    left.set_title("Agent wall time per rollout")
+    left.set_xlabel("minutes")
+    left.set_ylabel("rollouts")
+    chosen = _chosen(summary.filter(pl.col("enabled")), highlight)
+    for (config_id, label), colour in zip(chosen.rows(), colours(chosen.height), strict=True):
+        values = deductions.get(config_id)
+        if values is not None:
+            right.hist(values.to_numpy(), bins=60, histtype="step", label=label, color=colour)
+    right.set_title("Deduction of charged rollouts (highlighted configs)")
+    right.set_xlabel("deduction (reward units)")
+    right.set_ylabel("rollouts")
+    legend(fig, *right.get_legend_handles_labels())
+    return fig
+
+
+def step_curves(
+    steps: pl.DataFrame, summary: pl.DataFrame, highlight: list[str] | None = None
+) -> Figure:
+    """Per-step curves of the headline metrics for the highlighted configs, as on a W&B panel."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = figure(13.0, 7.0, nrows=2, ncols=2)
+    labels = _chosen(summary, highlight).rows()
+    palette = colours(len(labels))
+    for ax, (metric, ylabel) in zip(axes.flat, STEP_METRICS, strict=True):
+        for i, (config_id, label) in enumerate(labels):
+            part = steps.filter(pl.col(S.CONFIG_ID) == config_id).sort(S.STEP)
+            if metric in part.columns:
+                ax.plot(part[S.STEP], part[metric], label=label, color=palette[i])
+        ax.set_title(metric)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(ylabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    legend(fig, *axes[0][0].get_legend_handles_labels())
+    return fig
+
+
+def replayed_vs_internal(joined: pl.DataFrame) -> Figure:
+    """Replayed per-step metrics beside an internal run's exported curves (columns step, metric, replayed, internal)."""
+    from matplotlib.ticker import MaxNLocator
+
+    metrics = joined["metric"].unique(maintain_order=True).to_list()
+    ncols = min(2, max(len(metrics), 1))
+    nrows = max((len(metrics) + ncols - 1) // ncols, 1)
+    fig, axes = figure(5.5 * ncols, 3.6 * nrows, nrows=nrows, ncols=ncols)
+    flat = list(axes.flat)
+    for ax, metric in zip(flat, metrics, strict=False):
+        part = joined.filter(pl.col("metric") == metric).sort("step")
+        ax.plot(part["step"], part["replayed"], marker=".", label="replayed")
+        ax.plot(part["step"], part["internal"], marker=".", linestyle="--", label="internal run")
+        ax.set_title(metric)
+        ax.set_xlabel("training step")
+        ax.set_ylabel("value")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in flat[len(metrics) :]:
+        ax.set_visible(False)
+    return fig
+
+
+def report_figures(result: ReplayResult, highlight: list[str] | None = None) -> dict[str, Figure]:
+    """The charts that make sense for this report (lambda charts need two or more lambdas)."""
+    summary = result.summary
+    figures: dict[str, Figure] = {}
+    if summary.height > 1:
+        figures["frontier"] = frontier_chart(summary, highlights(summary, highlight))
+    lambdas = summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
+    if lambdas > 1:
+        figures["signal_vs_lambda"] = signal_vs_lambda(summary)
+        if has_heatmap(summary):
+            figures["heatmap_lambda_floor"] = heatmap_lambda_floor(summary)
+        figures["inversion_vs_lambda"] = inversion_vs_lambda(summary)
+        figures["explosion_vs_lambda"] = explosion_vs_lambda(summary)
+        if summary["estimator"].n_unique() > 1:
+            figures["estimators_vs_lambda"] = estimators_vs_lambda(summary)
+    figures["advantage_distribution"] = advantage_bands(summary)
+    if result.minutes is not None and summary["enabled"].any():
+        figures["minutes_and_deductions"] = minutes_and_deductions(
+            result.minutes, result.deductions, summary, highlight
+        )
+    figures["step_curves"] = step_curves(result.steps, summary, highlight)
+    return figures
+
+
+def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
+    """Write figures as PNG files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, fig in figures.items():
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        paths.append(path)
+    return paths
+
+
+def render_all(
+    result: ReplayResult, out_dir: Path, highlight: list[str] | None = None
+) -> list[Path]:
+    """Save every chart of a report as PNG (replacing the old ones) and return the paths."""
+    if out_dir.is_dir():
+        for old in out_dir.glob("*.png"):
+            if old.stem != "replayed_vs_internal":
+                old.unlink()
+    return save(report_figures(result, highlight), out_dir)

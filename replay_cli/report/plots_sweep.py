@@ -1,0 +1,304 @@
+"""Charts across the configs of a sweep that stay readable at 100 configs: small multiples by
+the categorical parameters (facets.py), a lambda x floor heatmap, advantage quantile bands
+and the frontier. Each takes the summary table and returns a Figure.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.findings import frontier
+from replay_cli.report.facets import Layout, describe, layout, value_text, varying
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+LAMBDA_AXIS = "lambda_time × 60 (cost of a 60-min rollout)"
+PANEL_COLS = 4
+LEGEND_RIGHT_MAX = 14
+
+
+def figure(width: float, height: float, nrows: int = 1, ncols: int = 1) -> tuple[Figure, Any]:
+    """A Figure not tied to pyplot's global state (safe in threads and tests)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
+
+
+def colours(n: int) -> list[Any]:
+    """n distinguishable colours (tab10, then tab20, then a continuous map)."""
+    import matplotlib as mpl
+
+    if n <= 10:
+        return list(mpl.colormaps["tab10"].colors[:n])
+    if n <= 20:
+        return list(mpl.colormaps["tab20"].colors[:n])
+    return [mpl.colormaps["viridis"](i / max(n - 1, 1)) for i in range(n)]
+
+
+def legend(fig: Figure, handles: list[Any], labels: list[str]) -> None:
+    """A figure legend that always fits: at the right when short, below in columns when long."""
+    if not handles:
+        return
+    if len(handles) <= LEGEND_RIGHT_MAX:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    else:
+        fig.legend(handles, labels, loc="outside lower center", fontsize="x-small", ncols=3)
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(n, PANEL_COLS)
+    return math.ceil(n / cols), cols
+
+
+def _panel_axes(lay: Layout, width: float = 4.2, height: float = 3.2) -> tuple[Figure, list[Any]]:
+    nrows, ncols = _grid(len(lay.panels))
+    if len(lay.panels) == 1:
+        width, height = 7.5, 4.4
+    fig, axes = figure(width * ncols + 1.5, height * nrows + 0.6, nrows, ncols)
+    flat = list(axes.flat)
+    for ax in flat[len(lay.panels) :]:
+        ax.set_visible(False)
+    return fig, flat[: len(lay.panels)]
+
+
+def vs_lambda(
+    summary: pl.DataFrame,
+    metric: str,
+    title: str,
+    ylabel: str,
+    *,
+    raw: str | None = None,
+    dashed: str | None = None,
+    dashed_label: str = "",
+    ylim: tuple[float, float] | None = None,
+    logy: bool = False,
+) -> Figure:
+    """One line per series against lambda in each panel; `raw` draws the shaping-off value as a
+    grey dashed line, `dashed` a second metric in the series' colour."""
+    from matplotlib.lines import Line2D
+
+    lay = layout(summary)
+    names = lay.names
+    colour = dict(zip(names, colours(len(names)), strict=True))
+    fig, axes = _panel_axes(lay)
+    for ax, (panel_title, part) in zip(axes, lay.panels, strict=True):
+        part = part.with_columns(
+            pl.col(S.CONFIG_ID).replace_strict(lay.series, default="shaped").alias("_series")
+        ).sort("lambda_time")
+        for (name,), line in part.group_by("_series", maintain_order=True):
+            x = line["lambda_time"] * 60
+            ax.plot(x, line[metric], marker="o", ms=4, color=colour[name])
+            if dashed is not None:
+                ax.plot(x, line[dashed], linestyle="--", marker=".", color=colour[name], alpha=0.7)
+            if raw is not None:
+                ax.plot(x, line[raw], linestyle=":", color="grey", linewidth=1)
+        ax.set_title(panel_title or title, fontsize="medium")
+        ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
+        ax.set_ylabel(ylabel, fontsize="small")
+        ax.grid(alpha=0.3)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        if logy:
+            ax.set_yscale("symlog", linthresh=1.0)
+    if len(lay.panels) > 1:
+        fig.suptitle(f"{title} (one panel per {', '.join(lay.facets)})", x=0.02, ha="left")
+    handles = [Line2D([], [], color=colour[n], marker="o") for n in names]
+    labels = list(names)
+    if raw is not None:
+        handles.append(Line2D([], [], color="grey", linestyle=":"))
+        labels.append("shaping off (same estimator)")
+    if dashed is not None:
+        handles.append(Line2D([], [], color="black", linestyle="--"))
+        labels.append(dashed_label)
+    legend(fig, handles, labels)
+    return fig
+
+
+def signal_vs_lambda(summary: pl.DataFrame) -> Figure:
+    """Share of groups with a learning signal against lambda_time, with the shaping-off rate."""
+    return vs_lambda(
+        summary,
+        "signal/group_rate",
+        "Groups with a learning signal vs time penalty",
+        "share of groups with |adv| > 1e-6",
+        raw="signal/group_rate_raw",
+        ylim=(0, 1.05),
+    )
+
+
+def inversion_vs_lambda(summary: pl.DataFrame) -> Figure:
+    """Share of groups where a resolved rollout's shaped reward is below an unresolved one's."""
+    return vs_lambda(
+        summary,
+        "inversion/group_rate",
+        "Reward inversions vs time penalty",
+        "share of groups with an inversion",
+    )
+
+
+def explosion_vs_lambda(summary: pl.DataFrame) -> Figure:
+    """Rows with |unclipped advantage| > 3 (solid) and rows changed by the clip (dashed)."""
+    return vs_lambda(
+        summary,
+        "adv/explosion_frac",
+        "Advantage explosions (|A| > 3 before clip)",
+        "share of trainable rows",
+        dashed="adv/clip_frac",
+        dashed_label="dashed: rows changed by the clip",
+    )
+
+
+def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
+    """Largest |advantage| against lambda per estimator (signal rate is in signal_vs_lambda)."""
+    return vs_lambda(
+        summary,
+        "adv/abs_max",
+        "Largest |advantage| by estimator",
+        "max |advantage| (symlog)",
+        logy=True,
+    )
+
+
+def has_heatmap(summary: pl.DataFrame) -> bool:
+    """A lambda x floor heatmap needs two or more values of each among the shaped configs."""
+    shaped = summary.filter(pl.col("enabled"))
+    return shaped["lambda_time"].n_unique() > 1 and shaped["floor"].n_unique() > 1
+
+
+def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
+    """Signal rate (colour) over lambda x floor, with the inversion rate written in each cell;
+    one panel per setting of the other varying parameters (up to 12)."""
+    shaped = summary.filter(pl.col("enabled"))
+    others = varying(shaped, exclude=("enabled", "lambda_time", "floor"))
+    keyed = shaped.with_columns(
+        pl.struct(others).alias("_panel") if others else pl.lit("").alias("_panel")
+    )
+    panels = keyed.partition_by("_panel", maintain_order=True)
+    shown = panels[:12]
+    lambdas = sorted(shaped["lambda_time"].unique().to_list())
+    floors = sorted(shaped["floor"].unique().to_list(), key=lambda f: (f is not None, f or 0))
+    ncols = min(len(shown), 2)
+    nrows = math.ceil(len(shown) / ncols)
+    width = max(3.6, 0.8 * len(lambdas) + 1.4)
+    height = max(2.6, 0.5 * len(floors) + 1.3)
+    fig, axes = figure(width * ncols + 1.2, height * nrows + 0.5, nrows, ncols)
+    flat = list(axes.flat)
+    image = None
+    for ax, part in zip(flat, shown, strict=False):
+        grid = np.full((len(floors), len(lambdas)), np.nan)
+        text = [["" for _ in lambdas] for _ in floors]
+        for row in part.iter_rows(named=True):
+            i, j = floors.index(row["floor"]), lambdas.index(row["lambda_time"])
+            grid[i, j] = row["signal/group_rate"]
+            text[i][j] = f"{row['signal/group_rate']:.2f}\ninv {row['inversion/group_rate']:.2f}"
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
+        for i in range(len(floors)):
+            for j in range(len(lambdas)):
+                if text[i][j]:
+                    dark = grid[i, j] < 0.6
+                    ax.text(
+                        j,
+                        i,
+                        text[i][j],
+                        ha="center",
+                        va="center",
+                        fontsize="x-small",
+                        color="white" if dark else "black",
+                    )
+        ax.set_xticks(range(len(lambdas)), [f"{lam * 60:.3g}" for lam in lambdas])
+        ax.set_yticks(range(len(floors)), [value_text(f) for f in floors])
+        ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
+        ax.set_ylabel("floor")
+        first = part.row(0, named=True)
+        ax.set_title(describe(first, others) or "signal rate", fontsize="small")
+    for ax in flat[len(shown) :]:
+        ax.set_visible(False)
+    more = f" (first 12 of {len(panels)} settings)" if len(panels) > 12 else ""
+    fig.suptitle(
+        f"Signal rate over lambda × floor; 'inv' = inversion rate{more}", x=0.02, ha="left"
+    )
+    if image is not None:
+        fig.colorbar(image, ax=flat[: len(shown)], label="share of groups with signal", shrink=0.8)
+    return fig
+
+
+def advantage_bands(summary: pl.DataFrame) -> Figure:
+    """Per config, the trainable-row advantage quantiles from the summary: min-max whisker,
+    p01-p99 and p05-p95 bands and the median, on a symlog axis (tails stay visible)."""
+    n = summary.height
+    fig, axes = figure(11.0, 1.3 + 0.3 * n)
+    ax = axes[0][0]
+    y = np.arange(n)[::-1]
+    col = {
+        k: summary[f"adv/{k}"].cast(pl.Float64).to_numpy()
+        for k in ("min", "max", "p01", "p05", "p50", "p95", "p99")
+    }
+    ax.hlines(y, col["min"], col["max"], color="#9aa3b5", linewidth=1, label="min – max")
+    ax.hlines(y, col["p01"], col["p99"], color="#7aa6e0", linewidth=6, label="p01 – p99")
+    ax.hlines(y, col["p05"], col["p95"], color="#2859a8", linewidth=6, label="p05 – p95")
+    ax.plot(col["p50"], y, "|", color="white", markersize=9, markeredgewidth=2)
+    ax.plot(col["p50"], y, "|", color="black", markersize=6, label="median")
+    ax.axvspan(-3, 3, color="#e8f3e8", zorder=0, label="|A| ≤ 3")
+    labels = [f"#{i} {label}" for i, label in enumerate(summary["label"], start=1)]
+    ax.set_yticks(y, labels, fontsize="x-small" if n > 30 else "small")
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel("advantage of trainable rows after clip (linear in [-1, 1], log beyond)")
+    ax.set_title("Advantage distribution per config")
+    ax.set_ylabel("config (# as in index.html)")
+    ax.grid(alpha=0.3, axis="x")
+    if n > 20:  # a tall figure: the scale at the top too
+        ax.tick_params(labeltop=True, top=True)
+    legend(fig, *ax.get_legend_handles_labels())
+    return fig
+
+
+def frontier_chart(summary: pl.DataFrame, highlighted: list[str]) -> Figure:
+    """Signal gain over shaping off against inversions and unclipped explosions; points are
+    numbered as in index.html, and the highlighted configs are named in the legend."""
+    front = frontier(summary).with_row_index("n", offset=1)
+    fig, axes = figure(12.0, 4.6, ncols=2)
+    named = front.filter(pl.col(S.CONFIG_ID).is_in(highlighted) | (pl.lit(front.height) <= 10))
+    palette = dict(zip(named[S.CONFIG_ID], colours(named.height), strict=True))
+    for ax, x, xlabel in (
+        (axes[0][0], "inversion", "share of groups with an inversion"),
+        (axes[0][1], "unclipped_explosion", "share of rows with |A| > 3 and no clip"),
+    ):
+        ax.scatter(front[x], front["gain"], s=22, color="#8892a6", zorder=2)
+        for row in named.iter_rows(named=True):
+            ax.scatter(
+                row[x],
+                row["gain"],
+                s=60,
+                color=palette[row[S.CONFIG_ID]],
+                zorder=3,
+                label=f"#{row['n']} {row['label']}",
+            )
+        if front.height <= 40:
+            for row in front.iter_rows(named=True):
+                ax.annotate(
+                    str(row["n"]),
+                    (row[x], row["gain"]),
+                    xytext=(4, 3),
+                    textcoords="offset points",
+                    fontsize="x-small",
+                )
+        top = max(float(front[x].max() or 0.0), 0.05)
+        ax.set_xlim(-0.03 * top, 1.08 * top)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("signal gain over shaping off (share of groups)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_title("Signal gained vs inversions")
+    axes[0][1].set_title("Signal gained vs unclipped explosions")
+    fig.suptitle(
+        "Frontier: best configs sit top left (numbers = # in index.html)", x=0.02, ha="left"
+    )
+    legend(fig, *axes[0][0].get_legend_handles_labels())
+    return fig

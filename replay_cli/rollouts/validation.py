@@ -1,0 +1,255 @@
+"""Load rollout files into the canonical table and validate it, reporting every problem at once."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.errors import SchemaError
+from replay_cli.io.parquet import discover, scan_file
+from replay_cli.rollouts.chunks import COUNT_ENGINE, fill_positions, in_chunk, step_counts
+from replay_cli.rollouts.value_checks import check_all_values, problems_message
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as recorded in the manifest."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class Rollouts:
+    """The validated canonical rollout table (lazy) and what was learned while loading it.
+
+    `frame` has every column but a missing or null `rollout_index` filled in: that takes a window
+    over each group, which would stop polars from pushing a chunk's step filter into the scan.
+    `chunk(lo, hi)` gives the rows of steps lo..hi complete.
+    """
+
+    frame: pl.LazyFrame
+    files: list[InputFile]
+    extra_columns: list[str]
+    resolved_derived: bool = False
+    notes: list[str] = field(default_factory=list)
+    fill_positions: bool = False
+    counts: pl.DataFrame | None = None  # rows per step, once known
+
+    def step_counts(self) -> pl.DataFrame:
+        """Rows per step (sorted; a null step is its own row), counted once."""
+        if self.counts is None:
+            self.counts = step_counts(self.frame)
+        return self.counts
+
+    def chunk(self, lo: int, hi: int) -> pl.LazyFrame:
+        """Rows of steps lo..hi with rollout_index complete (groups never span steps)."""
+        return fill_positions(self.frame.filter(in_chunk(lo, hi)), self.fill_positions)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _dtype_problems(path: str, schema: pl.Schema, group_size: int | None) -> list[str]:
+    problems = []
+    for col in S.REQUIRED:
+        if col not in schema:
+            problems.append(f"{path}: required column '{col}' is missing")
+    if S.GROUP_ID not in schema and group_size is None:
+        problems.append(
+            f"{path}: column '{S.GROUP_ID}' is missing; try --group-size N (consecutive rows) "
+            f"or --map COLUMN={S.GROUP_ID}"
+        )
+    for col, (accepted, what) in S.ACCEPTED.items():
+        if col in schema and not isinstance(schema[col], accepted):
+            problems.append(f"{path}: column '{col}' has type {schema[col]}, expected {what}")
+    return problems
+
+
+def load_rollouts(
+    sources: Sequence[str | Path],
+    *,
+    mapping: dict[str, str] | None = None,
+    group_size: int | None = None,
+    strict: bool = False,
+    check_values: bool = True,
+) -> Rollouts:
+    """Scan, normalise and validate rollout files; raise SchemaError listing every problem.
+
+    `check_values=False` skips the pass over the values and the file hashes: for workers of a
+    distributed replay whose driver has already validated the same files.
+    """
+    paths = discover(sources)
+    frames = [scan_file(path, mapping or {}) for path in paths]
+    files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths] if check_values else []
+    return _build(frames, [str(p) for p in paths], files, group_size, strict, check_values)
+
+
+def rollouts_from_frame(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    group_size: int | None = None,
+    strict: bool = False,
+    name: str = "<frame>",
+) -> Rollouts:
+    """Validate an in-memory table the same way as a file (for notebooks and tests)."""
+    lf = frame.lazy()
+    columns = lf.collect_schema().names()
+    renames = {a: c for a, c in S.ALIASES.items() if a in columns and c not in columns}
+    lf = (
+        lf.rename(renames)
+        .with_row_index(S.SOURCE_ROW)
+        .with_columns(pl.lit(name).alias(S.SOURCE_FILE))
+    )
+    return _build([lf], [name], [], group_size, strict)
+
+
+def _build(
+    frames: list[pl.LazyFrame],
+    names: list[str],
+    files: list[InputFile],
+    group_size: int | None,
+    strict: bool,
+    check_values: bool = True,
+) -> Rollouts:
+    problems: list[str] = []
+    extra: list[str] = []
+    for name, lf in zip(names, frames, strict=True):
+        sch = lf.collect_schema()
+        problems.extend(_dtype_problems(name, sch, group_size))
+        extra.extend(c for c in sch.names() if c not in S.CANONICAL and c not in extra)
+    problems.extend(_disagreements(names, [f.collect_schema() for f in frames]))
+    if problems:
+        raise SchemaError(problems_message(problems))
+    if group_size is not None and group_size < 1:
+        raise SchemaError(f"--group-size must be at least 1, got {group_size}")
+    for col in (S.SOURCE_ROW, S.SOURCE_FILE):
+        extra.remove(col)
+    has = set().union(*(f.collect_schema().names() for f in frames))
+    lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
+    lf, notes = _derive(lf, has, group_size)
+    # The window that numbers rows costs more than the scan: only run it when there is a gap.
+    fill = S.GROUP_ID in has and (
+        S.ROLLOUT_INDEX not in has or _null_count(lf, S.ROLLOUT_INDEX, names) > 0
+    )
+    counts = None
+    if check_values:
+        counts = check_all_values(
+            lf, group_size, strict, group_derived=S.GROUP_ID not in has, fill=fill
+        )
+    return Rollouts(
+        lf,
+        files,
+        extra,
+        resolved_derived=S.RESOLVED not in has,
+        notes=notes,
+        fill_positions=fill,
+        counts=counts,
+    )
+
+
+def _null_count(lf: pl.LazyFrame, column: str, names: list[str]) -> int:
+    """Nulls in one column of the whole input (one streaming pass over that column)."""
+    try:
+        return int(lf.select(pl.col(column).null_count()).collect(engine=COUNT_ENGINE).item())
+    except pl.exceptions.PolarsError as exc:
+        raise SchemaError(
+            f"Cannot read the rollout input ({', '.join(names)}): {exc}\n\n"
+            "Check that the files are complete."
+        ) from None
+
+
+def _disagreements(names: list[str], schemas: list[pl.Schema]) -> list[str]:
+    """Files must agree on which canonical columns they have, and on the kind of group id.
+
+    A column missing from one file would otherwise be filled with its default for that file's
+    rows only (e.g. `resolved` false), silently changing the replay.
+    """
+    problems = []
+    for col in S.CANONICAL:
+        having = [n for n, sch in zip(names, schemas, strict=True) if col in sch]
+        if having and len(having) < len(names):
+            lacking = [n for n in names if n not in having]
+            problems.append(
+                f"column '{col}' is in {having[0]} but missing from {lacking[0]}"
+                f"{f' and {len(lacking) - 1} more' if len(lacking) > 1 else ''}; "
+                "the files' schemas must agree (use --map, or replay them separately)"
+            )
+    kinds = {
+        n: "string" if sch[S.GROUP_ID] in (pl.String, pl.Categorical) else "integer"
+        for n, sch in zip(names, schemas, strict=True)
+        if S.GROUP_ID in sch
+    }
+    if len(set(kinds.values())) > 1:
+        first = next(iter(kinds.items()))
+        other = next((n, k) for n, k in kinds.items() if k != first[1])
+        problems.append(
+            f"column '{S.GROUP_ID}' is {first[1]} in {first[0]} but {other[1]} in {other[0]}; "
+            "the files' schemas must agree"
+        )
+    return problems
+
+
+def _normalise(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """Cast present canonical columns to their canonical types (per file, before concatenation)."""
+    sch = lf.collect_schema()
+    exprs = []
+    for col, dtype in S.NORMALISED_TYPES.items():
+        if col not in sch:
+            continue
+        if col == S.RUN_TIME:
+            # Upstream float() semantics: a non-numeric string becomes null, then 0 minutes.
+            exprs.append(pl.col(col).cast(pl.Float64, strict=False))
+        elif col == S.SPLIT:
+            exprs.append(pl.col(col).cast(pl.String))
+        elif isinstance(dtype, pl.Boolean) and sch[col] != pl.Boolean:
+            exprs.append(pl.col(col) != 0)
+        else:
+            exprs.append(pl.col(col).cast(dtype))
+    if S.GROUP_ID in sch and isinstance(sch[S.GROUP_ID], pl.Categorical):
+        exprs.append(pl.col(S.GROUP_ID).cast(pl.String))
+    return lf.with_columns(exprs)
+
+
+def _derive(
+    lf: pl.LazyFrame, has: set[str], group_size: int | None
+) -> tuple[pl.LazyFrame, list[str]]:
+    """Fill optional columns with their defaults (spec §2) and derive groups from row order."""
+    notes: list[str] = []
+    fills: list[pl.Expr] = []
+    if S.STEP not in has:
+        fills.append(pl.lit(S.DEFAULTS[S.STEP], pl.Int64).alias(S.STEP))
+    if S.GROUP_ID not in has:
+        assert group_size is not None
+        lf = lf.with_row_index("_global_row")
+        fills.append((pl.col("_global_row").cast(pl.Int64) // group_size).alias(S.GROUP_ID))
+        if S.ROLLOUT_INDEX not in has:
+            fills.append((pl.col("_global_row").cast(pl.Int64) % group_size).alias(S.ROLLOUT_INDEX))
+        notes.append(f"groups derived from row order: {group_size} consecutive rows per group")
+    if S.RESOLVED not in has:
+        fills.append((pl.col(S.REWARD) > 0).alias(S.RESOLVED))
+        notes.append("no 'resolved' column: resolved = reward > 0")
+    for col, default in S.DEFAULTS.items():
+        if col not in has and col != S.STEP:
+            fills.append(pl.lit(default).alias(col))
+    lf = lf.with_columns(fills)
+    if S.GROUP_ID in has and S.ROLLOUT_INDEX not in has:
+        lf = lf.with_columns(pl.lit(None, pl.Int64).alias(S.ROLLOUT_INDEX))  # filled per chunk
+    lf = lf.with_columns(
+        *(pl.col(c).fill_null(v) for c, v in S.DEFAULTS.items() if c != S.STEP),
+        pl.col(S.RESOLVED).fill_null(False),
+    )
+    if "_global_row" in lf.collect_schema().names():
+        lf = lf.drop("_global_row")
+    return lf, notes
