@@ -191,7 +191,7 @@ def test_highlights_default_and_chosen(synth_path):
 
 
 def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
-    from replay_cli.advice.findings import top_groups, top_of_config
+    from replay_cli.advice.top_groups import top_groups, top_of_config
 
     configs = [config({}), config({"lambda_time": 1 / 30, "floor": 0.05})]
     groups = run_replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups

@@ -8,15 +8,15 @@ off against the harm done) picks the configs the charts highlight.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.advice.frontier import is_clipped
+from replay_cli.advice.top_groups import top_groups
 from replay_cli.frames import collect
-from replay_cli.maths.thresholds import EXPLOSION
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, TIME_ONLY_WARN
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -33,114 +33,6 @@ context; ok: a config that adds signal without a listed harm."""
 
 PER_KIND_IN_HEADLINE = 3
 """A kind met by more configs than this is summed up in one headline sentence."""
-
-GAIN_EPS = 1e-9
-TIME_ONLY_WARN = 0.10
-"""Share of groups above which an all-fail group's "fail faster" signal is a warning."""
-
-
-def is_clipped(row: dict[str, Any]) -> bool:
-    """Both clip bounds are set within ±EXPLOSION, so no trained advantage can explode."""
-    lo, hi = row.get("clip_low"), row.get("clip_high")
-    return lo is not None and hi is not None and lo >= -EXPLOSION and hi <= EXPLOSION
-
-
-def frontier(summary: pl.DataFrame) -> pl.DataFrame:
-    """Per config: signal gain over shaping off, harm (inversion rate + unclipped explosion share)
-    and the rank used to pick the best and worst configs (harm first, then gain)."""
-    clipped = pl.Series(
-        [is_clipped(row) for row in summary.iter_rows(named=True)], dtype=pl.Boolean
-    )
-    unclipped_explosion = pl.when(pl.lit(clipped)).then(0.0).otherwise(pl.col("adv/explosion_frac"))
-    return summary.select(
-        S.CONFIG_ID,
-        "label",
-        "enabled",
-        (pl.col("signal/group_rate") - pl.col("signal/group_rate_raw"))
-        .fill_null(0.0)
-        .alias("gain"),
-        pl.col("inversion/group_rate").fill_null(0.0).alias("inversion"),
-        unclipped_explosion.fill_null(0.0).alias("unclipped_explosion"),
-        pl.col("adv/explosion_frac").fill_null(0.0).alias("explosion"),
-    ).with_columns((pl.col("inversion") + pl.col("unclipped_explosion")).alias("harm"))
-
-
-def shaping_off(summary: pl.DataFrame) -> pl.Series:
-    """Configs that leave every reward as it is: shaping disabled, or lambda 0 with no bonus
-    and no floor."""
-    return summary.select(
-        ~pl.col("enabled")
-        | (
-            (pl.col("lambda_time") == 0)
-            & (pl.col("lambda_call_bonus") == 0)
-            & pl.col("floor").is_null()
-        )
-    ).to_series()
-
-
-def highlights(summary: pl.DataFrame, chosen: Iterable[str] | None = None) -> list[str]:
-    """Config ids to draw step by step: the chosen ones (ids or id prefixes), else the shaping-off
-    config plus the best and the worst shaped config by the frontier."""
-    ids = summary[S.CONFIG_ID].to_list()
-    if chosen:
-        out = []
-        for want in chosen:
-            match = [c for c in ids if c.startswith(want)] or [
-                c for c, label in summary.select(S.CONFIG_ID, "label").rows() if label == want
-            ]
-            out.extend(m for m in match[:1] if m not in out)
-        if out:
-            return out
-    front = frontier(summary).with_columns(shaping_off(summary).alias("_off"))
-    out = front.filter(pl.col("_off"))[S.CONFIG_ID].head(1).to_list()
-    shaped = front.filter(~pl.col("_off"))
-    if shaped.height:
-        best = shaped.sort(["harm", "gain"], descending=[False, True])[S.CONFIG_ID][0]
-        worst = shaped.sort(["harm", "gain"], descending=[True, False])[S.CONFIG_ID][0]
-        out.extend(c for c in (best, worst) if c not in out)
-    return out or ids[:3]
-
-
-TOP_GROUPS = 5
-TOP_COLUMNS = (
-    S.CONFIG_ID,
-    S.STEP,
-    S.GROUP_ID,
-    S.G_RESOLVED_PATTERN,
-    S.G_TRAINABLE_ROWS,
-    S.G_MAX_ABS_ADVANTAGE_UNCLIPPED,
-    S.G_STD_AT_MAX_ABS,
-    S.G_INVERTED,
-)
-
-
-def top_groups(groups: pl.LazyFrame | pl.DataFrame, k: int = TOP_GROUPS) -> pl.DataFrame:
-    """Per config, the k groups of the largest unclipped |advantage|, largest first (nulls
-    last, ties by step and group): a partial selection, not a sort of every group. The top of
-    the tops of some chunks is the top of all of them, so the engine keeps only these."""
-    value = pl.col(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED).fill_null(-np.inf)
-    order = [value, pl.col(S.STEP), pl.col(S.GROUP_ID)]
-    picked = (
-        groups.lazy()
-        .select(TOP_COLUMNS)
-        .group_by(S.CONFIG_ID, maintain_order=True)
-        .agg(pl.all().top_k_by(order, k=k, reverse=[False, True, True]))
-        .explode(pl.exclude(S.CONFIG_ID))
-    )
-    return collect(picked)
-
-
-def top_of_config(groups: pl.DataFrame, k: int = TOP_GROUPS) -> pl.DataFrame:
-    """`top_groups` of one config's group table in memory (a numpy partition: the engine calls
-    it on every chunk of every config)."""
-    value = groups[S.G_MAX_ABS_ADVANTAGE_UNCLIPPED].fill_null(-np.inf).to_numpy()
-    rows = np.arange(len(value))
-    if len(value) > k:
-        kth = np.partition(value, len(value) - k)[len(value) - k]
-        rows = np.flatnonzero(value >= kth)
-    step, gid = groups[S.STEP].to_numpy()[rows], groups[S.GROUP_ID].to_numpy()[rows]
-    order = np.lexsort((gid, step, -value[rows]))[:k]  # largest first, ties by step and group
-    return groups.select(TOP_COLUMNS)[rows[order]]
 
 
 def _group_facts(

@@ -23,6 +23,7 @@ from replay_cli.cli.options import (
     with_parameters,
 )
 from replay_cli.errors import ConfigError
+from replay_cli.io.importers import formats_help
 
 # The library (polars, numpy) loads on first use: `--help` stays fast.
 api = lazy_module("replay_cli.api")
@@ -124,7 +125,7 @@ def import_(
         str,
         typer.Argument(
             metavar="FORMAT",
-            help="nemo-gym (rollout JSONL) | wandb-table (full_result table JSON).",
+            help=formats_help(),
         ),
     ],
     sources: Annotated[list[Path], typer.Argument(help="Files to convert.", show_default=False)],

@@ -62,59 +62,19 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
             n(b.charged & c.negative) if c.negative.any() else np.zeros(len(t), np.int64)
         ),
     }
+    # A count is Int64, a sum or an extreme Float64: a new partial is one entry of `columns`.
+    schema = {
+        name: pl.Float64 if np.issubdtype(values.dtype, np.floating) else pl.Int64
+        for name, values in columns.items()
+    }
     inputs = c.input_counts
     out = []
     for k in range(len(b.configs)):
-        row = {name: values[k] for name, values in columns.items()}
+        row = {name: [values[k]] for name, values in columns.items()}
         if n_trainable[k] == 0:
-            row["min_adv"] = row["max_adv"] = None
-        out.append(
-            pl.DataFrame({**{k2: [v] for k2, v in row.items()}}, schema=_PARTIAL_SCHEMA)
-            .hstack(inputs)
-            .select(PARTIALS)
-        )
+            row["min_adv"] = row["max_adv"] = [None]
+        out.append(pl.DataFrame(row, schema=schema).hstack(inputs))
     return out
-
-
-PARTIALS = (
-    "n_trainable",
-    "sum_adv",
-    "min_adv",
-    "max_adv",
-    "n_clipped",
-    "n_explosion",
-    "n_fragile",
-    "n_flipped",
-    "sum_adv_resolved",
-    "n_resolved",
-    "sum_adv_unresolved",
-    "n_unresolved",
-    "sum_masked_shift",
-    "n_rows",
-    "n_validation",
-    "n_train",
-    "n_train_masked",
-    "n_train_resolved",
-    "n_run_time_invalid",
-    "n_run_time_null",
-    "n_run_time_negative",
-    "n_negative_charged",
-)
-_INPUTS = (
-    "n_rows",
-    "n_validation",
-    "n_train",
-    "n_train_resolved",
-    "n_run_time_invalid",
-    "n_run_time_null",
-    "n_run_time_negative",
-)
-_FLOATS = ("sum_adv", "min_adv", "max_adv", "sum_adv_resolved", "sum_adv_unresolved")
-_PARTIAL_SCHEMA = {
-    name: pl.Float64 if name in (*_FLOATS, "sum_masked_shift") else pl.Int64
-    for name in PARTIALS
-    if name not in _INPUTS
-}
 
 
 def _masked_shift(b: RowBatch, t: np.ndarray) -> np.ndarray:

@@ -12,15 +12,16 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.findings import findings, top_groups, top_of_config
+from replay_cli.advice.findings import findings
+from replay_cli.advice.top_groups import top_groups, top_of_config
 from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
 from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
-from replay_cli.engine.metrics import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
+from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect, collect_all
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.result import ReplayResult

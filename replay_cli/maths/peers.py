@@ -90,6 +90,36 @@ def _finish(
     )
 
 
+@dataclass(frozen=True)
+class Estimator:
+    """A peer estimator and what it needs: `batch` statistics over the step, `pairs` (OpenRLHF
+    reshapes to equal groups of two or more rows), and `baseline`, the NeMo-RL baseline kind its
+    subtraction corresponds to (for the masked-row diagnostic)."""
+
+    compute: Callable[..., pl.LazyFrame]
+    baseline: Literal["loo", "mean"]
+    batch: bool = False
+    pairs: bool = False
+
+
+ESTIMATORS: dict[str, Estimator] = {}
+"""Every peer estimator by its `--estimator` name, registered beside its function (`grpo`,
+NeMo-RL's own, is advantages.py); the config's `estimator` choices are `grpo` and these (tested)."""
+
+
+def register(
+    name: str, baseline: Literal["loo", "mean"], *, batch: bool = False, pairs: bool = False
+) -> Callable[[Callable[..., pl.LazyFrame]], Callable[..., pl.LazyFrame]]:
+    """Register the decorated function as the estimator `name` (see `Estimator`)."""
+
+    def add(compute: Callable[..., pl.LazyFrame]) -> Callable[..., pl.LazyFrame]:
+        ESTIMATORS[name] = Estimator(compute, baseline, batch=batch, pairs=pairs)
+        return compute
+
+    return add
+
+
+@register("verl-grpo", "mean")
 def verl_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -110,6 +140,7 @@ def verl_grpo(
     )
 
 
+@register("verl-rloo", "loo")
 def verl_rloo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -126,6 +157,7 @@ def verl_rloo(
     return _finish(lf, adv, baseline, pl.lit(None), pl.lit(False), t, p, out)
 
 
+@register("trl-grpo", "mean", batch=True)
 def trl_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, batch: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -170,6 +202,7 @@ def _require_pairs(lf: pl.LazyFrame, gid: str, name: str, active: pl.Expr) -> No
         )
 
 
+@register("openrlhf-group-norm", "mean", pairs=True)
 def openrlhf_group_norm(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -183,6 +216,7 @@ def openrlhf_group_norm(
     return _finish(lf, adv, pl.col(t + "mean"), pl.col(t + "std"), pl.lit(True), t, p, out)
 
 
+@register("openrlhf-rloo", "loo", pairs=True)
 def openrlhf_rloo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -197,6 +231,7 @@ def openrlhf_rloo(
     return _finish(lf, r - baseline, baseline, pl.lit(None), pl.lit(False), t, p, out)
 
 
+@register("dr-grpo", "mean", pairs=True)
 def dr_grpo(
     lf: pl.LazyFrame, reward: str, gid: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -210,6 +245,7 @@ def dr_grpo(
     return _finish(lf, adv, pl.col(t + "mean"), pl.lit(None), pl.lit(False), t, p, out)
 
 
+@register("reinforce-pp-baseline", "mean", batch=True)
 def reinforce_pp_baseline(
     lf: pl.LazyFrame, reward: str, gid: str, batch: str, p: AdvantageParams, out: AdvColumns
 ) -> pl.LazyFrame:
@@ -241,30 +277,6 @@ def reinforce_pp_baseline(
     var = pl.col(t + "var")
     adv = (x - mu) / (var + pl.lit(1e-8, dt)).sqrt()
     return _finish(lf, adv, pl.col(t + "base"), var.sqrt(), pl.lit(True), t, p, out)
-
-
-@dataclass(frozen=True)
-class Estimator:
-    """A peer estimator and what it needs: `batch` statistics over the step, `pairs` (OpenRLHF
-    reshapes to equal groups of two or more rows), and `baseline`, the NeMo-RL baseline kind its
-    subtraction corresponds to (for the masked-row diagnostic)."""
-
-    compute: Callable[..., pl.LazyFrame]
-    baseline: Literal["loo", "mean"]
-    batch: bool = False
-    pairs: bool = False
-
-
-ESTIMATORS: dict[str, Estimator] = {
-    "verl-grpo": Estimator(verl_grpo, "mean"),
-    "verl-rloo": Estimator(verl_rloo, "loo"),
-    "trl-grpo": Estimator(trl_grpo, "mean", batch=True),
-    "openrlhf-group-norm": Estimator(openrlhf_group_norm, "mean", pairs=True),
-    "openrlhf-rloo": Estimator(openrlhf_rloo, "loo", pairs=True),
-    "dr-grpo": Estimator(dr_grpo, "mean", pairs=True),
-    "reinforce-pp-baseline": Estimator(reinforce_pp_baseline, "mean", batch=True),
-}
-"""Every peer estimator by its `--estimator` name (grpo, NeMo-RL's own, is advantages.py)."""
 
 
 def add_peer_advantages(

@@ -11,6 +11,14 @@ EXPLOSION = 3.0
 """|unclipped advantage| above this is an explosion (the PR's recommended clip)."""
 FRAGILE_STD = 1e-3
 """A std below this normalises a row by a rounding-sized number."""
+TIME_ONLY_WARN = 0.10
+"""Share of groups above which an all-fail group's "fail faster" signal is a warning finding."""
+TIME_ONLY_CELL = 0.25
+"""Share of groups with time-only signal above which the summary table marks the cell."""
+SIGN_FLIP_CELL = 0.05
+"""Share of rows flipping sign vs shaping off above which the summary table marks the cell."""
+GAIN_EPS = 1e-9
+"""A signal-rate gain over shaping off below this is no gain."""
 
 
 def above(x: np.ndarray, threshold: float) -> np.ndarray:

@@ -15,7 +15,7 @@ from itertools import product
 import polars as pl
 
 from replay_cli.advice.findings import PARAMS
-from replay_cli.report.html_parts import fmt
+from replay_cli.report.text import fmt
 
 MAX_OVERLAID = 8
 MAX_PANELS = 12

@@ -15,11 +15,16 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.findings import PARAMS, findings, frontier, is_clipped, top_groups
+from replay_cli.advice.findings import PARAMS, findings
+from replay_cli.advice.frontier import frontier, is_clipped
+from replay_cli.advice.top_groups import top_groups
 from replay_cli.io.files import atomic_path
+from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGN_FLIP_CELL, TIME_ONLY_CELL
 from replay_cli.report import facets
 from replay_cli.report.compare import delta_table
-from replay_cli.report.html_parts import cell, fmt, page, png_image, scatter_svg, table
+from replay_cli.report.html_parts import cell, page, png_image, scatter_svg, table
+from replay_cli.report.plots import CHARTS
+from replay_cli.report.text import fmt
 
 INDEX = "index.html"
 REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")
@@ -50,16 +55,32 @@ def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
     rules: dict[str, tuple[bool, str, str]] = {
         "inversion/group_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
         "inversion/pair_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
-        "adv/abs_max": (value > 3 and not clipped, "hazard", "|advantage| > 3 with no clip"),
+        "adv/abs_max": (
+            value > EXPLOSION and not clipped,
+            "hazard",
+            f"|advantage| > {EXPLOSION:g} with no clip",
+        ),
         "adv/explosion_frac": (
             value > 0,
             "warn" if clipped else "hazard",
             "bounded by the clip" if clipped else "explosions no clip bounds",
         ),
-        "adv/fragile_std_frac": (value > 0, "warn", "rows normalised by a std below 1e-3"),
+        "adv/fragile_std_frac": (
+            value > 0,
+            "warn",
+            f"rows normalised by a std below {FRAGILE_STD:g}",
+        ),
         "signal/uncharged_only_rate": (value > 0, "warn", "signal only from uncharged rows"),
-        "signal/time_only_rate": (value > 0.25, "warn", "over a quarter of groups: time only"),
-        "adv/sign_flip_frac": (value > 0.05, "warn", "over 5% of rows flip sign vs shaping off"),
+        "signal/time_only_rate": (
+            value > TIME_ONLY_CELL,
+            "warn",
+            f"over {TIME_ONLY_CELL:.0%} of groups: time only",
+        ),
+        "adv/sign_flip_frac": (
+            value > SIGN_FLIP_CELL,
+            "warn",
+            f"over {SIGN_FLIP_CELL:.0%} of rows flip sign vs shaping off",
+        ),
     }
     hit, css, why = rules.get(metric, (False, "", ""))
     return (css, why) if hit else ("", "")
@@ -211,20 +232,6 @@ def _frontier(summary: pl.DataFrame, front: pl.DataFrame, found: pl.DataFrame) -
     return f'<div class="frontier">{"".join(charts)}</div>{legend}'
 
 
-CHART_CAPTIONS = {
-    "frontier": "Signal gained over shaping off against harm, one point per config.",
-    "signal_vs_lambda": "Share of groups with a learning signal against the time penalty.",
-    "heatmap_lambda_floor": "Signal rate (colour) and inversion rate over lambda × floor.",
-    "inversion_vs_lambda": "Share of groups where a resolved rollout ends below an unresolved one.",
-    "explosion_vs_lambda": "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
-    "estimators_vs_lambda": "Signal rate and largest |advantage| per estimator.",
-    "advantage_distribution": "Advantage quantiles per config (p01-p99, p05-p95, median).",
-    "minutes_and_deductions": "Agent minutes of the input and the deductions charged.",
-    "step_curves": "Per-step trainer metrics of the highlighted configs, as on a W&B panel.",
-    "replayed_vs_internal": "Replayed per-step metrics beside the internal run's curves.",
-}
-
-
 def _charts(directory: Path) -> str:
     charts = sorted((directory / "charts").glob("*.png"))
     if not charts:
@@ -232,11 +239,11 @@ def _charts(directory: Path) -> str:
             '<p class="muted">No charts in this report (written with --no-charts): '
             f"run <code>replay-cli plot {escape(str(directory))}</code> to draw them.</p>"
         )
-    order = list(CHART_CAPTIONS)
+    order = list(CHARTS)
     charts.sort(key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
     figures = [
         f"<figure><figcaption><b>{escape(p.name)}</b> — "
-        f"{escape(CHART_CAPTIONS.get(p.stem, ''))}</figcaption>{png_image(p, p.stem)}</figure>"
+        f"{escape(CHARTS[p.stem].caption if p.stem in CHARTS else '')}</figcaption>{png_image(p, p.stem)}</figure>"
         for p in charts
     ]
     return f'<div class="charts">{"".join(figures)}</div>'

@@ -8,13 +8,15 @@ inside the functions so that `replay-cli --help` stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.findings import highlights
+from replay_cli.advice.frontier import highlights
 from replay_cli.report.plots_sweep import (
     advantage_bands,
     colours,
@@ -134,28 +136,76 @@ def replayed_vs_internal(joined: pl.DataFrame) -> Figure:
     return fig
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A chart of the report: its caption on the page, whether this report has it, and how it is
+    drawn (`draw` None: drawn by another command, e.g. `compare`)."""
+
+    caption: str
+    draw: Callable[[ReplayResult, list[str] | None], Figure] | None = None
+    shown: Callable[[ReplayResult], bool] = lambda result: True
+
+
+def _lambdas(result: ReplayResult) -> int:
+    return result.summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
+
+
+CHARTS: dict[str, Chart] = {
+    "frontier": Chart(
+        "Signal gained over shaping off against harm, one point per config.",
+        lambda r, chosen: frontier_chart(r.summary, highlights(r.summary, chosen)),
+        lambda r: r.summary.height > 1,
+    ),
+    "signal_vs_lambda": Chart(
+        "Share of groups with a learning signal against the time penalty.",
+        lambda r, _: signal_vs_lambda(r.summary),
+        lambda r: _lambdas(r) > 1,
+    ),
+    "heatmap_lambda_floor": Chart(
+        "Signal rate (colour) and inversion rate over lambda × floor.",
+        lambda r, _: heatmap_lambda_floor(r.summary),
+        lambda r: _lambdas(r) > 1 and has_heatmap(r.summary),
+    ),
+    "inversion_vs_lambda": Chart(
+        "Share of groups where a resolved rollout ends below an unresolved one.",
+        lambda r, _: inversion_vs_lambda(r.summary),
+        lambda r: _lambdas(r) > 1,
+    ),
+    "explosion_vs_lambda": Chart(
+        "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
+        lambda r, _: explosion_vs_lambda(r.summary),
+        lambda r: _lambdas(r) > 1,
+    ),
+    "estimators_vs_lambda": Chart(
+        "Signal rate and largest |advantage| per estimator.",
+        lambda r, _: estimators_vs_lambda(r.summary),
+        lambda r: _lambdas(r) > 1 and r.summary["estimator"].n_unique() > 1,
+    ),
+    "advantage_distribution": Chart(
+        "Advantage quantiles per config (p01-p99, p05-p95, median).",
+        lambda r, _: advantage_bands(r.summary),
+    ),
+    "minutes_and_deductions": Chart(
+        "Agent minutes of the input and the deductions charged.",
+        lambda r, chosen: minutes_and_deductions(r.minutes, r.deductions, r.summary, chosen),
+        lambda r: r.minutes is not None and r.summary["enabled"].any(),
+    ),
+    "step_curves": Chart(
+        "Per-step trainer metrics of the highlighted configs, as on a W&B panel.",
+        lambda r, chosen: step_curves(r.steps, r.summary, chosen),
+    ),
+    "replayed_vs_internal": Chart("Replayed per-step metrics beside the internal run's curves."),
+}
+"""Every chart by its file stem, in page order: a new chart is a drawing function and one entry."""
+
+
 def report_figures(result: ReplayResult, highlight: list[str] | None = None) -> dict[str, Figure]:
     """The charts that make sense for this report (lambda charts need two or more lambdas)."""
-    summary = result.summary
-    figures: dict[str, Figure] = {}
-    if summary.height > 1:
-        figures["frontier"] = frontier_chart(summary, highlights(summary, highlight))
-    lambdas = summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
-    if lambdas > 1:
-        figures["signal_vs_lambda"] = signal_vs_lambda(summary)
-        if has_heatmap(summary):
-            figures["heatmap_lambda_floor"] = heatmap_lambda_floor(summary)
-        figures["inversion_vs_lambda"] = inversion_vs_lambda(summary)
-        figures["explosion_vs_lambda"] = explosion_vs_lambda(summary)
-        if summary["estimator"].n_unique() > 1:
-            figures["estimators_vs_lambda"] = estimators_vs_lambda(summary)
-    figures["advantage_distribution"] = advantage_bands(summary)
-    if result.minutes is not None and summary["enabled"].any():
-        figures["minutes_and_deductions"] = minutes_and_deductions(
-            result.minutes, result.deductions, summary, highlight
-        )
-    figures["step_curves"] = step_curves(result.steps, summary, highlight)
-    return figures
+    return {
+        name: chart.draw(result, highlight)
+        for name, chart in CHARTS.items()
+        if chart.draw is not None and chart.shown(result)
+    }
 
 
 def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.findings import frontier
+from replay_cli.advice.frontier import frontier
 from replay_cli.report.facets import Layout, describe, layout, value_text, varying
 
 if TYPE_CHECKING:

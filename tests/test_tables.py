@@ -1,4 +1,4 @@
-"""Tests for replay_cli.engine.metrics: trainer metric names and values, granularities and diagnostics."""
+"""Tests for replay_cli.engine.tables: trainer metric names and values, granularities and diagnostics."""
 
 import numpy as np
 import polars as pl

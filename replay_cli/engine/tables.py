@@ -1,4 +1,5 @@
-"""Trainer metrics (same names as NeMo-RL logs) and the replay diagnostics of spec §5."""
+"""The group and step tables of a row batch: per-group signal, inversion and explosion columns,
+and the trainer metrics per step under NeMo-RL's names (run-level diagnostics: diagnostics.py)."""
 
 from __future__ import annotations
 
