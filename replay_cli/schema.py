@@ -93,6 +93,10 @@ G_PHANTOM = "phantom"
 G_TIME_ONLY_SIGNAL = "time_only_signal"
 G_UNCHARGED_ONLY_SIGNAL = "uncharged_only_signal"
 G_SIZE = "size"
+G_INVERTED_OFF = "inverted_off"  # inverted with shaping off (raw rewards, same rows)
+G_FLOOR_TIE = "floor_tie"  # a resolved and an unresolved trainable row both end on the floor
+G_LENGTH = "length"  # problem-length bucket: short / medium / long (terciles of median run time)
+G_PUSH = "push_"  # prefix of the behaviour pushes (engine/pushes.py); `_off`: shaping off
 ALL_FAIL, MIXED, ALL_PASS = "all_fail", "mixed", "all_pass"  # values of resolved_pattern
 
 GROUP_KEYS = (STEP, GROUP_ID)

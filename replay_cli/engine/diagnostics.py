@@ -8,11 +8,13 @@ value: the trainable rows' advantages are kept per config for that.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
+from replay_cli.engine.pushes import LENGTHS, PUSHES
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import count
 from replay_cli.maths.segments import masked_fill
@@ -20,6 +22,10 @@ from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGNAL_EPS, abov
 
 QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+LENGTH_PUSHES = ("resolve", "minutes_fail", "minutes_pass")
+"""The pushes reported per problem-length bucket."""
+PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in PUSHES for off in ("", "_off")]
+LENGTH_PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in LENGTH_PUSHES for off in ("", "_off")]
 
 
 def row_partials(b: RowBatch) -> list[pl.DataFrame]:
@@ -51,6 +57,10 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
         "n_explosion": n(t & above(np.abs(unc) if b.clipped else adv_abs, EXPLOSION)),
         "n_fragile": n(t & fragile),
+        "n_explosion_trained": n(t & above(adv_abs, EXPLOSION)),
+        "n_validation_charged": (
+            n(b.charged & c.is_val) if not c.all_train else np.zeros(len(t), np.int64)
+        ),
         "n_flipped": n(t & flipped),
         "sum_adv_resolved": sum_resolved,
         "n_resolved": n(t & resolved),
@@ -144,6 +154,7 @@ def finish(
         **{f"adv/{k}": v for k, v in quantiles(advantages, QUANTILES).items()},
         "adv/clip_frac": _ratio(p["n_clipped"], n),
         "adv/explosion_frac": _ratio(p["n_explosion"], n),
+        "adv/explosion_trained_frac": _ratio(p["n_explosion_trained"], n),
         "adv/fragile_std_frac": _ratio(p["n_fragile"], n),
         "adv/resolved_mean": _ratio(p["sum_adv_resolved"], p["n_resolved"]),
         "adv/unresolved_mean": _ratio(p["sum_adv_unresolved"], p["n_unresolved"]),
@@ -153,6 +164,7 @@ def finish(
         "input/groups": int(group_parts["n_groups"].sum()),
         "input/steps": steps,
         "input/validation_rows": p["n_validation"],
+        "input/validation_charged": p["n_validation_charged"],
         "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
         "input/resolved_frac": _ratio(p["n_train_resolved"], p["n_train"]),
         **inputs,
@@ -184,6 +196,27 @@ def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
         pl.col(S.G_KEPT_ROWS).sum().cast(pl.Int64).alias(S.G_KEPT_ROWS),
         count(pl.col(S.G_KEPT_ROWS) > 0).alias("n_kept_groups"),
         count(pl.col(S.G_PHANTOM)).alias("n_phantom"),
+        count(pl.col(S.G_INVERTED) & ~pl.col(S.G_INVERTED_OFF)).alias("n_inverted_introduced"),
+        count(pl.col(S.G_INVERTED_OFF)).alias("n_inverted_off"),
+        count(pl.col(S.G_HAS_SIGNAL) & ~pl.col(S.G_HAS_SIGNAL_RAW)).alias("n_gained"),
+        count(~pl.col(S.G_HAS_SIGNAL) & pl.col(S.G_HAS_SIGNAL_RAW)).alias("n_lost"),
+        count(pl.col(S.G_FLOOR_TIE)).alias("n_floor_tie"),
+        count(pl.col(S.G_FLOOR_TIE) & (pattern == S.MIXED)).alias("n_floor_tie_mixed"),
+        *(pl.col(push).sum().alias(push) for push in PUSH_COLUMNS),
+        *(
+            expr
+            for length in LENGTHS
+            for expr in (
+                count(pl.col(S.G_LENGTH) == length).alias(f"n_{length}"),
+                *(
+                    pl.col(push)
+                    .filter(pl.col(S.G_LENGTH) == length)
+                    .sum()
+                    .alias(f"{push}@{length}")
+                    for push in LENGTH_PUSH_COLUMNS
+                ),
+            )
+        ),
     )
 
 
@@ -204,4 +237,29 @@ def group_diagnostics(partials: pl.DataFrame) -> dict[str, float | None]:
         "filter/kept_rows_frac": _ratio(p["kept_rows"], p["group_rows"]),
         "filter/kept_groups_frac": _ratio(p["n_kept_groups"], n),
         "filter/phantom_groups_frac": _ratio(p["n_phantom"], n),
+        "inversion/introduced_group_rate": _ratio(p["n_inverted_introduced"], n),
+        "inversion/group_rate_off": _ratio(p["n_inverted_off"], n),
+        "signal/gained_rate": _ratio(p["n_gained"], n),
+        "signal/lost_rate": _ratio(p["n_lost"], n),
+        "floor/tie_group_rate": _ratio(p["n_floor_tie"], n),
+        "floor/tie_mixed_rate": _ratio(p["n_floor_tie_mixed"], p["n_mixed"]),
+        **_pushes(p, n, ""),
+        **{
+            key: value
+            for length in LENGTHS
+            for key, value in _pushes(p, p[f"n_{length}"], f"@{length}").items()
+        },
     }
+
+
+def _pushes(p: dict[str, Any], n: int, where: str) -> dict[str, float | None]:
+    """`push/<name>` (mean over the groups), `push/<name>_off` and `push/resolve_vs_off` for all
+    groups (`where` "") or one length bucket (`where` "@long": `push/resolve@long`, ...)."""
+    names = PUSHES if not where else LENGTH_PUSHES
+    out: dict[str, float | None] = {}
+    for name in names:
+        for off in ("", "_off"):
+            out[f"push/{name}{off}{where}"] = _ratio(p[f"{S.G_PUSH}{name}{off}{where}"], n)
+    on, off = out[f"push/resolve{where}"], out[f"push/resolve_off{where}"]
+    out[f"push/resolve_vs_off{where}"] = None if on is None or not off else on / off
+    return out

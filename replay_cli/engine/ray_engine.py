@@ -25,6 +25,7 @@ from replay_cli.engine.run import (
     ConfigPiece,
     InputPiece,
     batches,
+    input_length_edges,
     input_piece,
     plan,
     read_chunk,
@@ -67,6 +68,7 @@ def _task(
     with_input: bool,
     part: str | None,
     rows_mode: str,
+    edges: tuple[float, float],
 ) -> tuple[list[ConfigPiece], InputPiece | None]:
     """One chunk x one config batch, in a Ray worker."""
     from replay_cli.io.parquet import ParquetRowSink
@@ -74,7 +76,7 @@ def _task(
     rollouts = load_rollouts(**load_args, check_values=False)
     chunk = read_chunk(rollouts, lo, hi)
     batch = [ReplayConfig.model_validate(c) for c in configs]
-    state = ChunkState.of(chunk)
+    state = ChunkState.of(chunk, edges)
     pieces = replay_batch(state, batch, chart_every)
     if part is not None:
         sink = ParquetRowSink(Path(part), rows_mode)  # type: ignore[arg-type]
@@ -132,6 +134,7 @@ def run_replay_ray(
     config_batches = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
+    edges = input_length_edges(rollouts)
     jobs = [
         (i, lo, hi, j, batch)
         for i, (lo, hi) in enumerate(chunks)
@@ -155,12 +158,13 @@ def run_replay_ray(
             j == 0,
             None if part is None else str(part),
             rows_mode,
+            edges,
         )
         for (_, lo, hi, j, batch), part in zip(jobs, parts, strict=True)
     ]
     index = {ref: k for k, ref in enumerate(refs)}
     results: dict[int, Any] = {}
-    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink)
+    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink, edges=edges)
     pending, fed, done = list(refs), 0, 0
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)

@@ -19,11 +19,12 @@ from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
+from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect, collect_all
-from replay_cli.maths.chunk_arrays import ChunkArrays
+from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
 from replay_cli.rollouts.validation import Rollouts
@@ -94,8 +95,8 @@ class ChunkState:
     raw_columns: dict[RawKey, pl.Series] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, chunk: pl.DataFrame) -> ChunkState:
-        return cls(ChunkArrays.of(chunk))
+    def of(cls, chunk: pl.DataFrame, length_edges: tuple[float, float] = (0.0, 0.0)) -> ChunkState:
+        return cls(ChunkArrays.of(chunk, length_edges))
 
 
 def replay_batch(
@@ -179,9 +180,14 @@ class Accumulator:
     """
 
     def __init__(
-        self, configs: list[ReplayConfig], keep_rows: bool, group_sink: RowSink | None = None
+        self,
+        configs: list[ReplayConfig],
+        keep_rows: bool,
+        group_sink: RowSink | None = None,
+        edges: tuple[float, float] = (0.0, 0.0),
     ) -> None:
         self.configs = configs
+        self.edges = edges
         self.keep_rows = keep_rows
         self.group_sink = group_sink  # groups go out as they come; only their counts stay
         self.rows: list[pl.DataFrame] = []
@@ -223,6 +229,7 @@ class Accumulator:
 
     def finish(self) -> ReplayResult:
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
+        inputs |= length_inputs(self.edges)
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
@@ -284,6 +291,26 @@ def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], in
     return plan_chunks(counts, chunk_rows), max(1, int(counts["len"].sum()) // CHART_VALUES)
 
 
+def input_length_edges(rollouts: Rollouts) -> tuple[float, float]:
+    """The tercile edges (seconds) of the training groups' median run times over the whole
+    input: one grouped pass before the chunks, so every chunk buckets its groups alike."""
+    medians = collect(
+        rollouts.frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+        .group_by(S.GROUP_KEYS)
+        .agg(run_seconds().median())
+        .select(S.RUN_TIME)
+    )
+    return length_edges(medians[S.RUN_TIME].to_numpy())
+
+
+def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
+    """The summary's record of the problem-length buckets, in minutes."""
+    return {
+        "input/length_short_max_minutes": edges[0] / 60,
+        "input/length_long_min_minutes": edges[1] / 60,
+    }
+
+
 def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
@@ -310,11 +337,14 @@ def run_replay(
     groups_of_configs = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
-    acc = Accumulator(unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink)
+    edges = input_length_edges(rollouts)
+    acc = Accumulator(
+        unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink, edges=edges
+    )
     total, done = len(chunks) * len(unique), 0
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
         for lo, hi in chunks:
-            state = ChunkState.of(read_chunk(rollouts, lo, hi))
+            state = ChunkState.of(read_chunk(rollouts, lo, hi), edges)
             acc.add_input(input_piece(state.arrays, chart_every))
             jobs = [
                 (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))

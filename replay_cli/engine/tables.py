@@ -10,6 +10,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
+from replay_cli.engine.pushes import LENGTHS, PUSHES, group_pushes, length_bucket
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import charge_key
@@ -144,6 +145,9 @@ def _other_names(p: ShapingParams) -> list[str]:
 
 
 PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
+LENGTH_NAMES = pl.Series(LENGTHS)
+STEP_PUSHES = ("resolve", "minutes_fail", "minutes_pass")
+"""The pushes of the step table (per-step means over the step's groups)."""
 
 
 def group_tables(b: RowBatch) -> list[pl.DataFrame]:
@@ -170,6 +174,12 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     uniform = (n_resolved == runs.lengths) | (n_resolved == 0)
     time_only = has_signal & ~has_signal_raw
     uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
+    raw = c.reward  # shaping off: the input rewards (null -> 0), on the same trainable rows
+    inverted_off = runs.low(raw, t & resolved) < runs.top(raw, t & ~resolved)
+    on_floor = t & b.floored
+    floor_tie = (runs.sum(on_floor & resolved) > 0) & (runs.sum(on_floor & ~resolved) > 0)
+    pushes = group_pushes(runs, b.grpo.advantage, t, resolved, c.minutes, c.calls)
+    pushes_off = group_pushes(runs, b.adv_raw, t, resolved, c.minutes, c.calls)
     per_call = trainer_metrics(b, runs)
     full = {
         "n_tr": n_tr,
@@ -184,11 +194,17 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
         "kept_rows": kept_rows,
         "time_only": time_only,
         "uncharged_only": uncharged_only,
+        "inverted_off": inverted_off,
+        "floor_tie": floor_tie,
+        **{f"{S.G_PUSH}{k}": v for k, v in pushes.items()},
+        **{f"{S.G_PUSH}{k}_off": v for k, v in pushes_off.items()},
     }
     g = {k: b.per_config(v)[:, pick] for k, v in full.items()}
     keys = c.group_keys
     sizes = pl.Series(runs.lengths[pick], dtype=pl.UInt32)
     uniform = uniform[pick]
+    length = LENGTH_NAMES.gather(length_bucket(c.run_median_seconds[pick], c.length_edges))
+    push_names = [f"{S.G_PUSH}{k}{off}" for k in PUSHES for off in ("", "_off")]
     tables = []
     for k, cfg in enumerate(b.configs):
         n_tr_k, n_res_k = g["n_tr"][k], g["n_res"][k]
@@ -218,6 +234,10 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
                 S.G_TIME_ONLY_SIGNAL: g["time_only"][k],
                 S.G_INVERTED_PAIRS: _inverted_pairs(b, k, pick[inverted_k]),
                 S.G_UNCHARGED_ONLY_SIGNAL: g["uncharged_only"][k],
+                S.G_INVERTED_OFF: g["inverted_off"][k],
+                S.G_FLOOR_TIE: g["floor_tie"][k],
+                S.G_LENGTH: length,
+                **{name: g[name][k] for name in push_names},
             }
         )
         tables.append(
@@ -377,6 +397,10 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
                 "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
                 "signal/group_rate": by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
                 "inversion/group_rate": by_step.mean(g[S.G_INVERTED].to_numpy()),
+                **{
+                    f"push/{name}": by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
+                    for name in STEP_PUSHES
+                },
             }
         )
         table = table.join(rates, on=S.STEP, how="left", maintain_order="left")

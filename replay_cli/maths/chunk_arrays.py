@@ -24,6 +24,13 @@ def minutes(run_time: pl.Expr | None = None) -> pl.Expr:
     return pl.when(run_time.is_finite()).then(run_time.clip(lower_bound=0.0) / 60.0).otherwise(0.0)
 
 
+def run_seconds() -> pl.Expr:
+    """The run time in seconds as the shaping counts it: `max(run_time, 0)`, null, NaN and ±inf
+    0. Its median over a group is the group's length (the problem-length buckets)."""
+    rt = pl.col(S.RUN_TIME)
+    return pl.when(rt.is_finite()).then(rt.clip(lower_bound=0.0)).otherwise(0.0).alias(S.RUN_TIME)
+
+
 def minutes_of(run_time: np.ndarray) -> np.ndarray:
     """`max(run_time, 0) / 60` with IEEE division (null, NaN and ±inf: 0 minutes)."""
     finite = np.isfinite(run_time)
@@ -63,9 +70,11 @@ class ChunkArrays:
     is_val: np.ndarray
     train: np.ndarray
     train_runs: np.ndarray  # indices of the runs that hold training rows
+    length_edges: tuple[float, float] = (0.0, 0.0)
+    """Tercile edges of the input's group median run times (seconds): short / medium / long."""
 
     @classmethod
-    def of(cls, chunk: pl.DataFrame) -> ChunkArrays:
+    def of(cls, chunk: pl.DataFrame, length_edges: tuple[float, float] = (0.0, 0.0)) -> ChunkArrays:
         reward = chunk[S.REWARD]
         runs = Runs(chunk[S.GID])
         is_val = chunk[S.IS_VAL].to_numpy()
@@ -85,12 +94,19 @@ class ChunkArrays:
             is_val=is_val,
             train=train,
             train_runs=np.flatnonzero(train[runs.starts]) if len(runs) else runs.starts,
+            length_edges=length_edges,
         )
 
     @cached_property
     def run_of_row(self) -> np.ndarray:
         """The index of each row's run."""
         return np.repeat(np.arange(len(self.runs)), self.runs.lengths)
+
+    @cached_property
+    def run_median_seconds(self) -> np.ndarray:
+        """Per run, the median of its rows' run times (`run_seconds()`), the group's length."""
+        medians = self.frame.group_by(S.GID, maintain_order=True).agg(run_seconds().median())
+        return medians[S.RUN_TIME].to_numpy()
 
     @cached_property
     def group_keys(self) -> dict[str, pl.Series]:

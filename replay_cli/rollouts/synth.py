@@ -11,6 +11,12 @@ import polars as pl
 from replay_cli import schema as S
 
 AGENT_TIMEOUT_S = 1800.0
+QUIT_EARLY_MAX = 0.8
+HOPELESS, EASY, MEDIUM = (0.3, 12.0), (12.0, 1.0), (1.2, 1.2)
+"""Beta distributions of the solve rate of hopeless, easy and in-between tasks."""
+KIND_SCALE = (0.9, 0.6, 1.5)
+"""Run-time scale of hopeless, easy and in-between tasks relative to 9 minutes."""
+"""The share of failures that give up early on the longest problems (half that at 9 minutes)."""
 
 
 def synth_rollouts(
@@ -23,24 +29,32 @@ def synth_rollouts(
     missing_run_time_frac: float = 0.005,
     validation_groups: int = 0,
 ) -> pl.DataFrame:
-    """Rollouts with per-task difficulty, log-normal run times capped at the agent timeout,
-    timeouts and resolved-but-max-iterations rows masked, and call counts tied to run time."""
+    """Rollouts with per-task difficulty, log-normal run times capped at the agent timeout (slow
+    successes and early-quitting failures on long problems), timeouts and
+    resolved-but-max-iterations rows masked, and call counts tied to run time."""
     rng = np.random.default_rng(seed)
     n_groups = steps * groups_per_step
     # Task difficulty: many hopeless tasks, some easy ones, a spread in between.
     kind = rng.choice(3, size=n_groups, p=[0.35, 0.2, 0.45])
     p_solve = np.where(
         kind == 0,
-        rng.beta(0.3, 12.0, n_groups),
-        np.where(kind == 1, rng.beta(12.0, 1.0, n_groups), rng.beta(1.2, 1.2, n_groups)),
+        rng.beta(*HOPELESS, n_groups),
+        np.where(kind == 1, rng.beta(*EASY, n_groups), rng.beta(*MEDIUM, n_groups)),
     )
-    task_scale = rng.lognormal(mean=np.log(540.0), sigma=0.45, size=n_groups)  # seconds, per task
+    # seconds, per task; the in-between tasks (where groups split) are the long ones
+    task_scale = np.array(KIND_SCALE)[kind] * rng.lognormal(np.log(540.0), 0.45, n_groups)
 
     n = n_groups * group_size
     group = np.repeat(np.arange(n_groups), group_size)
     resolved = rng.random(n) < p_solve[group]
-    # Failures wander longer; run times are log-normal around the task's scale.
-    run_time = task_scale[group] * np.where(resolved, 1.0, 1.5) * rng.lognormal(0.0, 0.55, n)
+    # As in real SWE runs: a success takes about the task's scale (slow on long problems); a
+    # failure either gives up early or wanders until the agent timeout, and the longer the
+    # problem, the more failures give up early.
+    quit_early = rng.random(n) < QUIT_EARLY_MAX / (1.0 + (540.0 / task_scale[group]) ** 3)
+    failure_pace = np.where(quit_early, 0.3, 1.8)
+    run_time = (
+        task_scale[group] * np.where(resolved, 1.0, failure_pace) * rng.lognormal(0.0, 0.45, n)
+    )
     timed_out = run_time >= agent_timeout
     run_time = np.minimum(run_time, agent_timeout + rng.uniform(0.0, 30.0, n) * timed_out)
     resolved &= ~timed_out
