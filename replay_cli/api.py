@@ -200,25 +200,22 @@ def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
 
 
 def demo_configs() -> list[ReplayConfig]:
-    """A small sweep that shows the main trade-offs: lambda x apply_to, floor, call bonus, clip, internal."""
+    """A small sweep that shows the main trade-offs: lambda x apply_to under the PR's clip, the
+    same unclipped, a lambda large enough to invert, floor with call bonus, internal semantics."""
+    clip = {"clip_low": -3.0, "clip_high": 3.0}
     configs = [build_config({"shaping": {"enabled": False}})]
-    for lam in (1 / 120, 1 / 60, 1 / 30, 1 / 15):
+    for lam in (1 / 120, 1 / 60, 1 / 30):
         for apply_to in ("all", "correct"):
-            configs.append(build_config({"shaping": {"lambda_time": lam, "apply_to": apply_to}}))
+            shaping = {"lambda_time": lam, "apply_to": apply_to}
+            configs.append(build_config({"shaping": shaping, "advantage": clip}))
+    for apply_to in ("all", "correct"):
+        configs.append(build_config({"shaping": {"apply_to": apply_to}}))
     configs.append(
-        build_config(
-            {
-                "shaping": {
-                    "apply_to": "correct",
-                    "floor": 0.05,
-                    "lambda_call_bonus": 0.1,
-                    "call_bonus_ref": 56.0,
-                }
-            }
-        )
+        build_config({"shaping": {"lambda_time": 1 / 15, "apply_to": "correct"}, "advantage": clip})
     )
-    configs.append(build_config({"shaping": {}, "advantage": {"clip_low": -3.0, "clip_high": 3.0}}))
-    configs.append(build_config({"shaping": {"semantics": "internal"}}))
+    bonus = {"apply_to": "correct", "floor": 0.05, "lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}
+    configs.append(build_config({"shaping": bonus, "advantage": clip}))
+    configs.append(build_config({"shaping": {"semantics": "internal"}, "advantage": clip}))
     return configs
 
 

@@ -117,6 +117,7 @@ class ShapingParams(_Frozen):
         "env.should_mask_flagged_samples: loss-masked rows are not charged.",
         panel=SHAPE,
         trainer=("env.should_mask_flagged_samples",),
+        label="unmasked",
     )
     validation_shaped: bool = param(
         False,
@@ -205,26 +206,36 @@ class AdvantageParams(_Frozen):
             "grpo.adv_estimator.use_leave_one_out_baseline",
             "grpo.use_leave_one_out_baseline",
         ),
+        label="baseline={}",
     )
     normalize: bool = param(
         True,
         "Divide by the (leave-one-out) std where the guard passes.",
         panel=ADV,
         trainer=("grpo.adv_estimator.normalize_rewards", "grpo.normalize_rewards"),
+        label="no-normalize",
     )
     std_guard: Literal["legacy", "trivial"] = param(
         "trivial",
         "legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
         panel=ADV,
+        label="guard={}",
     )
     exclude_masked: bool = param(
-        False, "Masked rows do not vote in the baseline (NeMo-RL PR #4160).", panel=ADV
+        False,
+        "Masked rows do not vote in the baseline (NeMo-RL PR #4160).",
+        panel=ADV,
+        label="exclude-masked",
     )
     filter: Literal["none", "nemo-rl", "verl", "openrlhf"] = param(
-        "none", "Dynamic-sampling filter to replay (filters.py).", panel=ADV
+        "none",
+        "Dynamic-sampling filter to replay (filters.py).",
+        panel=ADV,
     )
     filter_on: Literal["reward", "resolved"] = param(
-        "reward", "What the filter looks at.", panel=ADV
+        "reward",
+        "What the filter looks at.",
+        panel=ADV,
     )
     clip_low: float | None = param(
         None,
@@ -244,6 +255,7 @@ class AdvantageParams(_Frozen):
         "float32",
         "float32 emulates the trainer's torch maths; float64 is the exact maths.",
         panel=ADV,
+        label="{}",
     )
 
     @property
@@ -268,7 +280,10 @@ class ReplayConfig(_Frozen):
     shaping: ShapingParams = ShapingParams()
     advantage: AdvantageParams = AdvantageParams()
     metrics_by: Literal["group", "batch"] = param(
-        "group", "group (async trainer) or batch (sync trainer) metric granularity.", panel=OUT
+        "group",
+        "group (async trainer) or batch (sync trainer) metric granularity.",
+        panel=OUT,
+        label="by-{}",
     )
 
     @property
@@ -301,14 +316,14 @@ class ReplayConfig(_Frozen):
         if not s.enabled:
             parts = ["no shaping"]
         else:
-            parts = [f"λ={s.lambda_time:.4g}", s.apply_to]
+            parts = [f"λ={lambda_text(s.lambda_time)}", s.apply_to]
             if s.floor is not None:
                 parts.append(f"floor={s.floor:g}")
             if s.bonus_on:
                 parts.append(f"bonus={s.lambda_call_bonus:g}/{s.effective_call_bonus_ref:g}")
             if s.semantics == "internal" or s.internal_items is not None:
                 parts.append(f"{s.semantics}[{','.join(map(str, sorted(s.items)))}]")
-            parts.extend(_declared_fragments(s))
+        parts.extend(_declared_fragments(s))
         if a.estimator != "grpo":
             parts.append(a.estimator + (f"/{a.scale_rewards}" if a.estimator == "trl-grpo" else ""))
         if a.filter != "none":
@@ -318,7 +333,18 @@ class ReplayConfig(_Frozen):
             hi = "inf" if a.clip_high is None else f"{a.clip_high:g}"
             parts.append(f"clip[{lo},{hi}]")
         parts.extend(_declared_fragments(a))
+        parts.extend(_declared_fragments(self))
         return " ".join(parts)
+
+
+def lambda_text(value: float) -> str:
+    """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
+    minutes, else 4 significant digits."""
+    if value > 0:
+        k = round(1 / value)
+        if 1 < k <= 100_000 and 1 / k == value:
+            return f"1/{k}"
+    return f"{value:.4g}"
 
 
 def _extra(field: Any) -> dict[str, Any]:

@@ -27,6 +27,8 @@ class ReplayResult:
     deductions: dict[str, pl.Series] = field(default_factory=dict)
     minutes: pl.Series | None = None
     findings: pl.DataFrame | None = None
+    recommendation: pl.DataFrame | None = None
+    """`advice.recommendation.recommend(summary)`: the role of every config and why."""
     top_groups: pl.DataFrame | None = None
     """`advice.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     notes: list[str] = field(default_factory=list)

@@ -210,13 +210,65 @@ def reference_groups(rows: list[dict], shaping: dict[str, Any]) -> dict[tuple, d
             "max_abs_advantage": max((abs(r["advantage"]) for r in t), default=None),
             "max_abs_advantage_unclipped": top,
             "std_at_max_abs": min(
-                (r["std"] for r in t if abs(r["advantage_unclipped"]) == top), default=None
+                (r["std"] for r in t if abs(r["advantage_unclipped"]) == top and r["normalized"]),
+                default=None,
             ),
             "uncharged_only_signal": has_signal and not has_raw and _uncharged_only(members),
             "kept_rows": sum(r["kept"] for r in members),
             "phantom": any(r["kept"] for r in members) and len(outcomes) == 1,
             **reference_trainer_metrics(members, shaping),
+            "inverted_off": bool(won and lost)
+            and min(_raw(r) for r in won) < max(_raw(r) for r in lost),
+            "floor_tie": any(_on_floor(r, shaping) for r in won)
+            and any(_on_floor(r, shaping) for r in lost),
+            **reference_pushes(t, "advantage", ""),
+            **reference_pushes(t, "advantage_raw", "_off"),
         }
+    return out
+
+
+def _on_floor(r: dict, shaping: dict[str, Any]) -> bool:
+    floor = shaping.get("floor")
+    return floor is not None and r["charged"] and r["reward_shaped"] == floor
+
+
+def _raw(r: dict) -> float:
+    return 0.0 if r["reward_raw"] is None else r["reward_raw"]
+
+
+def reference_pushes(t: list[dict], column: str, suffix: str) -> dict[str, float]:
+    """The behaviour pushes of one group, written out from their definition: (1/n) Σ A_i (f_i -
+    mean f) over the n trainable rows, and for minutes and calls the same within the failures,
+    within the successes, and between the two outcomes' means."""
+    n = len(t)
+    if n == 0:
+        names = ["resolve"] + [
+            f"{f}_{p}" for f in ("minutes", "calls") for p in ("fail", "pass", "between")
+        ]
+        return {f"push_{name}{suffix}": 0.0 for name in names}
+
+    def adv(r: dict) -> float:
+        return 0.0 if r[column] is None else r[column]
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs) if xs else 0.0
+
+    won = [r for r in t if r["resolved"]]
+    lost = [r for r in t if not r["resolved"]]
+    share = len(won) / n
+    out = {
+        f"push_resolve{suffix}": sum(adv(r) * ((1.0 if r["resolved"] else 0.0) - share) for r in t)
+        / n
+    }
+    for name, key in (("minutes", "minutes"), ("calls", "calls")):
+        m_won = mean([float(r[key]) for r in won])
+        m_lost = mean([float(r[key]) for r in lost])
+        m_all = mean([float(r[key]) for r in t])
+        out[f"push_{name}_pass{suffix}"] = sum(adv(r) * (r[key] - m_won) for r in won) / n
+        out[f"push_{name}_fail{suffix}"] = sum(adv(r) * (r[key] - m_lost) for r in lost) / n
+        out[f"push_{name}_between{suffix}"] = (
+            sum(adv(r) * ((m_won if r["resolved"] else m_lost) - m_all) for r in t) / n
+        )
     return out
 
 

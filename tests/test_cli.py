@@ -23,13 +23,14 @@ def test_replay_writes_every_table(synth_path, tmp_path):
         "replay", synth_path, "--out", out, "--lambda-time", "1/30", "--apply-to", "correct"
     )
     assert result.exit_code == 0, result.output
-    assert "λ=0.03333 correct" in result.output
+    assert "λ=1/30 correct" in result.output
     assert {p.name for p in out.iterdir()} == {
         "rollouts.parquet",
         "groups.parquet",
         "steps.parquet",
         "summary.parquet",
         "findings.parquet",
+        "recommendation.parquet",
         "manifest.json",
         "index.html",
     }

@@ -7,7 +7,6 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-import replay_cli as rc
 from replay_cli.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,18 +61,24 @@ def test_readme_cli_example_runs(tmp_path):
         ],
     )
     assert result.exit_code == 0, result.output
-    row = re.search(r"│ λ=0.01667 correct clip\[-3,3\] .*│", result.output).group(0)
+    row = re.search(r"│ λ=1/60 correct clip\[-3,3\] .*│", result.output).group(0)
     assert row in README
 
 
-def test_readme_library_example_runs(tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    rollouts = rc.load(["data_samples/rollouts_small.parquet"])
-    configs = [rc.build_config({"shaping": {"apply_to": a}}) for a in ("all", "correct")]
-    result = rc.replay(rollouts, configs)
+def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
+    """The README's library snippet, run as written (from a copy of the checkout's layout)."""
+    (tmp_path / "data_samples").symlink_to(ROOT / "data_samples")
+    monkeypatch.chdir(tmp_path)
+    code = re.search(r"```python\n(.*?)```", README, re.DOTALL).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    result = namespace["result"]
     assert result.summary.height == 2
-    rc.replay_to_report(["data_samples/rollouts_small.parquet"], configs, tmp_path / "report")
+    assert result.recommendation.height == 2
+    assert set(result.recommendation["role"]) <= {"recommended", "runner-up", "eligible", "avoid"}
+    assert "role" in capsys.readouterr().out
     assert (tmp_path / "report" / "summary.parquet").exists()
+    assert (tmp_path / "report" / "recommendation.parquet").exists()
 
 
 def test_readme_demo_output_is_real(tmp_path, monkeypatch):

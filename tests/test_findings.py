@@ -1,10 +1,13 @@
-"""Tests for replay_cli.advice.findings: each kind of finding on a group built to show it, the numbers
-it quotes, the headline rows of a sweep, and the frontier's highlighted configs."""
+"""Tests for replay_cli.advice.findings: each kind on groups built to show it (and on groups built
+to make a careless definition say something false), every number a finding states recomputed
+from the per-row report with plain numpy, the headline rows and the order of the findings."""
 
+import numpy as np
 import polars as pl
 import pytest
 
 from replay_cli import api, findings, highlights
+from replay_cli.advice.findings import KINDS
 from replay_cli.engine.run import run_replay
 from replay_cli.rollouts.validation import rollouts_from_frame
 
@@ -12,35 +15,216 @@ from factories import config, replay_frame, rollouts
 
 
 def kinds(result):
-    return dict(result.findings.select("kind", "value").rows())
+    return dict(
+        result.findings.filter(pl.col("config_id").is_not_null()).select("kind", "value").rows()
+    )
 
 
-def test_all_fail_group_learning_to_fail_faster():
+def texts(result, kind):
+    return result.findings.filter(pl.col("kind") == kind)["text"].to_list()
+
+
+def by_group(rows: pl.DataFrame):
+    """The training rows of a per-row report, one list of dicts per (config, step, group)."""
+    train = rows.filter(pl.col("split") != "validation")
+    return [
+        g.to_dicts()
+        for _, g in train.group_by(["config_id", "step", "group_id"], maintain_order=True)
+    ]
+
+
+def numpy_inverted(group, column):
+    t = [r for r in group if not r["masked"] and r["kept"]]
+    won = np.array([r[column] or 0.0 for r in t if r["resolved"]])
+    lost = np.array([r[column] or 0.0 for r in t if not r["resolved"]])
+    return bool(len(won) and len(lost) and won.min() < lost.max())
+
+
+def numpy_fail_push(group):
+    """(1/n) Σ over failures A_i (m_i - mean minutes of the failures), n trainable rows."""
+    t = [r for r in group if not r["masked"] and r["kept"]]
+    lost = [r for r in t if not r["resolved"]]
+    if not t or not lost:
+        return 0.0
+    a = np.array([r["advantage"] for r in lost])
+    m = np.array([r["minutes"] for r in lost])
+    return float((a * (m - m.mean())).sum() / len(t))
+
+
+# ---- fail faster: the push among failures, not the time-only signal -----------------------------
+
+
+def test_fail_faster_is_the_fail_time_push_recomputed_from_the_rows():
     frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
     result = replay_frame(frame, {"apply_to": "all"})
-    row = result.findings.filter(pl.col("kind") == "time_only_signal").row(0, named=True)
-    assert row["value"] == 1.0
-    assert row["severity"] == "warning"
-    assert row["text"].startswith("λ=0.01667 all: 100% of training groups are all-fail groups")
-    assert "apply_to=correct" in row["text"]
+    (group,) = by_group(result.rows)
+    push = numpy_fail_push(group)
+    assert push < -0.05  # faster failures get the larger advantage
+    assert kinds(result)["fail_faster"] == pytest.approx(push, rel=1e-12)
+    assert result.summary["push/minutes_fail"][0] == pytest.approx(push, rel=1e-12)
+    (text,) = texts(result, "fail_faster")
+    assert text.startswith("λ=1/60 all: teaches failures to give up sooner")
+    assert "apply_to=correct" in text
     # Charging resolved rollouts only keeps the failures tied: nothing to report.
-    assert "time_only_signal" not in kinds(replay_frame(frame, {"apply_to": "correct"}))
+    assert "fail_faster" not in kinds(replay_frame(frame, {"apply_to": "correct"}))
+
+
+def test_call_bonus_signal_is_not_called_fail_faster():
+    # Equal run times, calls differ: the bonus breaks the tie, the time term cannot.
+    frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0] * 4, calls=[5, 10, 20, 40])
+    result = replay_frame(
+        frame, {"lambda_time": 0.0, "lambda_call_bonus": 0.1, "call_bonus_ref": 40.0}
+    )
+    assert result.summary["signal/time_only_rate"][0] == 1.0  # there is shaping-only signal
+    assert result.summary["push/minutes_fail"][0] == 0.0
+    assert result.summary["push/calls_fail"][0] > 0  # it teaches more calls, not faster failure
+    assert "fail_faster" not in kinds(result)
+
+
+# ---- inversions: only what shaping introduces is blamed on the time term ----------------------
+
+
+def test_inversion_present_with_shaping_off_is_not_blamed_on_time():
+    # A penalised resolved rollout (reward 0.2) below an unresolved one with partial credit (0.5).
+    frame = rollouts(reward=[0.2, 0.5, 0.0], resolved=[True, False, False])
+    for lam in (0.0, 1 / 60):
+        result = replay_frame(frame, {"lambda_time": lam})
+        summary = result.summary.row(0, named=True)
+        assert summary["inversion/group_rate"] == 1.0
+        assert summary["inversion/group_rate_off"] == 1.0
+        assert summary["inversion/introduced_group_rate"] == 0.0
+        assert "inversion_introduced" not in kinds(result)
+        assert texts(result, "inversion_present_unshaped")
+        assert not any("outweighs" in t for t in result.findings["text"])
+
+
+def test_introduced_inversion_recomputed_from_the_rows():
+    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
+    configs = [config({"lambda_time": lam}) for lam in (1 / 120, 1 / 30)]
+    result = run_replay(rollouts_from_frame(frame), configs)
+    groups = by_group(result.rows)
+    introduced = [
+        numpy_inverted(g, "reward_shaped") and not numpy_inverted(g, "reward_raw") for g in groups
+    ]
+    assert introduced == [False, True]  # 1 - 2.0 < 0 - 1/30 only at the steep lambda
+    rows = result.findings.filter(pl.col("kind") == "inversion_introduced")
+    assert rows["config_id"].to_list() == [configs[1].config_id]
+    assert rows["value"][0] == 1.0
+    assert "inversion-free at λ ∈ {1/120}" in rows["text"][0]
+
+
+def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
+    # With a floor of -0.8 the success and the failure both reach it at a steep lambda (a tie),
+    # but at a middle lambda the success is floored below the failure: inversion is not monotone.
+    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[5400.0, 1800.0])
+    lambdas = (1 / 120, 1 / 45, 1 / 20)
+    configs = [config({"lambda_time": lam, "floor": -0.8}) for lam in lambdas]
+    result = run_replay(rollouts_from_frame(frame), configs)
+    rates = result.summary["inversion/introduced_group_rate"].to_list()
+    assert rates == [0.0, 1.0, 0.0]
+    (text,) = texts(result, "inversion_introduced")
+    assert "inversion-free at λ ∈ {1/120, 1/20}" in text
+    assert "largest" not in text
+    # The tie at the steep lambda is no inversion, and the floor tie has its own finding.
+    tie = result.findings.filter(pl.col("kind") == "floor_tie")
+    assert tie["config_id"].to_list() == [configs[2].config_id]
+
+
+# ---- explosions: judged after the clip, each side by its own bound -----------------------------
+
+
+def lone_success():
+    # The resolved row's peers differ by one second: a leave-one-out std of about 1e-4, so the
+    # success explodes upward.
+    return rollouts(
+        reward=[1.0, 0.0, 0.0, 0.0], openhands_run_time=[600.0, 600.0, 600.0, 601.0], step=[3] * 4
+    )
+
+
+def lone_failure():
+    # Mirror image: the unresolved row explodes downward among successes a second apart.
+    return rollouts(
+        reward=[1.0, 1.0, 1.0, 0.0], openhands_run_time=[600.0, 600.0, 601.0, 600.0], step=[3] * 4
+    )
+
+
+def test_one_sided_clip_bounds_its_own_side():
+    upward = replay_frame(lone_success(), {}, {"precision": "float64", "clip_high": 3.0})
+    assert upward.summary["adv/explosion_frac"][0] > 0
+    assert upward.summary["adv/explosion_trained_frac"][0] == 0.0
+    assert "explosion_unbounded" not in kinds(upward)
+    assert texts(upward, "explosion_bounded")
+    downward = replay_frame(lone_failure(), {}, {"precision": "float64", "clip_high": 3.0})
+    trained = downward.rows.filter(~pl.col("masked"))["advantage"].abs()
+    assert downward.summary["adv/explosion_trained_frac"][0] == pytest.approx(
+        float((trained > 3).mean())
+    )
+    found = downward.findings.filter(pl.col("kind") == "explosion_unbounded").row(0, named=True)
+    # The number quoted is what training sees (after the clip), not the unclipped extreme.
+    assert found["value"] == pytest.approx(float(trained.max()))
+    assert f"up to {trained.max():.4g}" in found["text"]
+    assert "after its clip" in found["text"]
+
+
+def test_explosion_names_the_std_that_divided_it():
+    result = replay_frame(lone_success(), {}, {"precision": "float64"})
+    top_row = result.rows.sort("advantage_unclipped", descending=True).row(0, named=True)
+    assert top_row["normalized"]
+    assert top_row["std"] < 1e-3
+    found = result.findings.filter(pl.col("kind") == "explosion_unbounded").row(0, named=True)
+    assert found["severity"] == "hazard"
+    assert "(no clip)" in found["text"]
+    assert f"divided by a std of {top_row['std']:.2g}" in found["text"]
+    assert "++grpo.advantage_clip_low=-3 ++grpo.advantage_clip_high=3" in found["text"]
+
+
+def test_an_undivided_row_is_never_said_to_be_divided():
+    # Without normalisation nothing is divided: large rewards explode by their size alone.
+    frame = rollouts(reward=[10.0, 0.0, 0.0, 0.0])
+    result = replay_frame(frame, {"lambda_time": 0.0}, {"normalize": False})
+    assert result.groups["std_at_max_abs"][0] is None
+    (text,) = texts(result, "explosion_unbounded")
+    assert "divided" not in text
+
+
+def test_clipped_twin_in_the_sweep_is_named():
+    configs = [
+        config({}, {"precision": "float64"}),
+        config({}, {"precision": "float64", "clip_low": -3.0, "clip_high": 3.0}),
+    ]
+    result = run_replay(rollouts_from_frame(lone_success()), configs)
+    (text,) = texts(result, "explosion_unbounded")
+    assert "'λ=1/60 all float64 clip[-3,3]' is its clipped twin here" in text or (
+        "'λ=1/60 all clip[-3,3] float64' is its clipped twin here" in text
+    )
+
+
+# ---- uncharged-only signal: the cause named is the one present ---------------------------------
 
 
 def test_signal_only_from_uncharged_masked_rows():
     # Every charged row is floored to 0.05; the masked row keeps 0.0 and still votes.
     frame = rollouts(reward=[0.0] * 4, mask_sample=[False, False, False, True])
     result = replay_frame(frame, {"floor": 0.05})
-    group = result.groups.row(0, named=True)
-    assert group["has_signal"]
-    assert not group["has_signal_raw"]
-    assert group["uncharged_only_signal"]
-    assert result.summary["signal/uncharged_only_rate"][0] == 1.0
+    assert result.groups["uncharged_only_signal"][0]
     assert kinds(result)["uncharged_only_signal"] == 1.0
-    # With the masked row out of the baseline (PR #4160) the group has no signal left.
+    (text,) = texts(result, "uncharged_only_signal")
+    assert "masked rows" in text
+    assert "--exclude-masked" in text
     excluded = replay_frame(frame, {"floor": 0.05}, {"exclude_masked": True})
-    assert not excluded.groups["uncharged_only_signal"][0]
     assert "uncharged_only_signal" not in kinds(excluded)
+
+
+def test_zeroed_rows_are_not_blamed_on_masks():
+    # Internal item 2: a zeroed row is reset to 0.0 while its charged siblings are floored up to
+    # 0.05. No row is masked, so the advice must not be --exclude-masked.
+    frame = rollouts(reward=[0.0] * 4, zeroed_by_penalty=[False, False, False, True])
+    result = replay_frame(frame, {"semantics": "internal", "floor": 0.05})
+    assert result.summary["input/masked_frac"][0] == 0.0
+    (text,) = texts(result, "uncharged_only_signal")
+    assert "zeroing penalty" in text
+    assert "masked" not in text
+    assert "--exclude-masked" not in text
 
 
 def test_time_spread_among_charged_rows_is_not_uncharged_only():
@@ -54,106 +238,103 @@ def test_time_spread_among_charged_rows_is_not_uncharged_only():
     assert not result.groups["uncharged_only_signal"][0]
 
 
-def explosive():
-    # The resolved row's peers differ by one second: a leave-one-out std of about 1e-4.
+# ---- validation, gained and lost signal, floor ties -------------------------------------------
+
+
+def validation_frame():
     return rollouts(
-        reward=[1.0, 0.0, 0.0, 0.0], openhands_run_time=[600.0, 600.0, 600.0, 601.0], step=[3] * 4
-    )
-
-
-def test_unclipped_explosion_names_the_group_and_its_std():
-    result = replay_frame(explosive(), {}, {"precision": "float64"})
-    group = result.groups.row(0, named=True)
-    top_row = result.rows.sort("advantage_unclipped", descending=True).row(0, named=True)
-    assert group["max_abs_advantage_unclipped"] == pytest.approx(top_row["advantage_unclipped"])
-    assert group["std_at_max_abs"] == pytest.approx(top_row["std"])
-    assert top_row["std"] < 1e-3
-    found = result.findings.filter(pl.col("kind") == "explosion_unclipped").row(0, named=True)
-    assert found["severity"] == "hazard"
-    assert found["value"] == group["max_abs_advantage_unclipped"]
-    assert f"max |advantage| {found['value']:.4g} at step 3, group 0" in found["text"]
-    assert f"group std of {top_row['std']:.2g}" in found["text"]
-    assert "--clip-low -3 --clip-high 3" in found["text"]
-
-
-def test_a_clip_turns_the_explosion_into_information():
-    result = replay_frame(
-        explosive(), {}, {"precision": "float64", "clip_low": -3.0, "clip_high": 3.0}
-    )
-    assert "explosion_unclipped" not in kinds(result)
-    assert kinds(result)["explosion_clipped"] == result.summary["adv/clip_frac"][0]
-
-
-def test_clipped_twin_in_the_sweep_is_named():
-    rollouts_ = rollouts_from_frame(explosive())
-    configs = [
-        config({}, {"precision": "float64"}),
-        config({}, {"precision": "float64", "clip_low": -3.0, "clip_high": 3.0}),
-    ]
-    result = run_replay(rollouts_, configs)
-    text = result.findings.filter(pl.col("kind") == "explosion_unclipped")["text"][0]
-    assert "'λ=0.01667 all clip[-3,3]' is the clipped twin in this sweep" in text
-
-
-def test_inversion_and_the_largest_safe_lambda():
-    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
-    configs = [config({"lambda_time": lam}) for lam in (1 / 120, 1 / 30)]
-    result = run_replay(rollouts_from_frame(frame), configs)
-    rows = result.findings.filter(pl.col("kind") == "inversion")
-    assert rows.height == 1  # only the steep lambda inverts: 1 - 2.0 < 0 - 1/30
-    assert rows["value"][0] == 1.0
-    assert rows["config_id"][0] == configs[1].config_id
-    assert "inversion-free lambda_time with these settings here is 0.008333" in rows["text"][0]
-
-
-def test_charged_validation_is_not_comparable():
-    frame = rollouts(
         reward=[1.0, 0.0, 1.0, 1.0],
         group_id=[0, 0, 1, 1],
         split=["train", "train", "validation", "validation"],
         openhands_run_time=[600.0, 600.0, 1200.0, 1200.0],
     )
-    internal = replay_frame(frame, {"semantics": "internal"})
+
+
+def test_charged_validation_is_not_comparable():
+    internal = replay_frame(validation_frame(), {"semantics": "internal"})
     row = internal.summary.row(0, named=True)
+    assert row["input/validation_charged"] == 2
     found = internal.findings.filter(pl.col("kind") == "validation_not_comparable")
-    assert found["value"][0] == pytest.approx(
-        row["validation/total_reward/mean"] - row["validation/accuracy"]
-    )
     assert found["value"][0] == pytest.approx(-20 / 60)
-    assert "validation_not_comparable" not in kinds(replay_frame(frame, {}))
+    assert "2 validation rows are charged (internal item 4)" in found["text"][0]
 
 
-def test_recommended_and_headlines_over_a_sweep(synth_path):
+def test_validation_not_charged_says_nothing():
+    # Internal semantics without item 4 and nemo-rl semantics both leave validation uncharged.
+    for shaping in ({"semantics": "internal", "internal_items": (1, 2, 3)}, {}):
+        result = replay_frame(validation_frame(), shaping)
+        assert result.summary["input/validation_charged"][0] == 0
+        assert "validation_not_comparable" not in kinds(result)
+
+
+def test_signal_gained_and_lost_are_both_stated():
+    # Group 0 (mixed): the success (90 min) lands exactly on the floor -0.5 and the failure
+    # (60 min) is clamped to it: they tie and the group loses its signal. Group 1 (all fail, 5
+    # and 10 minutes, above the floor) gains a time-only signal.
+    frame = rollouts(
+        reward=[1.0, 0.0, 0.0, 0.0],
+        group_id=[0, 0, 1, 1],
+        openhands_run_time=[5400.0, 3600.0, 300.0, 600.0],
+    )
+    result = replay_frame(frame, {"floor": -0.5})
+    rows = result.rows.sort("group_id", "rollout_index")
+    assert rows["reward_shaped"].to_list()[:2] == [-0.5, -0.5]
+    assert rows["floored"].to_list()[:2] == [False, True]  # landing on it is no clamp
+    groups = result.groups.sort("group_id")
+    assert groups["has_signal"].to_list() == [False, True]
+    assert groups["has_signal_raw"].to_list() == [True, False]
+    assert groups["floor_tie"].to_list() == [True, False]
+    assert groups["inverted"].to_list() == [False, False]  # a tie is never an inversion
+    summary = result.summary.row(0, named=True)
+    assert summary["signal/gained_rate"] == 0.5
+    assert summary["signal/lost_rate"] == 0.5
+    assert summary["signal/group_rate"] == summary["signal/group_rate_raw"]  # net 0 hides both
+    (text,) = texts(result, "signal_change")
+    assert "gained in 50% of groups and lost in 50%" in text
+    (tie,) = texts(result, "floor_tie")
+    assert "both end on the floor -0.5" in tie
+
+
+# ---- the verdict first, kinds in decision order, headlines, labels -----------------------------
+
+
+def test_findings_open_with_the_verdict_and_follow_the_decision_order(synth_path):
     configs = [config({"enabled": False})] + [
-        config({"lambda_time": lam}, {"clip_low": -3.0, "clip_high": 3.0})
-        for lam in (1 / 240, 1 / 120, 1 / 60, 1 / 30)
+        config({"lambda_time": lam, "apply_to": a}, {"clip_low": -3.0, "clip_high": 3.0})
+        for lam in (1 / 120, 1 / 30, 1 / 8)
+        for a in ("all", "correct")
     ]
     result = api.replay(api.load([synth_path]), configs)
     found = result.findings
-    recommended = found.filter((pl.col("kind") == "recommended") & ~pl.col("headline"))
-    summary = result.summary
-    gain = summary["signal/group_rate"] - summary["signal/group_rate_raw"]
-    expected = summary.filter(
-        (gain > 1e-9) & (summary["inversion/group_rate"] == 0) & summary["enabled"]
-    )["config_id"]
-    assert sorted(recommended["config_id"]) == sorted(expected)
+    assert found["kind"][0] == "recommendation"
+    assert found["severity"][0] == "decision"
+    order = ["recommendation", "runner_up", *KINDS]
+    positions = [order.index(k) for k in found["kind"]]
+    assert positions == sorted(positions)
     # More than three configs of one kind: one headline sentence, the per-config rows kept.
-    for kind, n in found.filter(pl.col("config_id").is_not_null())["kind"].value_counts().rows():
+    per_config = found.filter(
+        pl.col("config_id").is_not_null() & (pl.col("severity") != "decision")
+    )
+    for kind, n in per_config["kind"].value_counts().rows():
         head = found.filter((pl.col("kind") == kind) & pl.col("config_id").is_null())
         assert head.height == (1 if n > 3 else 0)
         if n > 3:
             assert head["text"][0].startswith(f"{n} configs ")
-    severities = found["severity"].to_list()
-    order = ["hazard", "warning", "info", "ok"]
-    assert severities == sorted(severities, key=order.index)
 
 
-def test_no_safe_config_says_so():
-    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
-    result = replay_frame(frame, {"lambda_time": 1 / 30})
-    last = result.findings.filter(pl.col("kind") == "recommended").row(0, named=True)
-    assert last["config_id"] is None
-    assert last["text"].startswith("No shaped config adds signal")
+def test_labels_are_unique_when_any_parameter_varies(synth_path):
+    variants = [
+        {},
+        {"normalize": False},
+        {"exclude_masked": True},
+        {"baseline": "mean"},
+        {"std_guard": "legacy"},
+        {"precision": "float64"},
+    ]
+    configs = [config({}, a) for a in variants] + [config({"mask_flagged": False})]
+    configs.append(config({}, {}, metrics_by="batch"))
+    summary = api.replay(api.load([synth_path]), configs).summary
+    assert summary["label"].n_unique() == len(configs)
 
 
 def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
@@ -169,25 +350,24 @@ def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
     assert on_disk.columns == ["config_id", "kind", "severity", "value", "text", "headline"]
 
 
-def test_highlights_default_and_chosen(synth_path):
+def test_highlights_are_shaping_off_and_the_verdict(synth_path):
     configs = [config({"enabled": False})] + [
-        config({"lambda_time": lam, "apply_to": a})
+        config({"lambda_time": lam, "apply_to": a}, {"clip_low": -3.0, "clip_high": 3.0})
         for lam in (1 / 120, 1 / 15)
         for a in ("all", "correct")
     ]
-    summary = api.replay(api.load([synth_path]), configs).summary
-    chosen = highlights(summary)
-    assert chosen[0] == configs[0].config_id
-    assert len(chosen) == 3
-    # No clip here: harm = inversion rate + explosion share; ties go to the smaller gain.
-    harm = summary["inversion/group_rate"] + summary["adv/explosion_frac"]
-    gain = summary["signal/group_rate"] - summary["signal/group_rate_raw"]
-    ranked = summary.with_columns(harm.alias("h"), gain.alias("g")).filter(pl.col("enabled"))
-    worst = ranked.sort(["h", "g"], descending=[True, False])["config_id"][0]
-    best = ranked.sort(["h", "g"], descending=[False, True])["config_id"][0]
-    assert chosen[1:] == [best, worst]
-    wanted = [configs[2].config_id[:6], "λ=0.06667 all"]
-    assert highlights(summary, wanted) == [configs[2].config_id, configs[3].config_id]
+    result = api.replay(api.load([synth_path]), configs)
+    verdict = result.recommendation
+    chosen = highlights(result.summary, verdict=verdict)
+    expected = [configs[0].config_id] + [
+        verdict.filter(pl.col("role") == role)["config_id"][0]
+        for role in ("recommended", "runner-up")
+        if verdict.filter(pl.col("role") == role).height
+        and verdict.filter(pl.col("role") == role)["config_id"][0] != configs[0].config_id
+    ]
+    assert chosen == expected
+    wanted = [configs[2].config_id[:6], "λ=1/15 all clip[-3,3]"]
+    assert highlights(result.summary, wanted) == [configs[2].config_id, configs[3].config_id]
 
 
 def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):

@@ -53,21 +53,29 @@ def test_index_is_self_contained(report):
     assert "url(" not in html
     assert html.count("data:image/png;base64,") == len(list((report / "charts").glob("*.png")))
     sections = re.findall(r'<section id="([a-z_]+)"', html)
-    assert sections == ["replayed", "findings", "summary", "charts", "configs"]
+    assert sections == ["decision", "findings", "summary", "replayed", "charts", "configs"]
 
 
 def test_index_numbers_are_the_tables_numbers(report):
     html = (report / "index.html").read_text()
     summary = pl.read_parquet(report / "summary.parquet")
+    verdict = pl.read_parquet(report / "recommendation.parquet")
+    roles = dict(verdict.select("config_id", "role").rows())
     for row in summary.iter_rows(named=True):
         cells = re.search(rf'<tr id="row-{row["config_id"]}">(.*?)</tr>', html).group(1)
         values = re.findall(r'data-v="([^"]*)"', cells)
         assert values[1] == row["label"]
-        assert float(values[2]) == row["total_reward/mean"]  # exact: the repr of the value
-        assert float(values[3]) == row["signal/group_rate"]
+        assert values[2] == roles[row["config_id"]]
+        assert float(values[3]) == row["total_reward/mean"]  # exact: the repr of the value
+        assert float(values[4]) == row["push/minutes_pass"]
     found = pl.read_parquet(report / "findings.parquet")
     for text in found.filter(pl.col("headline"))["text"]:
         assert text.replace("'", "&#x27;").replace(">", "&gt;") in html
+    # The decision section leads with the verdict's recommended config and its overrides.
+    decision = re.search(r'<section id="decision">(.*?)</section>', html).group(1)
+    recommended = verdict.filter(pl.col("role") == "recommended").row(0, named=True)
+    assert recommended["label"].replace("'", "&#x27;") in decision
+    assert recommended["overrides"] in decision
 
 
 def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):
@@ -146,9 +154,26 @@ def test_report_in_a_real_browser(report, tmp_path):
         page.select_option("select[data-filter]:near(:text('apply_to'))", "correct")
         visible = page.locator("#summary-table tbody tr:visible")
         assert visible.count() == summary.filter(pl.col("apply_to") == "correct").height
+        # The frontier follows the filter: only points of shown configs stay visible.
+        shown = set(summary.filter(pl.col("apply_to") == "correct")["config_id"])
+        for link in page.locator("a.pt-link").all():
+            ids = set(link.get_attribute("data-ids").split())
+            assert link.is_visible() == bool(ids & shown)
+        page.select_option("select[data-filter]:near(:text('apply_to'))", "*")
+        # A click on the recommended point opens that config's detail.
+        verdict = pl.read_parquet(report / "recommendation.parquet")
+        best = verdict.filter(pl.col("role") == "recommended")["config_id"][0]
+        point = page.locator(f"a.pt-link[data-ids~='{best}']")
+        point.click()
+        assert page.locator(f"details#cfg-{best}").evaluate("d => d.open")
+        # The summary downloads as CSV with every config.
+        with page.expect_download() as download:
+            page.locator("a[download='summary.csv']").click()
+        csv = pl.read_csv(download.value.path())
+        assert csv["config_id"].to_list() == summary["config_id"].to_list()
         # Every chart and frontier plot has a size.
         charts = page.locator("img.chart, svg.scatter")
-        assert charts.count() == len(list((report / "charts").glob("*.png"))) + 2
+        assert charts.count() == len(list((report / "charts").glob("*.png"))) + 1
         for i in range(charts.count()):
             box = charts.nth(i).bounding_box()
             assert box is not None
@@ -157,6 +182,12 @@ def test_report_in_a_real_browser(report, tmp_path):
         natural = page.locator("img.chart").evaluate_all("els => els.map(e => e.naturalWidth)")
         assert all(w > 0 for w in natural)
         page.screenshot(path=str(tmp_path / "index_full.png"), full_page=True)
+        # On a phone the page does not scroll sideways (wide tables scroll inside their box).
+        phone = browser.new_page(viewport={"width": 390, "height": 844})
+        phone.goto(url)
+        overflow = phone.evaluate("document.documentElement.scrollWidth")
+        assert overflow <= 390
+        phone.screenshot(path=str(tmp_path / "index_phone.png"), full_page=False)
         browser.close()
     assert errors == []
     assert requests == [url]  # the page itself; charts are data: URIs, nothing else is fetched

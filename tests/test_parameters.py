@@ -92,7 +92,7 @@ def test_a_new_parameter_touches_config_only(tmp_path):
         values, _ = parse_overrides(["++grpo.time_efficiency.dummy_bonus=0.25"])
         assert values == {"dummy_bonus": 0.25}
         configs = expand({}, {"dummy_bonus": parse_list("dummy_bonus", "0,1/4")})
-        assert [c.label for c in configs] == ["λ=0.01667 all", "λ=0.01667 all dummy=0.25"]
+        assert [c.label for c in configs] == ["λ=1/60 all", "λ=1/60 all dummy=0.25"]
         assert configs[1].flat()["dummy_bonus"] == 0.25
         print("ok")
         """

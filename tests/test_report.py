@@ -20,6 +20,7 @@ def test_report_appears_complete(synth_path, tmp_path):
         "groups.parquet",
         "index.html",
         "manifest.json",
+        "recommendation.parquet",
         "rollouts.parquet",
         "steps.parquet",
         "summary.parquet",

@@ -223,5 +223,5 @@ def test_validation_shaped_label_sweep_and_stable_ids():
     # Added after ids were published: at its default the id is the one earlier reports carry.
     assert ReplayConfig().config_id == "fa32cd605d"
     configs = expand({}, {"validation_shaped": parse_list("validation_shaped", "false,true")})
-    assert [c.label for c in configs] == ["λ=0.01667 all", "λ=0.01667 all val-shaped"]
+    assert [c.label for c in configs] == ["λ=1/60 all", "λ=1/60 all val-shaped"]
     assert configs[0].config_id == "fa32cd605d" != configs[1].config_id

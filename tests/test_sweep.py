@@ -175,6 +175,6 @@ def test_sweep_bad_value_exit_2(synth_path, tmp_path):
 def test_config_labels_are_readable():
     assert (
         config({"lambda_time": 1 / 60, "apply_to": "correct", "floor": 0.05}).label
-        == "λ=0.01667 correct floor=0.05"
+        == "λ=1/60 correct floor=0.05"
     )
     assert config({"enabled": False}).label == "no shaping"

@@ -1,22 +1,25 @@
-"""Findings: short quantitative sentences, generated from a report's own summary and group tables.
+"""Findings: short quantitative sentences, each read from the report's own tables.
 
-Each finding names a config, a number and what to do. `findings()` returns one row per (config,
-kind) plus headline rows (config_id null) that sum a kind up across a sweep, so a report of 100
-configs opens with a few sentences instead of hundreds. The frontier (signal gained over shaping
-off against the harm done) picks the configs the charts highlight.
+Each kind is one small function below with its definition in its docstring; it returns the
+sentence for one config, or None when its definition does not hold. `findings()` puts them in the
+order a user decides in (the verdict of recommendation.py first, then what disqualifies a config,
+then what it teaches, then context) and sums a kind met by many configs up in one headline row
+(config_id null).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.frontier import is_clipped
+from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
 from replay_cli.advice.top_groups import top_groups
-from replay_cli.frames import collect
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, TIME_ONLY_WARN
+from replay_cli.config import lambda_text
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -27,270 +30,376 @@ SCHEMA = {
     "text": pl.String,
     "headline": pl.Boolean,
 }
-SEVERITIES = ("hazard", "warning", "info", "ok")
-"""hazard: the numbers say the config harms training; warning: read before running it; info:
-context; ok: a config that adds signal without a listed harm."""
+SEVERITIES = ("decision", "hazard", "warning", "info")
+"""decision: the verdict (what to launch, or that nothing qualifies); hazard: the numbers say
+the config harms training; warning: read before running it; info: context."""
 
 PER_KIND_IN_HEADLINE = 3
 """A kind met by more configs than this is summed up in one headline sentence."""
-
-
-def _group_facts(
-    groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per config: the group of the largest unclipped |advantage| and the all-fail time-only
-    count; `top` is `top_groups(groups)` when the caller has it."""
-    lf = groups.lazy()
-    columns = lf.collect_schema().names()
-    if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in columns:  # a report written before these columns
-        return {}
-    top = (
-        (top_groups(lf) if top is None else top).group_by(S.CONFIG_ID, maintain_order=True).first()
-    )
-    top = top.select(
-        S.CONFIG_ID, S.STEP, S.GROUP_ID, S.G_MAX_ABS_ADVANTAGE_UNCLIPPED, S.G_STD_AT_MAX_ABS
-    )
-    fail_faster = lf.group_by(S.CONFIG_ID).agg(
-        # Not the groups whose spread is only an uncharged row's: no time difference there.
-        (
-            pl.col(S.G_TIME_ONLY_SIGNAL)
-            & ~pl.col(S.G_UNCHARGED_ONLY_SIGNAL)
-            & (pl.col(S.G_RESOLVED_PATTERN) == S.ALL_FAIL)
-        )
-        .sum()
-        .alias("all_fail_time_only"),
-        (pl.col(S.G_TIME_ONLY_SIGNAL) & (pl.col(S.G_RESOLVED_PATTERN) == S.ALL_PASS))
-        .sum()
-        .alias("all_pass_time_only"),
-        pl.len().alias("groups"),
-    )
-    joined = collect(fail_faster).join(top, on=S.CONFIG_ID, how="left")
-    return {row[S.CONFIG_ID]: row for row in joined.iter_rows(named=True)}
-
-
-def _twin(summary: pl.DataFrame, row: dict[str, Any], **changes: Any) -> dict[str, Any] | None:
-    """The config of the sweep equal to `row` but for `changes` (None when the sweep has none)."""
-    params = [c for c in PARAMS if c in summary.columns and c not in changes]
-    cond = pl.lit(True)
-    for c in params:
-        cond &= pl.col(c).eq_missing(row[c])
-    for c, v in changes.items():
-        cond &= pl.col(c).eq_missing(v)
-    found = summary.filter(cond)
-    return found.row(0, named=True) if found.height else None
-
-
-def _safe_lambda(summary: pl.DataFrame, row: dict[str, Any]) -> float | None:
-    """The largest lambda_time of the sweep with the same other settings and no inversion."""
-    params = [c for c in PARAMS if c in summary.columns and c != "lambda_time"]
-    cond = pl.col("inversion/group_rate").fill_null(0.0) == 0
-    for c in params:
-        cond &= pl.col(c).eq_missing(row[c])
-    lam = summary.filter(cond & pl.col("enabled") & (pl.col("lambda_time") > 0))["lambda_time"]
-    return None if lam.is_empty() else float(lam.max())
-
 
 PARAMS = tuple(registry())
 """Every replay parameter (each a summary column), in declaration order."""
 
 
 def _pct(x: float) -> str:
-    return f"{x:.0%}" if x >= 0.1 or x == 0 else f"{x:.1%}" if x >= 0.001 else f"{x:.2%}"
+    return f"{x:.0%}" if abs(x) >= 0.1 or x == 0 else f"{x:.1%}" if abs(x) >= 0.001 else f"{x:.2%}"
 
 
-def _per_config(
-    summary: pl.DataFrame, row: dict[str, Any], facts: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Every finding of one config."""
-    out: list[dict[str, Any]] = []
-    label, cid = row["label"], row[S.CONFIG_ID]
+def _num(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return 0.0 if value is None else float(value)
 
-    def add(kind: str, severity: str, value: float | None, text: str) -> None:
-        out.append(
+
+@dataclass(frozen=True)
+class Found:
+    """One finding of one config: its number (what the headline ranks by) and its sentence."""
+
+    value: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a finding may read besides the config's summary row: the whole summary (for twins),
+    the config's top group and the recommendation rule."""
+
+    summary: pl.DataFrame
+    top: dict[str, Any]
+    rule: Rule
+
+    def twin(self, row: dict[str, Any], **changes: Any) -> dict[str, Any] | None:
+        """The config of the sweep equal to `row` but for `changes`, or None."""
+        cond = pl.lit(True)
+        for c in PARAMS:
+            if c in self.summary.columns:
+                cond &= pl.col(c).eq_missing(changes.get(c, row[c]))
+        found = self.summary.filter(cond)
+        return found.row(0, named=True) if found.height else None
+
+    def lambdas_without_introduced_inversion(self, row: dict[str, Any]) -> list[float]:
+        """The sweep's lambda_time values, other settings as `row`'s, whose shaping introduces
+        no inversion (a set: with a negative floor inversion need not grow with lambda)."""
+        cond = pl.col("enabled")
+        for c in PARAMS:
+            if c in self.summary.columns and c != "lambda_time":
+                cond &= pl.col(c).eq_missing(row[c])
+        same = self.summary.filter(cond)
+        free = same.filter(pl.col("inversion/introduced_group_rate").fill_null(0.0) == 0)
+        return sorted(free["lambda_time"].to_list())
+
+
+def inversion_introduced(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Shaping puts a resolved rollout below an unresolved one in groups where shaping off (the
+    raw rewards of the same trainable rows) has no such pair."""
+    rate = _num(row, "inversion/introduced_group_rate")
+    if rate <= 0:
+        return None
+    free = ctx.lambdas_without_introduced_inversion(row)
+    if free:
+        values = ", ".join(lambda_text(v) for v in free)
+        advice = f"with these settings this sweep is inversion-free at λ ∈ {{{values}}}"
+    else:
+        advice = "no λ of this sweep with these settings is inversion-free: lower lambda_time"
+    return Found(
+        rate,
+        f"shaping puts a resolved rollout below an unresolved one in {_pct(rate)} of groups "
+        f"that shaping off leaves in order: the time term outweighs success there; {advice}.",
+    )
+
+
+def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Groups already inverted with shaping off (e.g. a penalised resolved rollout below an
+    unresolved one): not the time term's doing."""
+    rate = _num(row, "inversion/group_rate_off")
+    if rate <= 0:
+        return None
+    return Found(
+        rate,
+        f"{_pct(rate)} of groups already have a resolved rollout below an unresolved one with "
+        "shaping off (the input's own rewards): these inversions are not caused by the time term.",
+    )
+
+
+def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Trained advantages (after the clip, each side bounded only by its own clip bound) with
+    |A| > EXPLOSION."""
+    share = _num(row, "adv/explosion_trained_frac")
+    if share <= 0:
+        return None
+    top = ctx.top
+    where = ""
+    if top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED) is not None:
+        std = top.get(S.G_STD_AT_MAX_ABS)
+        divided = (
+            f", where it was divided by a std of {std:.2g}" if std is not None and std > 0 else ""
+        )
+        where = f" (the largest at step {top[S.STEP]}, group {top[S.GROUP_ID]}{divided})"
+    clips = row.get("clip_low") is not None or row.get("clip_high") is not None
+    after = "after its clip" if clips else "(no clip)"
+    twin = ctx.twin(row, clip_low=-EXPLOSION, clip_high=EXPLOSION)
+    fix = (
+        f"'{twin['label']}' is its clipped twin here"
+        if twin is not None and twin[S.CONFIG_ID] != row[S.CONFIG_ID]
+        else f"set ++grpo.advantage_clip_low=-{EXPLOSION:g} ++grpo.advantage_clip_high="
+        f"{EXPLOSION:g} (the PR's recommendation)"
+    )
+    return Found(
+        _num(row, "adv/abs_max"),
+        f"{_pct(share)} of trained rows have |advantage| > {EXPLOSION:g} {after}, up to "
+        f"{_num(row, 'adv/abs_max'):.4g}{where}; {fix}.",
+    )
+
+
+def explosion_bounded(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Rows whose unclipped |A| exceeds EXPLOSION, all brought inside it by the clip."""
+    share = _num(row, "adv/explosion_frac")
+    if share <= 0 or _num(row, "adv/explosion_trained_frac") > 0:
+        return None
+    top = ctx.top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
+    up_to = f", up to {top:.4g} unclipped" if top is not None else ""
+    return Found(
+        _num(row, "adv/clip_frac"),
+        f"the clip changes {_pct(_num(row, 'adv/clip_frac'))} of trained rows and keeps every "
+        f"one of the {_pct(share)} that would exceed |{EXPLOSION:g}|{up_to} inside it.",
+    )
+
+
+def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Groups where a resolved and an unresolved trainable rollout both end on the floor: their
+    shaped rewards and advantages tie, so the update no longer prefers that success."""
+    share = _num(row, "floor/tie_group_rate")
+    if share <= 0:
+        return None
+    mixed = row.get("floor/tie_mixed_rate")
+    of_mixed = "" if mixed is None else f" ({_pct(mixed)} of mixed groups)"
+    return Found(
+        share,
+        f"in {_pct(share)} of groups{of_mixed} a resolved and an unresolved rollout both end on "
+        f"the floor {_num(row, 'floor'):g}: they tie, so the success is no longer preferred "
+        "there. Lower lambda_time or the floor.",
+    )
+
+
+def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
+    """The update teaches failures to end sooner: the fail-time push (covariance of the trained
+    advantage with minutes among the failures of each group) is below -Rule.max_fail_faster."""
+    push = _num(row, "push/minutes_fail")
+    if -push <= ctx.rule.max_fail_faster:
+        return None
+    twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
+    advice = (
+        f"; '{twin['label']}' keeps failures tied (fail-time push "
+        f"{push_text(_num(twin, 'push/minutes_fail'))})"
+        if twin is not None
+        else "; apply_to=correct charges resolved rollouts only and keeps failures tied"
+        if row.get("apply_to") == "all"
+        else ""
+    )
+    return Found(
+        push,
+        f"teaches failures to give up sooner: fail-time push {push_text(push)} (advantage × "
+        f"minutes per group; on long problems {push_text(_num(row, 'push/minutes_fail@long'))})"
+        f"{advice}.",
+    )
+
+
+def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Groups whose only signal is the difference between rows that were not charged and charged
+    siblings that all ended equal: the update learns which rows were exempt, not the time."""
+    share = _num(row, "signal/uncharged_only_rate")
+    if share <= 0:
+        return None
+    items = str(row.get("internal_items") or "").split(",")
+    causes, advice = [], []
+    if row.get("mask_flagged") and "1" not in items and _num(row, "input/masked_frac") > 0:
+        causes.append("masked rows (they keep their reward and still vote in the baseline)")
+        if not row.get("exclude_masked"):
+            advice.append("--exclude-masked (NeMo-RL PR #4160)")
+    if "2" in items:
+        causes.append("rows a zeroing penalty reset to 0 (internal item 2)")
+    if row.get("apply_to") == "correct":
+        causes.append("unresolved rows, which apply_to=correct does not charge")
+    if row.get("floor") is not None:
+        advice.append("a lower floor")
+    cause = "; ".join(causes) or "rows the hook skipped"
+    todo = f" Try {' or '.join(advice)}." if advice else ""
+    return Found(
+        share,
+        f"{_pct(share)} of groups get signal only because rows that were not charged ({cause}) "
+        f"differ from charged siblings that all ended equal.{todo}",
+    )
+
+
+def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Validation rows were charged (internal item 4 or the sync path), so the shaped validation
+    reward is not the accuracy an unshaped run logs."""
+    charged = _num(row, "input/validation_charged")
+    if charged <= 0:
+        return None
+    acc, total = row.get("validation/accuracy"), row.get("validation/total_reward/mean")
+    numbers = (
+        ""
+        if acc is None or total is None
+        else f": validation/total_reward/mean is {total:.4g} against a raw accuracy of {acc:.4g}"
+    )
+    items = str(row.get("internal_items") or "").split(",")
+    why = "internal item 4" if "4" in items else "the single-controller (sync) path"
+    return Found(
+        None if acc is None or total is None else total - acc,
+        f"{charged:.0f} validation rows are charged ({why}){numbers}, so its validation curve cannot be "
+        "set beside a run whose validation is unshaped. Compare validation/accuracy instead.",
+    )
+
+
+def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Groups that gain a learning signal under shaping and groups that lose the one shaping
+    off gives them, both stated (a net figure hides the losses)."""
+    gained, lost = _num(row, "signal/gained_rate"), _num(row, "signal/lost_rate")
+    if gained <= GAIN_EPS and lost <= GAIN_EPS:
+        return None
+    time_only = _num(row, "signal/time_only_rate")
+    return Found(
+        gained,
+        f"signal gained in {_pct(gained)} of groups and lost in {_pct(lost)} against shaping off "
+        f"({_pct(_num(row, 'signal/group_rate_raw'))} -> {_pct(_num(row, 'signal/group_rate'))}); "
+        f"all of the gain is ties broken by the shaping (time-only {_pct(time_only)})."
+        if abs(gained - time_only) <= GAIN_EPS
+        else f"signal gained in {_pct(gained)} of groups and lost in {_pct(lost)} against "
+        f"shaping off ({_pct(_num(row, 'signal/group_rate_raw'))} -> "
+        f"{_pct(_num(row, 'signal/group_rate'))}).",
+    )
+
+
+KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], str]] = {
+    "inversion_introduced": ("hazard", inversion_introduced, "introduce inversions"),
+    "explosion_unbounded": (
+        "hazard",
+        explosion_unbounded,
+        f"train on |advantage| > {EXPLOSION:g} after the clip",
+    ),
+    "floor_tie": ("hazard", floor_tie, "tie successes to failures on the floor"),
+    "fail_faster": ("warning", fail_faster, "teach failures to give up sooner"),
+    S.G_UNCHARGED_ONLY_SIGNAL: ("warning", uncharged_only, "get signal only from uncharged rows"),
+    "validation_not_comparable": (
+        "warning",
+        validation_not_comparable,
+        "charge validation rows (curves not comparable)",
+    ),
+    "inversion_present_unshaped": (
+        "info",
+        inversion_present_unshaped,
+        "have inversions already present with shaping off",
+    ),
+    "explosion_bounded": ("info", explosion_bounded, "rely on the clip to bound explosions"),
+    "signal_change": ("info", signal_change, "gain or lose signal against shaping off"),
+}
+"""Every per-config kind in the order a user decides in: (severity, definition, headline)."""
+
+
+def _decision_rows(verdict: pl.DataFrame) -> list[dict[str, Any]]:
+    """The verdict in words: what to launch and why, or that nothing qualifies and why not."""
+    d = decision(verdict)
+    rec, runner = d["recommended"], d["runner_up"]
+    rows = []
+
+    def add(kind: str, config: str | None, text: str) -> None:
+        rows.append(
             {
-                S.CONFIG_ID: cid,
+                S.CONFIG_ID: config,
                 "kind": kind,
-                "severity": severity,
-                "value": value,
-                "text": f"{label}: {text}",
+                "severity": "decision",
+                "value": None,
+                "text": text,
+                "headline": True,
             }
         )
 
-    groups = facts.get("groups") or 0
-    fail_faster = (facts.get("all_fail_time_only") or 0) / groups if groups else None
-    time_only = row.get("signal/time_only_rate") or 0.0
-    if row["enabled"] and fail_faster:
-        advice = (
-            "apply_to=correct charges resolved rollouts only and keeps failures tied"
-            if row["apply_to"] == "all"
-            else "check which rows are charged (internal item 3 gates on resolved alone)"
+    if rec is None:
+        misses = "; ".join(
+            f"'{m['label']}' fails {', '.join(m['failed'])}" for m in d["near_misses"]
         )
-        twin = _twin(summary, row, apply_to="correct") if row["apply_to"] == "all" else None
-        if twin is not None:
-            advice += f" ('{twin['label']}': time-only {_pct(twin['signal/time_only_rate'] or 0)})"
+        add("recommendation", None, f"No config passes the recommendation rule. Nearest: {misses}.")
+        return rows
+    if rec["reasons"].startswith("shaping off"):
         add(
-            S.G_TIME_ONLY_SIGNAL,
-            "warning" if fail_faster > TIME_ONLY_WARN else "info",
-            fail_faster,
-            f"{_pct(fail_faster)} of training groups are all-fail groups whose only signal is "
-            f"the time term — they learn to fail faster (time-only signal in {_pct(time_only)} of "
-            f"groups in all). If that is not intended, {advice}.",
+            "recommendation",
+            rec[S.CONFIG_ID],
+            f"Keep shaping off ('{rec['label']}'): no shaped config of this sweep passes the "
+            "recommendation rule.",
         )
-    explosion = row.get("adv/explosion_frac") or 0.0
-    top = facts.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
-    if explosion > 0 and not is_clipped(row):
-        where = ""
-        if top is not None:
-            std = facts.get(S.G_STD_AT_MAX_ABS)
-            std_text = "" if std is None else f", divided by a group std of {std:.2g}"
-            where = (
-                f"max |advantage| {top:.4g} at step {facts[S.STEP]}, group "
-                f"{facts[S.GROUP_ID]}{std_text}; "
-            )
-        twin = _twin(summary, row, clip_low=-3.0, clip_high=3.0)
-        fix = (
-            f"'{twin['label']}' is the clipped twin in this sweep"
-            if twin is not None
-            else "replay it with --clip-low -3 --clip-high 3 (the PR's recommendation)"
-        )
+    else:
         add(
-            "explosion_unclipped",
-            "hazard",
-            top if top is not None else row.get("adv/abs_max"),
-            f"{where}{_pct(explosion)} of trainable rows have |advantage| > {EXPLOSION:g} "
-            f"and no clip bounds them. Clip to [-3, 3]: {fix}.",
+            "recommendation",
+            rec[S.CONFIG_ID],
+            f"Launch '{rec['label']}': {rec['reasons']}. Overrides: {rec['overrides']}",
         )
-    elif explosion > 0:
+    if runner is not None:
         add(
-            "explosion_clipped",
-            "info",
-            row.get("adv/clip_frac"),
-            f"the clip changes {_pct(row.get('adv/clip_frac') or 0)} of trainable rows "
-            f"({_pct(explosion)} would exceed |{EXPLOSION:g}|"
-            + (f", up to {top:.4g}" if top is not None else "")
-            + ").",
+            "runner_up", runner[S.CONFIG_ID], f"Runner-up '{runner['label']}': {runner['reasons']}."
         )
-    inversion = row.get("inversion/group_rate") or 0.0
-    if inversion > 0:
-        safe = _safe_lambda(summary, row)
-        advice = (
-            f"the largest inversion-free lambda_time with these settings here is {safe:.4g}"
-            if safe is not None
-            else "lower lambda_time, or set a floor above the unresolved rewards"
-        )
-        add(
-            "inversion",
-            "hazard",
-            inversion,
-            f"in {_pct(inversion)} of groups a resolved rollout ends below an unresolved one "
-            f"({_pct(row.get('inversion/pair_rate') or 0)} of resolved/unresolved pairs): the time "
-            f"term outweighs success. {advice[0].upper()}{advice[1:]}.",
-        )
-    uncharged = row.get("signal/uncharged_only_rate") or 0.0
-    if uncharged > 0:
-        add(
-            S.G_UNCHARGED_ONLY_SIGNAL,
-            "warning",
-            uncharged,
-            f"{_pct(uncharged)} of groups have a signal only because rows that were not charged "
-            "(masked rows keep their reward and still vote in the baseline) differ from charged "
-            "siblings that all ended equal (floored or charged alike): the update learns the mask, "
-            "not the time. Use --exclude-masked (NeMo-RL PR #4160) or drop the floor.",
-        )
-    items = str(row.get("internal_items") or "").split(",")
-    shaped_val = "4" in items or bool(row.get("validation_shaped"))
-    val_rows = row.get("input/validation_rows") or 0
-    if row["enabled"] and shaped_val and val_rows:
-        acc, total = row.get("validation/accuracy"), row.get("validation/total_reward/mean")
-        why = "internal item 4" if "4" in items else "the single-controller (sync) path"
-        add(
-            "validation_not_comparable",
-            "warning",
-            None if acc is None or total is None else total - acc,
-            f"validation rows are charged ({why}): validation/total_reward/mean is "
-            f"{total:.4g} against a raw accuracy of {acc:.4g}, so its validation curve cannot be "
-            "set beside a run whose validation is unshaped. Compare validation/accuracy instead.",
-        )
-    gain = (row.get("signal/group_rate") or 0.0) - (row.get("signal/group_rate_raw") or 0.0)
-    if (
-        row["enabled"]
-        and gain > GAIN_EPS
-        and inversion == 0
-        and (explosion == 0 or is_clipped(row))
-    ):
-        add(
-            "recommended",
-            "ok",
-            gain,
-            f"adds signal to {_pct(gain)} of groups over shaping off "
-            f"({_pct(row.get('signal/group_rate_raw') or 0)} -> {_pct(row['signal/group_rate'])}) "
-            "with no inversion and no unclipped explosion.",
-        )
-    return out
-
-
-def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, Any]:
-    """One sentence for a kind met by many configs: how many, and the worst (or best) three."""
-    ranked = sorted(rows, key=lambda r: -(r["value"] or 0.0))
-    show = (lambda v: f"{v:.4g}") if kind.startswith("explosion_unclipped") else _pct
-    names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
-    what = {
-        S.G_TIME_ONLY_SIGNAL: "have all-fail groups learning to fail faster",
-        "explosion_unclipped": "have unclipped advantage explosions (|A| > 3); clip to [-3, 3]",
-        "explosion_clipped": "rely on the clip to bound explosions",
-        "inversion": "invert rewards (a resolved rollout below an unresolved one)",
-        S.G_UNCHARGED_ONLY_SIGNAL: "get signal only from rows that were not charged",
-        "validation_not_comparable": "charge validation rows (curves not comparable)",
-        "recommended": "add signal with no inversion and no unclipped explosion",
-    }[kind]
-    lead = "largest gain" if kind == "recommended" else "worst"
-    return {
-        S.CONFIG_ID: None,
-        "kind": kind,
-        "severity": rows[0]["severity"] if kind == "recommended" else _worst(rows),
-        "value": ranked[0]["value"],
-        "text": f"{len(rows)} configs {what}; {lead}: {names}.",
-        "headline": True,
-    }
-
-
-def _worst(rows: list[dict[str, Any]]) -> str:
-    return min((r["severity"] for r in rows), key=SEVERITIES.index)
+    return rows
 
 
 def findings(
-    summary: pl.DataFrame, groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None = None
+    summary: pl.DataFrame,
+    groups: pl.LazyFrame | pl.DataFrame,
+    top: pl.DataFrame | None = None,
+    verdict: pl.DataFrame | None = None,
+    rule: Rule | None = None,
 ) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline), most severe first;
-    `top` is `top_groups(groups)` when the caller has it (the engine keeps it)."""
-    facts = _group_facts(groups, top)
+    """The findings table (config_id, kind, severity, value, text, headline): the verdict first,
+    then the kinds in `KINDS` order; `top` is `top_groups(groups)` when the caller has it (the
+    engine keeps it), `verdict` is `recommend(summary)` when the caller has it."""
+    rule = rule or Rule()
+    verdict = recommend(summary, rule) if verdict is None else verdict
+    tops = _tops(groups, top)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())
-    rows: list[dict[str, Any]] = []
+    by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for row in summary.iter_rows(named=True):  # one row per config: the summary is small
-        rows.extend(_per_config(summary, row, facts.get(row[S.CONFIG_ID], {})))
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_kind.setdefault(r["kind"], []).append(r)
-    out = []
+        ctx = Context(summary, tops.get(row[S.CONFIG_ID], {}), rule)
+        for kind, (severity, define, _) in KINDS.items():
+            found = define(row, ctx)
+            if found is not None:
+                by_kind[kind].append(
+                    {
+                        S.CONFIG_ID: row[S.CONFIG_ID],
+                        "kind": kind,
+                        "severity": severity,
+                        "value": found.value,
+                        "text": f"{row['label']}: {found.text}",
+                    }
+                )
+    out = _decision_rows(verdict)
     for kind, members in by_kind.items():
         many = len(members) > PER_KIND_IN_HEADLINE
         if many:
             out.append(_headline(kind, members, labels))
         out.extend({**r, "headline": not many} for r in members)
-    if summary["enabled"].any() and "recommended" not in by_kind:
-        out.append(
-            {
-                S.CONFIG_ID: None,
-                "kind": "recommended",
-                "severity": "warning",
-                "value": None,
-                "text": "No shaped config adds signal without an inversion or an unclipped "
-                "explosion: lower lambda_time, use apply_to=correct, or clip to [-3, 3].",
-                "headline": True,
-            }
-        )
-    frame = pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
-    order = pl.col("severity").replace_strict(
-        {s: i for i, s in enumerate(SEVERITIES)}, return_dtype=pl.Int32
-    )
-    return frame.with_row_index("_i").sort([order, "_i"]).drop("_i")
+    return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
+
+
+def _tops(groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None) -> dict[str, dict]:
+    """Per config, its group of the largest unclipped |advantage|."""
+    lf = groups.lazy()
+    if top is None:
+        if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in lf.collect_schema().names():
+            return {}
+        top = top_groups(lf)
+    first = top.group_by(S.CONFIG_ID, maintain_order=True).first()
+    return {row[S.CONFIG_ID]: row for row in first.iter_rows(named=True)}
+
+
+def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, Any]:
+    """One sentence for a kind met by many configs: how many, and the three largest values."""
+    severity, _, what = KINDS[kind]
+    ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
+    show = (lambda v: f"{v:.4g}") if kind in ("explosion_unbounded", "fail_faster") else _pct
+    names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
+    return {
+        S.CONFIG_ID: None,
+        "kind": kind,
+        "severity": severity,
+        "value": ranked[0]["value"],
+        "text": f"{len(rows)} configs {what}; largest: {names}.",
+        "headline": True,
+    }

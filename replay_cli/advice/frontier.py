@@ -1,59 +1,46 @@
-"""The frontier of a sweep: per config, the signal gained over shaping off against the harm done,
-and the configs the charts highlight (shaping off, the best and the worst)."""
+"""The frontier of a sweep: per config, the useful push (how strongly it teaches solving faster)
+against the harm it does, with the role the recommendation gives it; and the configs the step
+charts highlight (shaping off, the recommended and the runner-up)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.maths.thresholds import EXPLOSION
+from replay_cli.advice.recommendation import recommend, shaping_off
+
+__all__ = ["frontier", "highlights", "shaping_off"]
 
 
-def is_clipped(row: dict[str, Any]) -> bool:
-    """Both clip bounds are set within ±EXPLOSION, so no trained advantage can explode."""
-    lo, hi = row.get("clip_low"), row.get("clip_high")
-    return lo is not None and hi is not None and lo >= -EXPLOSION and hi <= EXPLOSION
-
-
-def frontier(summary: pl.DataFrame) -> pl.DataFrame:
-    """Per config: signal gain over shaping off, harm (inversion rate + unclipped explosion share)
-    and the rank used to pick the best and worst configs (harm first, then gain)."""
-    clipped = pl.Series(
-        [is_clipped(row) for row in summary.iter_rows(named=True)], dtype=pl.Boolean
-    )
-    unclipped_explosion = pl.when(pl.lit(clipped)).then(0.0).otherwise(pl.col("adv/explosion_frac"))
-    return summary.select(
-        S.CONFIG_ID,
-        "label",
-        "enabled",
-        (pl.col("signal/group_rate") - pl.col("signal/group_rate_raw"))
-        .fill_null(0.0)
-        .alias("gain"),
-        pl.col("inversion/group_rate").fill_null(0.0).alias("inversion"),
-        unclipped_explosion.fill_null(0.0).alias("unclipped_explosion"),
-        pl.col("adv/explosion_frac").fill_null(0.0).alias("explosion"),
-    ).with_columns((pl.col("inversion") + pl.col("unclipped_explosion")).alias("harm"))
-
-
-def shaping_off(summary: pl.DataFrame) -> pl.Series:
-    """Configs that leave every reward as it is: shaping disabled, or lambda 0 with no bonus
-    and no floor."""
-    return summary.select(
-        ~pl.col("enabled")
-        | (
-            (pl.col("lambda_time") == 0)
-            & (pl.col("lambda_call_bonus") == 0)
-            & pl.col("floor").is_null()
+def frontier(summary: pl.DataFrame, verdict: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per config: `useful`, the solve-faster push (-push/minutes_pass, larger is better);
+    `harm`, the share of groups with an introduced inversion plus the share of trained rows with
+    |advantage| > 3 after the clip; `role` from the recommendation; `off` for shaping off."""
+    verdict = recommend(summary) if verdict is None else verdict
+    roles = verdict.select(S.CONFIG_ID, "role")
+    return (
+        summary.select(
+            S.CONFIG_ID,
+            "label",
+            (-pl.col("push/minutes_pass")).fill_null(0.0).alias("useful"),
+            pl.col("inversion/introduced_group_rate").fill_null(0.0).alias("inversion"),
+            pl.col("adv/explosion_trained_frac").fill_null(0.0).alias("explosion"),
+            shaping_off(summary).alias("off"),
         )
-    ).to_series()
+        .with_columns((pl.col("inversion") + pl.col("explosion")).alias("harm"))
+        .join(roles, on=S.CONFIG_ID, how="left", maintain_order="left")
+    )
 
 
-def highlights(summary: pl.DataFrame, chosen: Iterable[str] | None = None) -> list[str]:
-    """Config ids to draw step by step: the chosen ones (ids or id prefixes), else the shaping-off
-    config plus the best and the worst shaped config by the frontier."""
+def highlights(
+    summary: pl.DataFrame,
+    chosen: Iterable[str] | None = None,
+    verdict: pl.DataFrame | None = None,
+) -> list[str]:
+    """Config ids to draw step by step: the chosen ones (ids or id prefixes, or labels), else
+    shaping off, the recommended and the runner-up configs."""
     ids = summary[S.CONFIG_ID].to_list()
     if chosen:
         out = []
@@ -64,11 +51,8 @@ def highlights(summary: pl.DataFrame, chosen: Iterable[str] | None = None) -> li
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
-    front = frontier(summary).with_columns(shaping_off(summary).alias("_off"))
-    out = front.filter(pl.col("_off"))[S.CONFIG_ID].head(1).to_list()
-    shaped = front.filter(~pl.col("_off"))
-    if shaped.height:
-        best = shaped.sort(["harm", "gain"], descending=[False, True])[S.CONFIG_ID][0]
-        worst = shaped.sort(["harm", "gain"], descending=[True, False])[S.CONFIG_ID][0]
-        out.extend(c for c in (best, worst) if c not in out)
+    front = frontier(summary, verdict)
+    out = front.filter(pl.col("off"))[S.CONFIG_ID].head(1).to_list()
+    for role in ("recommended", "runner-up"):
+        out.extend(c for c in front.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
     return out or ids[:3]

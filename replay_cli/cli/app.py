@@ -122,8 +122,13 @@ def sweep(
             file_axes, points, file_base = parameters.read_grid(grid)
             base = {**base, **file_base}
             axes.update(file_axes)
-        axes.update(params)
-        return parameters.expand(base, axes, points)
+        # A flag with one value is a setting of every config, the file's explicit points too
+        # (where a point does not name it); a flag with several values is an axis of the grid.
+        single = {name: values[0] for name, values in params.items() if len(values) == 1}
+        axes.update({name: values for name, values in params.items() if len(values) > 1})
+        for name in single:
+            axes.pop(name, None)
+        return parameters.expand({**base, **single}, axes, points)
 
     _report(sources, configs_of, out, (inputs, run), charts, "replaying {n} configs")
 

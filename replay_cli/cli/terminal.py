@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from replay_cli import schema as S
+from replay_cli.advice.recommendation import decision, push_text
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.report.compare import HEADLINE_METRICS, delta_table, headline, internal_summary
 from replay_cli.result import ReplayResult
@@ -23,36 +25,73 @@ def _console() -> Console:
 
 
 def print_summary(result: ReplayResult, out: Path) -> None:
-    """One line per config with the metrics that decide whether a setting is safe."""
+    """One line per config: its role, then the metrics that decide whether a setting is safe."""
+    roles = (
+        {}
+        if result.recommendation is None
+        else dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
+    )
     table = Table(title=f"replay report: {out}", title_justify="left")
     table.add_column("config")
+    table.add_column("role")
     for _, short in HEADLINE_METRICS:
         table.add_column(short, justify="right")
-    for label, cells in headline(result.summary):
-        table.add_row(label, *cells)
+    for cid, (label, cells) in zip(
+        result.summary[S.CONFIG_ID], headline(result.summary), strict=True
+    ):
+        table.add_row(label, roles.get(cid, ""), *cells)
     _console().print(table)
 
 
+def print_decision(verdict: pl.DataFrame | None) -> None:
+    """The verdict first: what to launch and with which overrides, the runner-up, what to avoid."""
+    if verdict is None or verdict.is_empty():
+        return
+    d = decision(verdict)
+    rec, runner = d["recommended"], d["runner_up"]
+    if rec is None:
+        typer.echo("No config passes the recommendation rule. Nearest misses:")
+        for m in d["near_misses"]:
+            typer.echo(f"  {m['label']}: {m['reasons']}")
+    else:
+        keep = rec["reasons"].startswith("shaping off")
+        typer.echo(f"{'Keep shaping off' if keep else 'Recommended'}: {rec['label']}")
+        if not keep:
+            typer.echo(f"  why: {rec['reasons']}")
+        typer.echo(f"  launch: {rec['overrides']}")
+        if runner is not None:
+            push = push_text(runner["solve_push"] or 0.0)
+            typer.echo(f"Runner-up: {runner['label']} (solve-time push {push})")
+    if d["avoid"]:
+        typer.echo(
+            f"Avoid: {len(d['avoid'])} config(s); the reasons are in the table below and "
+            "recommendation.parquet."
+        )
+
+
 def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
-    """The headline findings, most severe first, one line each (the terminal wraps them), and
-    where the rest are."""
+    """The headline findings in the order a user decides in, one line each (the terminal wraps
+    them), and where the rest are; the verdict itself is printed by `print_decision`."""
     if found is None or found.is_empty():
         return
-    typer.echo("Findings:")
-    head = found.filter(pl.col("headline"))
+    found = found.filter(pl.col("severity") != "decision")
+    head = found.filter(pl.col("headline") & pl.col("severity").is_in(["hazard", "warning"]))
+    if not head.is_empty():
+        typer.echo("Findings:")
     for row in head.iter_rows(named=True):
         typer.echo(f"  [{row['severity']}] {row['text']}")
     more = found.height - head.height
     if more:
         where = f"{out}/findings.parquet" if out is not None else "findings.parquet"
-        typer.echo(f"  ... and {more} per-config findings in {where}")
+        typer.echo(f"  ... and {more} more findings (context, per config) in {where}")
 
 
 def print_report(result: ReplayResult, out: Path) -> None:
-    """After a replay: the page to open, the summary table, then the findings."""
+    """After a replay: the page to open, the decision, the summary table, then the findings."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
     for note in result.notes:
         typer.echo(f"Warning: {note}", err=True)
+    print_decision(result.recommendation)
     print_summary(result, out)
     print_findings(result.findings, out)
 
@@ -72,9 +111,10 @@ def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
 def demo_guide(out: Path) -> str:
     """Where to look after `replay-cli demo`."""
     return (
-        f"\nOpen {out}/index.html first: findings, the sortable summary, the frontier and every chart.\n"
+        f"\nOpen {out}/index.html first: the decision, findings, the sortable summary, the frontier "
+        "and every chart.\n"
         f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
-        "findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
+        "recommendation.parquet, findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
     )
 
 

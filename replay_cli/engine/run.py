@@ -13,6 +13,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.findings import findings
+from replay_cli.advice.recommendation import recommend
 from replay_cli.advice.top_groups import top_groups, top_of_config
 from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
 from replay_cli.engine.allocator import keep_freed_memory
@@ -243,6 +244,7 @@ class Accumulator:
             advantages[cfg.config_id] = pl.concat([p.advantages for p in pieces])
             deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
         summary = pl.from_dicts(summaries, infer_schema_length=None)
+        verdict = recommend(summary)
         all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
         if all_groups is not None:
             top = top_groups(all_groups)
@@ -259,7 +261,8 @@ class Accumulator:
             deductions=deductions,
             minutes=pl.concat([p.minutes for p in self.inputs]),
             # With the groups streamed to a file, the report computes them from that file.
-            findings=None if all_groups is None else findings(summary, all_groups, top),
+            findings=None if all_groups is None else findings(summary, all_groups, top, verdict),
+            recommendation=verdict,
             top_groups=top,
         )
 

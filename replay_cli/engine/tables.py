@@ -176,7 +176,9 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
     raw = c.reward  # shaping off: the input rewards (null -> 0), on the same trainable rows
     inverted_off = runs.low(raw, t & resolved) < runs.top(raw, t & ~resolved)
-    on_floor = t & b.floored
+    # On the floor: charged rows whose shaped reward is the floor, clamped or landing on it.
+    floors = np.array([np.nan if c.shaping.floor is None else c.shaping.floor for c in b.configs])
+    on_floor = t & b.charged & (shaped == floors[:, None])
     floor_tie = (runs.sum(on_floor & resolved) > 0) & (runs.sum(on_floor & ~resolved) > 0)
     pushes = group_pushes(runs, b.grpo.advantage, t, resolved, c.minutes, c.calls)
     pushes_off = group_pushes(runs, b.adv_raw, t, resolved, c.minutes, c.calls)
@@ -225,8 +227,11 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
                 S.G_PAIRS: pl.Series(n_res_k * (n_tr_k - n_res_k), dtype=pl.Int64),
                 S.G_MAX_ABS_ADVANTAGE: _nullable(g["top_clipped"][k], no_rows_k),
                 S.G_MAX_ABS_ADVANTAGE_UNCLIPPED: _nullable(g["top"][k], no_rows_k),
-                # The std that divided the group's largest |advantage| (the cause of an explosion).
-                S.G_STD_AT_MAX_ABS: _nullable(g["std_at_max"][k], no_rows_k),
+                # The std that divided the group's largest |advantage| (the cause of an explosion);
+                # null where that row was not divided.
+                S.G_STD_AT_MAX_ABS: _nullable(
+                    g["std_at_max"][k], no_rows_k | np.isnan(g["std_at_max"][k])
+                ),
                 S.G_KEPT_ROWS: pl.Series(g["kept_rows"][k], dtype=pl.UInt32),
                 # Kept although the outcome is uniform: only the shaping term gave the group a spread.
                 S.G_PHANTOM: (g["kept_rows"][k] > 0) & uniform,
@@ -247,7 +252,8 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
 
 
 def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per run, the least std among the trainable rows where x reaches the run's `top`.
+    """Per run, the least std that divided a trainable row where x reaches the run's `top`
+    (NaN where no such row was divided: the guard kept `r - b`).
 
     About one row per group qualifies: the rows are found first, and only they are reduced.
     """
@@ -259,8 +265,9 @@ def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> n
         run = b.chunk.run_of_row[row]
         key = config * len(runs) + run  # sorted: nonzero walks configs, then rows
         first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        std = b.per_config(b.grpo.std)[config, row].astype(np.float64)
-        out.reshape(-1)[key[first]] = np.minimum.reduceat(std, first)
+        divided = b.per_config(b.grpo.normalized)[config, row]
+        std = np.where(divided, b.per_config(b.grpo.std)[config, row].astype(np.float64), np.nan)
+        out.reshape(-1)[key[first]] = np.fmin.reduceat(std, first)
     return out
 
 

@@ -11,17 +11,30 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.maths.thresholds import PUSH_EPS
 from replay_cli.report.read import load_report
 
 HEADLINE_METRICS = (
-    ("total_reward/mean", "reward"),
+    ("push/minutes_pass", "solve push"),
+    ("push/minutes_fail", "fail push"),
+    ("push/resolve_vs_off", "resolve vs off"),
+    ("push/resolve_vs_off@long", "long"),
     ("signal/group_rate", "signal"),
-    ("signal/group_rate_raw", "signal raw"),
-    ("signal/time_only_rate", "time-only"),
-    ("inversion/group_rate", "inversions"),
+    ("inversion/introduced_group_rate", "inv. added"),
     ("adv/abs_max", "max |adv|"),
-    ("adv/explosion_frac", "|adv|>3"),
+    ("adv/explosion_trained_frac", "|adv|>3"),
 )
+"""What the terminal's table shows per config: the pushes the recommendation ranks by, then
+what disqualifies (shares as percentages)."""
+HEADLINE_SHARES = {
+    "push/resolve_vs_off",
+    "push/resolve_vs_off@long",
+    "signal/group_rate",
+    "signal/group_rate_raw",
+    "inversion/introduced_group_rate",
+    "adv/explosion_trained_frac",
+}
+
 
 DELTA_METRICS = (
     "total_reward/mean",
@@ -232,6 +245,13 @@ def headline(summary: pl.DataFrame) -> list[tuple[str, list[str]]]:
         cells = []
         for key, _ in HEADLINE_METRICS:
             value = row.get(key)
-            cells.append("-" if value is None else f"{value:.3f}")
+            if value is None:
+                cells.append("-")
+            elif key in HEADLINE_SHARES:
+                cells.append(f"{value:.1%}")
+            elif key.startswith("push/") and abs(value) <= PUSH_EPS:
+                cells.append("0")
+            else:
+                cells.append(f"{value:.3g}")
         out.append((row["label"], cells))
     return out

@@ -15,7 +15,7 @@ from itertools import product
 import polars as pl
 
 from replay_cli.advice.findings import PARAMS
-from replay_cli.report.text import fmt
+from replay_cli.report.text import param_text
 
 MAX_OVERLAID = 8
 MAX_PANELS = 12
@@ -66,14 +66,9 @@ def _pick_facets(summary: pl.DataFrame, params: list[str]) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def value_text(value: object) -> str:
-    """A parameter value on a chart: 'none' for an unset one."""
-    return "none" if value is None else fmt(value)
-
-
 def describe(row: dict, params: tuple[str, ...] | list[str]) -> str:
     """'apply_to=all floor=0.05' for the given parameters of one config."""
-    return " ".join(f"{p}={value_text(row[p])}" for p in params)
+    return " ".join(f"{p}={param_text(p, row[p])}" for p in params)
 
 
 def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
@@ -97,7 +92,9 @@ def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
             cond &= pl.col(c).eq_missing(v)
         part = shaped.filter(cond)
         if part.height:
-            title = " · ".join(f"{c}={value_text(v)}" for c, v in zip(facets, combo, strict=True))
+            title = " · ".join(
+                f"{c}={param_text(c, v)}" for c, v in zip(facets, combo, strict=True)
+            )
             panels.append((title, part))
     if not facets:
         panels = [("", shaped)]

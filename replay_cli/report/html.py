@@ -1,12 +1,14 @@
 """index.html: the report a person opens first, built only from the directory's own tables.
 
-Top to bottom: what was replayed, findings, the summary table (sortable, filterable, hazards
-marked) with the frontier, charts, per-config detail, and comparison / attribution tables when
-the directory holds them. One self-contained file: CSS, script and charts are inline.
+Top to bottom: the decision (the recommended config, the runner-up, what to avoid and why, the
+overrides that launch it), findings, the summary table (sortable, filterable, hazards marked,
+CSV download) with the frontier, what was replayed, charts, per-config detail, and comparison /
+attribution tables when the directory holds them. One self-contained file: CSS, script and charts are inline.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from html import escape
 from pathlib import Path
@@ -16,60 +18,107 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS, findings
-from replay_cli.advice.frontier import frontier, is_clipped
+from replay_cli.advice.frontier import frontier
+from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
 from replay_cli.advice.top_groups import top_groups
 from replay_cli.io.files import atomic_path
 from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGN_FLIP_CELL, TIME_ONLY_CELL
 from replay_cli.report import facets
 from replay_cli.report.compare import delta_table
-from replay_cli.report.html_parts import cell, page, png_image, scatter_svg, table
+from replay_cli.report.html_parts import cell, frontier_svg, page, png_image, table
 from replay_cli.report.plots import CHARTS
-from replay_cli.report.text import fmt
+from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.text import fmt, param_text, share
 
 INDEX = "index.html"
-REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings")
+REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings", "recommendation")
 
 SUMMARY_METRICS = (
+    ("role", "role"),
     ("total_reward/mean", "reward"),
+    ("push/minutes_pass", "solve-time push"),
+    ("push/minutes_fail", "fail-time push"),
+    ("push/resolve_vs_off", "resolve push vs off"),
+    ("push/resolve_vs_off@long", "resolve push vs off, long"),
     ("signal/group_rate", "signal"),
     ("signal/group_rate_raw", "signal (off)"),
-    ("gain", "gain"),
+    ("signal/gained_rate", "signal gained"),
+    ("signal/lost_rate", "signal lost"),
     ("signal/time_only_rate", "time-only"),
     ("signal/uncharged_only_rate", "uncharged-only"),
+    ("inversion/introduced_group_rate", "inversions introduced"),
     ("inversion/group_rate", "inversions"),
-    ("inversion/pair_rate", "inverted pairs"),
+    ("floor/tie_group_rate", "floor ties"),
     ("adv/abs_max", "max |adv|"),
-    ("adv/explosion_frac", "|adv|>3 (unclipped)"),
+    ("adv/explosion_trained_frac", "|adv|>3 trained"),
+    ("adv/explosion_frac", "|adv|>3 unclipped"),
     ("adv/clip_frac", "clipped"),
     ("adv/fragile_std_frac", "fragile std"),
     ("adv/sign_flip_frac", "sign flips"),
     ("validation/total_reward/mean", "val. reward"),
 )
+SHARES = {
+    "push/resolve_vs_off",
+    "push/resolve_vs_off@long",
+    *(m for m, _ in SUMMARY_METRICS if m.endswith(("_rate", "_frac", "_raw"))),
+}
+"""Summary columns shown as percentages (the cell keeps the exact value for sorting)."""
 
 
 def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
-    """(css class, why) for a summary cell that crosses a hazard threshold, else ('', '')."""
+    """(css class, why) for a summary cell that crosses a threshold, else ('', '')."""
     if value is None or not isinstance(value, int | float):
         return "", ""
-    clipped = is_clipped(row)
+    trained = row.get("adv/explosion_trained_frac") or 0.0
+    introduced = row.get("inversion/introduced_group_rate") or 0.0
     rules: dict[str, tuple[bool, str, str]] = {
-        "inversion/group_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
-        "inversion/pair_rate": (value > 0, "hazard", "resolved rollouts scored below unresolved"),
-        "adv/abs_max": (
-            value > EXPLOSION and not clipped,
+        "inversion/introduced_group_rate": (
+            value > 0,
             "hazard",
-            f"|advantage| > {EXPLOSION:g} with no clip",
+            "shaping puts resolved rollouts below unresolved ones",
+        ),
+        "inversion/group_rate": (
+            value > 0,
+            "hazard" if introduced > 0 else "warn",
+            "some introduced by shaping" if introduced > 0 else "present with shaping off too",
+        ),
+        "floor/tie_group_rate": (value > 0, "hazard", "successes tie failures on the floor"),
+        "adv/abs_max": (
+            value > EXPLOSION,
+            "hazard",
+            f"trained |advantage| above {EXPLOSION:g} (after the clip)",
+        ),
+        "adv/explosion_trained_frac": (
+            value > 0,
+            "hazard",
+            f"trained |advantage| above {EXPLOSION:g}: no clip bounds them",
         ),
         "adv/explosion_frac": (
             value > 0,
-            "warn" if clipped else "hazard",
-            "bounded by the clip" if clipped else "explosions no clip bounds",
+            "hazard" if trained > 0 else "warn",
+            "not all bounded by the clip" if trained > 0 else "bounded by the clip",
         ),
         "adv/fragile_std_frac": (
             value > 0,
             "warn",
             f"rows normalised by a std below {FRAGILE_STD:g}",
         ),
+        "push/minutes_fail": (
+            -value > Rule().max_fail_faster,
+            "warn",
+            "teaches failures to give up sooner",
+        ),
+        "push/resolve_vs_off": (
+            value < Rule().min_resolve_vs_off,
+            "warn",
+            f"below {Rule().min_resolve_vs_off:.0%} of shaping off",
+        ),
+        "push/resolve_vs_off@long": (
+            value < Rule().min_resolve_vs_off_long,
+            "warn",
+            f"below {Rule().min_resolve_vs_off_long:.0%} of shaping off on long problems",
+        ),
+        "signal/lost_rate": (value > 0, "warn", "groups that lose their signal to shaping"),
         "signal/uncharged_only_rate": (value > 0, "warn", "signal only from uncharged rows"),
         "signal/time_only_rate": (
             value > TIME_ONLY_CELL,
@@ -102,7 +151,8 @@ def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
         [f'<td class="text">{escape(str(f["path"]))}</td>', f["size"], f["sha256"][:12]]
         for f in files
     ]
-    parts = [table(["input file", "bytes", "sha256"], file_rows)] if file_rows else []
+    files = table(["input file", "bytes", "sha256"], file_rows)
+    parts = [f'<div class="scroll">{files}</div>'] if file_rows else []
     off = summary.filter(~pl.col("enabled")) if "enabled" in summary.columns else summary
     row = (off if off.height else summary).row(0, named=True)
     facts = [
@@ -158,86 +208,134 @@ def _findings(found: pl.DataFrame) -> str:
     return _finding_items(head) + tail
 
 
-def _summary_table(summary: pl.DataFrame, front: pl.DataFrame) -> str:
+def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame) -> str:
     varying = facets.varying(summary, exclude=())
-    gains = dict(front.select(S.CONFIG_ID, "gain").rows())
+    roles = dict(verdict.select(S.CONFIG_ID, "role").rows())
     headers = ["#", "config", *(short for _, short in SUMMARY_METRICS), *varying]
     rows, ids = [], []
     for n, row in enumerate(summary.iter_rows(named=True), start=1):
-        cells = [cell(n), cell(row["label"], "text")]
+        cells = [cell(n), cell(row["label"], "text config")]
         for metric, _ in SUMMARY_METRICS:
-            value = gains.get(row[S.CONFIG_ID]) if metric == "gain" else row.get(metric)
+            if metric == "role":
+                role = roles.get(row[S.CONFIG_ID], "")
+                cells.append(cell(role, f"text role-{role}"))
+                continue
+            value = row.get(metric)
             css, why = hazard(metric, value, row)
-            cells.append(cell(value, css, why))
-        cells += [cell(row[p], "text") for p in varying]
+            shown = (
+                share(value)
+                if metric in SHARES
+                else push_text(value)
+                if metric.startswith("push/") and value is not None
+                else None
+            )
+            cells.append(cell(value, css, why, shown))
+        cells += [cell(row[p], "text", "", param_text(p, row[p])) for p in varying]
         rows.append(cells)
         ids.append(f"row-{row[S.CONFIG_ID]}")
     filters = []
     for i, p in enumerate(varying, start=2 + len(SUMMARY_METRICS)):
-        values = sorted({fmt(v) for v in summary[p].to_list()})
+        values = sorted({param_text(p, v) for v in summary[p].to_list()})
         options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         filters.append(
             f'<label>{escape(p)} <select data-filter="{i}"><option value="*">all</option>'
             f"{options}</select></label>"
         )
     bar = f'<div class="filters">{"".join(filters)}</div>' if filters else ""
+    csv = base64.b64encode(summary.write_csv().encode()).decode("ascii")
     count = (
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
-        "configs shown. Click a header to sort; red cells cross a hazard threshold, amber ones "
-        "need a look (hover for why).</p>"
+        "configs shown (filters apply to the frontier too). Click a header to sort; red cells "
+        "cross a hazard threshold, amber ones need a look (hover for why). Shares are "
+        f'percentages. <a download="summary.csv" href="data:text/csv;base64,{csv}">Download '
+        "the summary as CSV</a>.</p>"
     )
     body = table(
-        headers, rows, css="sortable", row_ids=ids, text_headers=["config", *varying]
+        headers, rows, css="sortable", row_ids=ids, text_headers=["config", "role", *varying]
     ).replace('<table class="sortable">', '<table class="sortable" id="summary-table">', 1)
     return bar + count + f'<div class="scroll">{body}</div>'
 
 
-def _frontier(summary: pl.DataFrame, front: pl.DataFrame, found: pl.DataFrame) -> str:
-    recommended = set(found.filter(pl.col("kind") == "recommended")[S.CONFIG_ID].drop_nulls())
-    points = []
-    for n, row in enumerate(front.iter_rows(named=True), start=1):
-        status = (
-            "off"
-            if not row["enabled"]
-            else "ok"
-            if row[S.CONFIG_ID] in recommended
-            else "hazard"
-            if row["harm"] > 0
-            else ""
-        )
-        points.append({**row, "n": n, "status": status})
-    charts = [
-        scatter_svg(
-            points,
-            x="inversion",
-            y="gain",
-            xlabel="inversion rate (groups)",
-            ylabel="signal gain over shaping off",
-            title="Signal gained vs inversions",
-        ),
-        scatter_svg(
-            points,
-            x="unclipped_explosion",
-            y="gain",
-            xlabel="share of rows |adv| > 3, unclipped",
-            ylabel="signal gain over shaping off",
-            title="Signal gained vs unclipped explosions",
-        ),
-    ]
-    legend = (
-        '<p class="muted">One point per config, numbered as in the table (hover for its label, '
-        "click to jump to it). Green: adds signal with no inversion and no unclipped explosion; "
-        "red: some harm; black: shaping off. Best is top left.</p>"
+def _frontier(front: pl.DataFrame) -> str:
+    points = point_groups(front, "harm", "useful")
+    chart = frontier_svg(
+        points,
+        x="harm",
+        y="useful",
+        xlabel="harm: introduced inversions + trained |A| > 3",
+        ylabel="useful push (solve faster)",
+        title="Frontier: useful push against harm",
     )
-    return f'<div class="frontier">{"".join(charts)}</div>{legend}'
+    legend = "".join(
+        f'<span class="key"><i style="background:{colour}"></i>{escape(name)}</span>'
+        for name, colour in STYLES.values()
+    )
+    return (
+        f'<div class="frontier">{chart}</div><p class="muted">One point per config (configs that '
+        "coincide share a point), numbered as in the table; hover for the labels, click to open "
+        "its detail. Useful push: -push/minutes_pass, how strongly the update teaches solving "
+        "faster. Best is top left. "
+        f"{legend}</p>"
+    )
+
+
+def _decision(verdict: pl.DataFrame, summary: pl.DataFrame) -> str:
+    """What to launch, the runner-up, what to avoid and why, and the overrides that launch it."""
+    numbers = {cid: n for n, cid in enumerate(summary[S.CONFIG_ID], start=1)}
+    d = decision(verdict)
+
+    def name(r: dict[str, Any]) -> str:
+        return (
+            f'<a href="#cfg-{escape(r[S.CONFIG_ID])}">#{numbers[r[S.CONFIG_ID]]} '
+            f"{escape(r['label'])}</a>"
+        )
+
+    parts = []
+    rec, runner = d["recommended"], d["runner_up"]
+    if rec is None:
+        misses = "".join(
+            f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
+            for m in d["near_misses"]
+        )
+        parts.append(
+            '<p class="verdict avoid">No config passes the recommendation rule. The nearest '
+            f"misses and what each fails:</p><ul>{misses}</ul>"
+        )
+    else:
+        keep = rec["reasons"].startswith("shaping off")
+        what = "Keep shaping off" if keep else "Recommended"
+        parts.append(
+            f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>'
+            f"<p>{escape(rec['reasons'])}.</p>"
+            '<p class="muted">Launch it with these trainer overrides:</p>'
+            f'<pre class="overrides"><code>{escape(rec["overrides"])}</code></pre>'
+        )
+        if runner is not None:
+            parts.append(
+                f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
+                f"{escape(runner['reasons'])}.</p>"
+            )
+    if d["avoid"]:
+        items = "".join(f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d["avoid"])
+        parts.append(
+            f"<details><summary>Avoid: {len(d['avoid'])} config(s) and why</summary>"
+            f"<ul>{items}</ul></details>"
+        )
+    parts.append(
+        '<p class="muted">The rule (docs/report.md): no inversion that shaping introduces, no '
+        "|advantage| above 3 left after the clip, resolve push at least 95% of shaping off's "
+        "overall and on long problems, no fail-faster push, little signal from uncharged rows; "
+        "among those, the strongest solve-faster push wins, ties to the smaller λ.</p>"
+    )
+    return "".join(parts)
 
 
 def _charts(directory: Path) -> str:
     charts = sorted((directory / "charts").glob("*.png"))
     if not charts:
         return (
-            '<p class="muted">No charts in this report (written with --no-charts): '
-            f"run <code>replay-cli plot {escape(str(directory))}</code> to draw them.</p>"
+            '<p class="muted">No charts were drawn for this report: run '
+            f"<code>replay-cli plot {escape(str(final_path(directory)))}</code> to draw them.</p>"
         )
     order = list(CHARTS)
     charts.sort(key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
@@ -284,7 +382,7 @@ def _details(
         if cid in top:
             g = top[cid].drop(S.CONFIG_ID)
             parts.append("<h3>Groups with the largest unclipped |advantage|</h3>")
-            parts.append(table(g.columns, g.rows()))
+            parts.append(f'<div class="scroll">{table(g.columns, g.rows())}</div>')
         parts.append("</details>")
         out.append("".join(parts))
     return "".join(out)
@@ -315,6 +413,14 @@ def _comparison(frame: pl.DataFrame) -> str:
     )
 
 
+def final_path(directory: Path) -> Path:
+    """The report's own path when `directory` is its staging directory (`.name.tmp-xxxx`)."""
+    name = directory.name
+    if name.startswith(".") and ".tmp-" in name:  # rendered in the staged directory of a report
+        return directory.parent / name[1:].rsplit(".tmp-", 1)[0]
+    return directory
+
+
 def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path:
     """Write directory/index.html from the tables found there; returns its path. `top` is
     `top_groups` of the groups table when the caller has it (the replay keeps it)."""
@@ -334,10 +440,17 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         found = _read(directory, "findings")
         if found is None:
             found = findings(summary, groups if groups is not None else pl.LazyFrame(), top)
-        front = frontier(summary)
-        add("replayed", "What was replayed", _inputs(manifest, summary))
+        verdict = _read(directory, "recommendation")
+        if verdict is None:
+            verdict = recommend(summary)
+        add("decision", "Decision", _decision(verdict, summary))
         add("findings", "Findings", _findings(found))
-        add("summary", "Summary", _summary_table(summary, front) + _frontier(summary, front, found))
+        add(
+            "summary",
+            "Summary",
+            _summary_table(summary, verdict) + _frontier(frontier(summary, verdict)),
+        )
+        add("replayed", "What was replayed", _inputs(manifest, summary))
         add("charts", "Charts", _charts(directory))
         add("configs", "Per-config detail", _details(summary, groups, found, top))
     known = {
@@ -359,9 +472,7 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
     subtitle = (
         f"{manifest.get('created_utc', '')} · replay_cli {manifest.get('version', '')} · {command}"
     )
-    name = directory.name
-    if name.startswith(".") and ".tmp-" in name:  # rendered in the staged directory of a report
-        name = name[1:].rsplit(".tmp-", 1)[0]
+    name = final_path(directory).name
     html = page(f"replay report: {name}", subtitle.strip(" ·"), nav, sections)
     out = directory / INDEX
     with atomic_path(out) as tmp:

@@ -13,15 +13,16 @@ from typing import Any
 from replay_cli.report.text import fmt
 
 
-def cell(value: Any, css: str = "", title: str = "") -> str:
-    """A <td> whose data-v holds the exact value, so sorting is numeric where the value is."""
+def cell(value: Any, css: str = "", title: str = "", shown: str | None = None) -> str:
+    """A <td> whose data-v holds the exact value, so sorting is numeric where the value is;
+    `shown` is the text the reader sees (default: `fmt(value)`)."""
     sort_key = "" if value is None else repr(value) if isinstance(value, float | int) else value
     attrs = f' data-v="{escape(str(sort_key))}"'
     if css:
         attrs += f' class="{css}"'
     if title:
         attrs += f' title="{escape(title)}"'
-    return f"<td{attrs}>{escape(fmt(value))}</td>"
+    return f"<td{attrs}>{escape(fmt(value) if shown is None else shown)}</td>"
 
 
 def table(
@@ -64,11 +65,14 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [t for t in ticks if lo - 1e-12 <= t <= hi + 1e-12]
 
 
-def scatter_svg(
+def frontier_svg(
     points: Sequence[dict[str, Any]], *, x: str, y: str, xlabel: str, ylabel: str, title: str
 ) -> str:
-    """A scatter plot as inline SVG; each point carries its label as a hover <title> and its
-    config number as text, and links to the config's detail section."""
+    """The frontier as inline SVG: one marker per point group (`roles.point_groups`), coloured by
+    its role, labelled with every config number it stands for; hovering lists their labels, a
+    click opens the first one's detail, and the summary filters hide the groups they hide."""
+    from replay_cli.report.roles import STYLES
+
     width, height, left, right, top, bottom = 460, 320, 62, 16, 30, 48
     xs = [p[x] for p in points] or [0.0]
     ys = [p[y] for p in points] or [0.0]
@@ -85,8 +89,9 @@ def scatter_svg(
 
     parts = [
         (
-            f'<svg class="scatter" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-            f'height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+            f'<svg class="scatter" id="frontier-svg" role="img" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">'
+            f"<title>{escape(title)}</title>"
         ),
         f'<text x="{width / 2}" y="18" class="svg-title">{escape(title)}</text>',
     ]
@@ -106,13 +111,18 @@ def scatter_svg(
         f'<text transform="translate(14 {(top + height - bottom) / 2}) rotate(-90)" class="axis">'
         f"{escape(ylabel)}</text>"
     )
-    for p in points:
+    for p in points:  # in drawing order: the recommended point last, on top
         cx, cy = px(p[x]), py(p[y])
+        name, colour = STYLES[p["role"]]
+        numbers = ",".join(map(str, p["n"]))
+        labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
+        big = p["role"] in ("recommended", "runner-up")
         parts.append(
-            f'<a href="#cfg-{escape(p["config_id"])}"><g class="pt {p["status"]}">'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6"/>'
-            f'<text x="{cx + 8:.1f}" y="{cy + 4:.1f}" class="pt-label">{p["n"]}</text>'
-            f"<title>#{p['n']} {escape(p['label'])}: {escape(ylabel)} {fmt(p[y])}, "
+            f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
+            f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" fill="{colour}"/>'
+            f'<text x="{cx + 9:.1f}" y="{cy + 4:.1f}" class="pt-label">{numbers}</text>'
+            f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {fmt(p[y])}, "
             f"{escape(xlabel)} {fmt(p[x])}</title></g></a>"
         )
     parts.append("</svg>")
@@ -135,17 +145,21 @@ table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{backgr
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 td.hazard{background:#fde2e1;color:#8a1c14;font-weight:600}td.warn{background:#fff3d6;color:#7a5200}
 .scroll{overflow-x:auto;max-height:640px;overflow-y:auto}
-ul.findings{list-style:none;padding:0;margin:0}ul.findings li{padding:5px 8px;margin:4px 0;border-left:4px solid #999;background:#fafbfc}
-li.hazard{border-color:#c62828!important}li.warning{border-color:#e6a100!important}li.ok{border-color:#2e7d32!important}li.info{border-color:#5c7cfa!important}
+ul.findings{list-style:none;padding:0;margin:0}main p,main li,main dd{overflow-wrap:anywhere}ul.findings li{padding:5px 8px;margin:4px 0;border-left:4px solid #999;background:#fafbfc}
+li.decision{border-color:#2e7d32!important}.badge.decision{background:#2e7d32}li.hazard{border-color:#c62828!important}li.warning{border-color:#e6a100!important}li.ok{border-color:#2e7d32!important}li.info{border-color:#5c7cfa!important}
 .badge{display:inline-block;font-size:11px;font-weight:700;text-transform:uppercase;padding:0 6px;border-radius:3px;margin-right:6px;color:#fff;background:#777}
 .badge.hazard{background:#c62828}.badge.warning{background:#b07800}.badge.ok{background:#2e7d32}.badge.info{background:#4263c9}
 .filters{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0}.filters label{font-size:12px}
 .charts figure{margin:10px 0 18px}.charts figcaption{font-size:12.5px;color:#4a5263;margin-bottom:4px}
 img.chart{max-width:100%;height:auto;border:1px solid #e6e9ef}
 .grid{stroke:#e6e9ef}.tick{font-size:10px;fill:#556;text-anchor:middle}.axis{font-size:11.5px;fill:#334;text-anchor:middle}
-.svg-title{font-size:13px;font-weight:600;text-anchor:middle}.pt circle{fill:#8892a6;stroke:#fff}.pt.ok circle{fill:#2e7d32}
-.pt.hazard circle{fill:#c62828}.pt.off circle{fill:#1d2330}.pt-label{font-size:10px;fill:#334}
-.frontier{display:flex;flex-wrap:wrap;gap:16px}.muted{color:#667085;font-size:12.5px}
+.svg-title{font-size:13px;font-weight:600;text-anchor:middle}.pt circle{stroke:#fff}.pt-label{font-size:10px;fill:#334}
+.frontier{display:flex;flex-wrap:wrap;gap:16px}svg.scatter{max-width:100%;height:auto}
+td.config,th:nth-child(2){position:sticky;left:0;background:#fff;z-index:1}thead th:nth-child(2){z-index:2;background:#f0f2f6}
+.key{display:inline-block;margin-right:10px;white-space:nowrap}.key i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
+p.verdict{font-size:15px;margin:6px 0}pre.overrides{background:#f0f2f6;padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px}
+td.role-recommended{color:#2e7d32;font-weight:700}td.role-runner-up{color:#558b2f;font-weight:600}td.role-avoid{color:#8a1c14}
+@media (max-width:600px){main{padding:4px 8px 24px}header,nav{padding-left:10px;padding-right:10px}section{padding:8px 10px 12px}dl.facts{grid-template-columns:1fr}}.muted{color:#667085;font-size:12.5px}
 details{border-top:1px solid #eef0f4;padding:4px 0}summary{cursor:pointer;font-weight:600}
 dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:6px 0}dt{color:#556}dd{margin:0}
 """
@@ -176,7 +190,14 @@ JS = """
         if(f.value!=='*'&&r.cells[c].textContent!==f.value)ok=false;});
       r.style.display=ok?'':'none';if(ok)shown++;});
     var n=document.getElementById('shown-count');if(n)n.textContent=String(shown);
+    document.querySelectorAll('a.pt-link').forEach(function(a){
+      var any=a.getAttribute('data-ids').split(' ').some(function(id){
+        var r=document.getElementById('row-'+id);return r&&r.style.display!=='none';});
+      a.style.display=any?'':'none';});
   }
+  function openTarget(){var id=decodeURIComponent(location.hash.slice(1));if(!id)return;
+    var el=document.getElementById(id);if(el&&el.tagName==='DETAILS'){el.open=true;el.scrollIntoView();}}
+  window.addEventListener('hashchange',openTarget);openTarget();
   filters.forEach(function(f){f.addEventListener('change',apply);});
 })();
 """

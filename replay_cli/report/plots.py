@@ -152,8 +152,8 @@ def _lambdas(result: ReplayResult) -> int:
 
 CHARTS: dict[str, Chart] = {
     "frontier": Chart(
-        "Signal gained over shaping off against harm, one point per config.",
-        lambda r, chosen: frontier_chart(r.summary, highlights(r.summary, chosen)),
+        "How strongly each config teaches solving faster against the harm it does, by role.",
+        lambda r, _: frontier_chart(r.summary, r.recommendation),
         lambda r: r.summary.height > 1,
     ),
     "signal_vs_lambda": Chart(

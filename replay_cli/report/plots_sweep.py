@@ -13,7 +13,9 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
-from replay_cli.report.facets import Layout, describe, layout, value_text, varying
+from replay_cli.report.facets import Layout, describe, layout, varying
+from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.text import param_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -213,7 +215,7 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
                         color="white" if dark else "black",
                     )
         ax.set_xticks(range(len(lambdas)), [f"{lam * 60:.3g}" for lam in lambdas])
-        ax.set_yticks(range(len(floors)), [value_text(f) for f in floors])
+        ax.set_yticks(range(len(floors)), [param_text("floor", f) for f in floors])
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
         ax.set_ylabel("floor")
         first = part.row(0, named=True)
@@ -260,45 +262,42 @@ def advantage_bands(summary: pl.DataFrame) -> Figure:
     return fig
 
 
-def frontier_chart(summary: pl.DataFrame, highlighted: list[str]) -> Figure:
-    """Signal gain over shaping off against inversions and unclipped explosions; points are
-    numbered as in index.html, and the highlighted configs are named in the legend."""
-    front = frontier(summary).with_row_index("n", offset=1)
-    fig, axes = figure(12.0, 4.6, ncols=2)
-    named = front.filter(pl.col(S.CONFIG_ID).is_in(highlighted) | (pl.lit(front.height) <= 10))
-    palette = dict(zip(named[S.CONFIG_ID], colours(named.height), strict=True))
-    for ax, x, xlabel in (
-        (axes[0][0], "inversion", "share of groups with an inversion"),
-        (axes[0][1], "unclipped_explosion", "share of rows with |A| > 3 and no clip"),
-    ):
-        ax.scatter(front[x], front["gain"], s=22, color="#8892a6", zorder=2)
-        for row in named.iter_rows(named=True):
-            ax.scatter(
-                row[x],
-                row["gain"],
-                s=60,
-                color=palette[row[S.CONFIG_ID]],
-                zorder=3,
-                label=f"#{row['n']} {row['label']}",
+def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame | None = None) -> Figure:
+    """Useful push (how strongly a config teaches solving faster) against harm (introduced
+    inversions plus explosions left after the clip), coloured by the recommendation's role as in
+    index.html; coincident configs share one point, numbered as in index.html."""
+    front = frontier(summary, verdict)
+    points = point_groups(front, "harm", "useful")
+    fig, axes = figure(8.0, 5.0)
+    ax = axes[0][0]
+    seen = set()
+    for p in points:
+        name, colour = STYLES[p["role"]]
+        ax.scatter(
+            p["harm"],
+            p["useful"],
+            s=70 if p["role"] in ("recommended", "runner-up") else 34,
+            color=colour,
+            edgecolors="white",
+            zorder=3,
+            label=None if name in seen else name,
+        )
+        seen.add(name)
+        if len(points) <= 40 or p["role"] in ("recommended", "runner-up", "off"):
+            ax.annotate(
+                ",".join(map(str, p["n"])),
+                (p["harm"], p["useful"]),
+                xytext=(4, 3),
+                textcoords="offset points",
+                fontsize="x-small",
             )
-        if front.height <= 40:
-            for row in front.iter_rows(named=True):
-                ax.annotate(
-                    str(row["n"]),
-                    (row[x], row["gain"]),
-                    xytext=(4, 3),
-                    textcoords="offset points",
-                    fontsize="x-small",
-                )
-        top = max(float(front[x].max() or 0.0), 0.05)
-        ax.set_xlim(-0.03 * top, 1.08 * top)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("signal gain over shaping off (share of groups)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_title("Signal gained vs inversions")
-    axes[0][1].set_title("Signal gained vs unclipped explosions")
-    fig.suptitle(
-        "Frontier: best configs sit top left (numbers = # in index.html)", x=0.02, ha="left"
+    top = max(float(front["harm"].max() or 0.0), 0.05)
+    ax.set_xlim(-0.03 * top, 1.08 * top)
+    ax.set_xlabel(
+        "harm: share of groups with an introduced inversion + share of trained rows with |A| > 3"
     )
-    legend(fig, *axes[0][0].get_legend_handles_labels())
+    ax.set_ylabel("useful push: -push/minutes_pass (solve faster)")
+    ax.grid(alpha=0.3)
+    ax.set_title("Frontier: best configs sit top left (numbers = # in index.html)")
+    legend(fig, *ax.get_legend_handles_labels())
     return fig

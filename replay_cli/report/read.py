@@ -10,6 +10,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.findings import findings
+from replay_cli.advice.recommendation import recommend
 from replay_cli.config import ReplayConfig
 from replay_cli.errors import InputFileError
 from replay_cli.io.files import atomic_path
@@ -34,6 +35,10 @@ def load_report(path: str | Path) -> ReplayResult:
         steps=pl.read_parquet(path / "steps.parquet"),
         summary=pl.read_parquet(path / "summary.parquet"),
         configs=configs,
+    )
+    verdict_path = path / "recommendation.parquet"
+    result.recommendation = (
+        pl.read_parquet(verdict_path) if verdict_path.exists() else recommend(result.summary)
     )
     findings_path = path / "findings.parquet"
     if findings_path.exists():
@@ -70,6 +75,9 @@ def refresh_findings(path: Path) -> None:
     summary_path, groups_path = path / "summary.parquet", path / "groups.parquet"
     if not (summary_path.exists() and groups_path.exists()):
         return
-    table = findings(pl.read_parquet(summary_path), pl.scan_parquet(groups_path))
-    with atomic_path(path / "findings.parquet") as tmp:
-        table.write_parquet(tmp)
+    summary = pl.read_parquet(summary_path)
+    verdict = recommend(summary)
+    table = findings(summary, pl.scan_parquet(groups_path), verdict=verdict)
+    for name, frame in (("recommendation", verdict), ("findings", table)):
+        with atomic_path(path / f"{name}.parquet") as tmp:
+            frame.write_parquet(tmp)

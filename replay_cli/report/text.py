@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from replay_cli.config import lambda_text
+
 
 def fmt(value: Any) -> str:
     """A number as a reader wants it in a table: 4 significant digits, '-' for missing."""
@@ -21,3 +23,20 @@ def fmt(value: Any) -> str:
             return f"{value:.3g}"
         return f"{value:.4g}"
     return str(value)
+
+
+def param_text(name: str, value: Any) -> str:
+    """A parameter value as the user writes it: 'none' for an unset one, lambda_time as 1/60
+    where it is one over whole minutes."""
+    if value is None:
+        return "none"
+    if name == "lambda_time" and isinstance(value, float):
+        return lambda_text(value)
+    return fmt(value)
+
+
+def share(value: Any) -> str:
+    """A share as a percentage ('-' for missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.1%}" if abs(value) < 10 else f"{value:.0%}"

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from replay_cli.advice.findings import findings
+from replay_cli.advice.recommendation import recommend
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE, RowsMode
 from replay_cli.maths.peers import whitening_weights
@@ -97,10 +98,12 @@ def finish_report(
     if result.rows is not None:
         tables["rollouts"] = result.rows
     write_tables(tmp, tables)
+    if result.recommendation is None:
+        result.recommendation = recommend(result.summary)
     if result.findings is None:  # the engine has them when it kept the groups in memory
         groups = pl.scan_parquet(tmp / "groups.parquet")
-        result.findings = findings(result.summary, groups, result.top_groups)
-    write_tables(tmp, {"findings": result.findings})
+        result.findings = findings(result.summary, groups, result.top_groups, result.recommendation)
+    write_tables(tmp, {"findings": result.findings, "recommendation": result.recommendation})
     if charts is not None:
         charts(result, tmp / "charts", highlight)
     text = json.dumps(manifest(result, rollouts, argv, rows_mode, highlight), indent=2) + "\n"

@@ -1,0 +1,290 @@
+"""The one recommendation: which config to launch, which is the runner-up, which to avoid and why.
+
+One documented rule decides it (docs/report.md, "The recommendation"), read from the summary
+table alone, and every other part of the report (findings, index.html, both frontiers, the step
+curves' highlights, the terminal) reads its verdict instead of deciding again:
+
+* a config is **eligible** when it passes every criterion of `Rule` (no inversion that shaping
+  introduces, no explosion left unbounded by the clip, resolve push kept overall and on long
+  problems, no fail-faster push, little signal from uncharged rows);
+* among the eligible, the **recommended** config teaches solving faster most strongly (the most
+  negative `push/minutes_pass`), ties going to the smaller lambda_time; the next is the
+  **runner-up**, the rest stay **eligible**;
+* every other config is **avoid**, with each failed criterion and its number as the reason.
+
+Shaping off competes under the same rule: when it wins, the advice is to keep shaping off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from replay_cli import schema as S
+from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
+from replay_cli.parameters import registry
+
+ROLES = ("recommended", "runner-up", "eligible", "avoid")
+SCHEMA = {
+    S.CONFIG_ID: pl.String,
+    "label": pl.String,
+    "role": pl.String,
+    "rank": pl.Int64,
+    "failed": pl.List(pl.String),
+    "reasons": pl.String,
+    "overrides": pl.String,
+    "solve_push": pl.Float64,
+}
+
+
+def shaping_off(summary: pl.DataFrame) -> pl.Series:
+    """Configs that leave every reward as it is: shaping disabled, or lambda 0 with no bonus
+    and no floor."""
+    return summary.select(
+        ~pl.col("enabled")
+        | (
+            (pl.col("lambda_time") == 0)
+            & (pl.col("lambda_call_bonus") == 0)
+            & pl.col("floor").is_null()
+        )
+    ).to_series()
+
+
+class Rule(BaseModel):
+    """The thresholds of the recommendation; each can be changed (`recommend(summary, Rule(...))`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_resolve_vs_off: float = Field(
+        0.95, description="push/resolve at least this share of shaping off's, over all groups"
+    )
+    min_resolve_vs_off_long: float = Field(
+        0.95, description="the same on long problems (push/resolve_vs_off@long)"
+    )
+    max_fail_faster: float = Field(
+        0.05,
+        description="-push/minutes_fail at most this (advantage × minutes per group): how hard "
+        "failures are taught to give up sooner",
+    )
+    max_uncharged_only: float = Field(
+        0.01, description="signal/uncharged_only_rate at most this share of groups"
+    )
+    require_launchable: bool = Field(
+        True,
+        description="only configs NeMo-RL can run as they are: the PR's semantics and its own "
+        "GRPO estimator (the launch overrides would run something else)",
+    )
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One test of the rule: its name, whether a summary row passes, and the sentence that says
+    why a row fails (with its number)."""
+
+    name: str
+    passes: Callable[[dict[str, Any], Rule], bool]
+    why: Callable[[dict[str, Any], Rule], str]
+
+
+def _num(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return 0.0 if value is None else float(value)
+
+
+def push_text(x: float) -> str:
+    """A push for a reader: 0 within PUSH_EPS (rounding), else 3 significant digits."""
+    return "0" if abs(x) <= PUSH_EPS else f"{x:.3g}"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if abs(x) >= 0.1 or x == 0 else f"{x:.1%}" if abs(x) >= 0.001 else f"{x:.2%}"
+
+
+def _ratio_ok(row: dict[str, Any], key: str, least: float) -> bool:
+    value = row.get(key)
+    return value is None or float(value) >= least  # None: shaping off has no push to keep
+
+
+CRITERIA = (
+    Criterion(
+        "launchable",
+        lambda r, rule: (
+            not rule.require_launchable
+            or (r.get("semantics", "nemo-rl") == "nemo-rl" and r.get("estimator", "grpo") == "grpo")
+        ),
+        lambda r, _: (
+            f"NeMo-RL cannot launch it as replayed (semantics {r.get('semantics')}, "
+            f"estimator {r.get('estimator')})"
+        ),
+    ),
+    Criterion(
+        "inversion",
+        lambda r, _: _num(r, "inversion/introduced_group_rate") == 0,
+        lambda r, _: (
+            f"shaping puts a resolved rollout below an unresolved one in "
+            f"{_pct(_num(r, 'inversion/introduced_group_rate'))} of groups"
+        ),
+    ),
+    Criterion(
+        "explosion",
+        lambda r, _: _num(r, "adv/explosion_trained_frac") == 0,
+        lambda r, _: (
+            f"{_pct(_num(r, 'adv/explosion_trained_frac'))} of trained rows keep "
+            f"|advantage| > {EXPLOSION:g} (up to {_num(r, 'adv/abs_max'):.4g}): clip to "
+            f"[-{EXPLOSION:g}, {EXPLOSION:g}]"
+        ),
+    ),
+    Criterion(
+        "resolve",
+        lambda r, rule: _ratio_ok(r, "push/resolve_vs_off", rule.min_resolve_vs_off),
+        lambda r, rule: (
+            f"resolve push is {_pct(_num(r, 'push/resolve_vs_off'))} of shaping "
+            f"off's (needs {_pct(rule.min_resolve_vs_off)})"
+        ),
+    ),
+    Criterion(
+        "resolve_long",
+        lambda r, rule: _ratio_ok(r, "push/resolve_vs_off@long", rule.min_resolve_vs_off_long),
+        lambda r, rule: (
+            f"resolve push on long problems is "
+            f"{_pct(_num(r, 'push/resolve_vs_off@long'))} of shaping off's (needs "
+            f"{_pct(rule.min_resolve_vs_off_long)})"
+        ),
+    ),
+    Criterion(
+        "fail_faster",
+        lambda r, rule: -_num(r, "push/minutes_fail") <= rule.max_fail_faster,
+        lambda r, rule: (
+            f"teaches failures to give up sooner (fail-time push "
+            f"{_num(r, 'push/minutes_fail'):.3g}, limit -{rule.max_fail_faster:g})"
+        ),
+    ),
+    Criterion(
+        "uncharged_only",
+        lambda r, rule: _num(r, "signal/uncharged_only_rate") <= rule.max_uncharged_only,
+        lambda r, rule: (
+            f"{_pct(_num(r, 'signal/uncharged_only_rate'))} of groups get signal only "
+            f"from rows that were not charged (limit {_pct(rule.max_uncharged_only)})"
+        ),
+    ),
+)
+
+
+def _override_value(name: str, value: Any) -> str:
+    if name == "baseline":  # grpo.adv_estimator.use_leave_one_out_baseline
+        return "true" if value == "loo" else "false"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def launch_overrides(row: dict[str, Any]) -> str:
+    """The NeMo-RL overrides that launch a summary row's config: `++grpo.time_efficiency.*` (all
+    of them when shaping is on), and every other trainer setting that is not at its default
+    (`++grpo.advantage_clip_*`, the estimator's baseline and normalisation, the mask switch).
+    Emulation-only settings (std guard, precision) have no trainer key and are left out."""
+    te = "grpo.time_efficiency."
+    parts = []
+    for name, param in registry().items():
+        if not param.trainer or name == "estimator" or name not in row:
+            continue
+        value, key = row[name], param.trainer[0]
+        if key.startswith(te):
+            shown = name == "enabled" or (
+                row["enabled"] and (name in ("lambda_time", "apply_to") or value != param.default)
+            )
+        else:
+            shown = value != param.default
+        if shown and value is not None:
+            parts.append(f"++{key}={_override_value(name, value)}")
+    return " ".join(parts)
+
+
+def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float]:
+    """Rank of an eligible config: the strongest solve-faster push first (pushes within PUSH_EPS
+    of 0 count as 0), then the smaller lambda (shaping off counts as lambda 0)."""
+    push = _num(row, "push/minutes_pass")
+    return (push if abs(push) > PUSH_EPS else 0.0, 0.0 if is_off else _num(row, "lambda_time"))
+
+
+def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
+    """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons with
+    their numbers, launch overrides, the solve-time push it is ranked by), recommended first."""
+    rule = rule or Rule()
+    off = shaping_off(summary).to_list() if summary.height else []
+    rows = []
+    for i, row in enumerate(summary.iter_rows(named=True)):
+        failed = [c for c in CRITERIA if not c.passes(row, rule)]
+        rows.append((i, row, failed, off[i]))
+    eligible = sorted((r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3]), r[0]))
+    roles = {}
+    for place, (i, *_) in enumerate(eligible):
+        roles[i] = ROLES[min(place, 2)]
+    out = []
+    for i, row, failed, is_off in rows:
+        role = roles.get(i, "avoid")
+        if failed:
+            reasons = "; ".join(c.why(row, rule) for c in failed)
+        elif is_off:
+            reasons = "shaping off: the reference every push is measured against"
+        else:
+            reasons = _why_eligible(row)
+        out.append(
+            {
+                S.CONFIG_ID: row[S.CONFIG_ID],
+                "label": row["label"],
+                "role": role,
+                "rank": None,
+                "failed": [c.name for c in failed],
+                "reasons": reasons,
+                "overrides": launch_overrides(row),
+                "solve_push": row.get("push/minutes_pass"),
+            }
+        )
+    order = {ROLES[0]: 0, ROLES[1]: 1, ROLES[2]: 2, ROLES[3]: 3}
+    ranked = {i: place for place, (i, *_) in enumerate(eligible)}
+    for i, item in enumerate(out):
+        item["rank"] = ranked.get(i)
+    out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
+    return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
+
+
+def _why_eligible(row: dict[str, Any]) -> str:
+    """The numbers an eligible config is ranked by."""
+    return (
+        f"solve-time push {push_text(_num(row, 'push/minutes_pass'))} (negative: teaches solving "
+        f"faster); resolve push {_pct(_num(row, 'push/resolve_vs_off'))} of shaping off's "
+        f"({_pct(_num(row, 'push/resolve_vs_off@long'))} on long problems); no fail-faster push, "
+        "introduced inversion or unbounded explosion"
+    )
+
+
+def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:
+    """Avoided configs that fail the fewest criteria (the ones to look at when nothing is
+    eligible), with the criteria they fail."""
+    avoided = verdict.filter(pl.col("role") == "avoid")
+    if avoided.is_empty():
+        return avoided
+    fewest = avoided["failed"].list.len().min()
+    return avoided.filter(pl.col("failed").list.len() == fewest)
+
+
+def decision(verdict: pl.DataFrame) -> dict[str, Any]:
+    """The verdict as a reader meets it first: the recommended and runner-up rows (or None), the
+    avoided rows, and the near misses when nothing is eligible."""
+
+    def first(role: str) -> dict[str, Any] | None:
+        found = verdict.filter(pl.col("role") == role)
+        return found.row(0, named=True) if found.height else None
+
+    recommended = first("recommended")
+    return {
+        "recommended": recommended,
+        "runner_up": first("runner-up"),
+        "avoid": verdict.filter(pl.col("role") == "avoid").to_dicts(),
+        "near_misses": [] if recommended is not None else near_misses(verdict).to_dicts(),
+    }

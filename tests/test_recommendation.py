@@ -1,0 +1,193 @@
+"""Tests for replay_cli.advice.recommendation: each criterion of the rule on summary rows built to
+fail it alone, the ranking, the verdict when nothing qualifies, overrides that launch exactly the
+recommended config, and properties over random summaries."""
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay_cli import api
+from replay_cli.advice.recommendation import CRITERIA, Rule, decision, launch_overrides, recommend
+from replay_cli.parameters import parse_overrides, to_config
+
+from factories import config
+
+GOOD = {
+    "enabled": True,
+    "lambda_time": 1 / 60,
+    "apply_to": "correct",
+    "floor": None,
+    "lambda_call_bonus": 0.0,
+    "call_bonus_ref": None,
+    "clip_low": -3.0,
+    "clip_high": 3.0,
+    "semantics": "nemo-rl",
+    "estimator": "grpo",
+    "inversion/introduced_group_rate": 0.0,
+    "adv/explosion_trained_frac": 0.0,
+    "adv/abs_max": 3.0,
+    "push/resolve_vs_off": 1.0,
+    "push/resolve_vs_off@long": 1.0,
+    "push/minutes_fail": 0.0,
+    "push/minutes_pass": -0.5,
+    "signal/uncharged_only_rate": 0.0,
+}
+
+
+def summary(*rows: dict) -> pl.DataFrame:
+    full = [
+        {"config_id": f"c{i}", "label": f"config {i}", **GOOD, **row} for i, row in enumerate(rows)
+    ]
+    return pl.DataFrame(full, infer_schema_length=None)
+
+
+FAILING = {
+    "launchable": {"semantics": "internal"},
+    "inversion": {"inversion/introduced_group_rate": 0.02},
+    "explosion": {"adv/explosion_trained_frac": 0.01, "adv/abs_max": 54.6},
+    "resolve": {"push/resolve_vs_off": 0.94},
+    "resolve_long": {"push/resolve_vs_off@long": 0.65},
+    "fail_faster": {"push/minutes_fail": -0.06},
+    "uncharged_only": {"signal/uncharged_only_rate": 0.02},
+}
+
+
+def test_every_criterion_is_tested_here():
+    assert sorted(FAILING) == sorted(c.name for c in CRITERIA)
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_each_criterion_alone_makes_a_config_avoided(name):
+    verdict = recommend(summary({}, FAILING[name]))
+    bad = verdict.filter(pl.col("config_id") == "c1").row(0, named=True)
+    assert bad["role"] == "avoid"
+    assert bad["failed"] == [name]
+    good = verdict.filter(pl.col("config_id") == "c0").row(0, named=True)
+    assert good["role"] == "recommended"
+
+
+def test_reasons_quote_the_numbers():
+    verdict = recommend(
+        summary(FAILING["resolve_long"], FAILING["explosion"], FAILING["fail_faster"])
+    )
+    reasons = dict(verdict.select("config_id", "reasons").rows())
+    assert "65% of shaping off's (needs 95%)" in reasons["c0"]
+    assert "1.0% of trained rows keep |advantage| > 3 (up to 54.6)" in reasons["c1"]
+    assert "fail-time push -0.06, limit -0.05" in reasons["c2"]
+
+
+def test_the_threshold_is_inclusive_and_configurable():
+    at_limit = summary({"push/minutes_fail": -0.05}, {"push/resolve_vs_off": 0.95})
+    assert recommend(at_limit)["role"].to_list().count("avoid") == 0
+    strict = Rule(max_fail_faster=0.01, min_resolve_vs_off=0.96)
+    assert recommend(at_limit, strict)["role"].to_list() == ["avoid", "avoid"]
+
+
+def test_strongest_solve_push_wins_and_ties_go_to_the_smaller_lambda():
+    rows = summary(
+        {"push/minutes_pass": -0.5, "lambda_time": 1 / 30},
+        {"push/minutes_pass": -0.8, "lambda_time": 1 / 30},
+        {"push/minutes_pass": -0.8, "lambda_time": 1 / 120},
+        {"push/minutes_pass": -0.1, "lambda_time": 1 / 240},
+    )
+    verdict = recommend(rows)
+    assert verdict["config_id"].to_list() == ["c2", "c1", "c0", "c3"]
+    assert verdict["role"].to_list() == ["recommended", "runner-up", "eligible", "eligible"]
+
+
+def test_shaping_off_wins_when_every_shaped_config_fails():
+    rows = summary(
+        {"enabled": False, "push/minutes_pass": 0.0, "push/resolve_vs_off": 1.0},
+        FAILING["fail_faster"],
+        FAILING["inversion"],
+    )
+    d = decision(recommend(rows))
+    assert d["recommended"]["config_id"] == "c0"
+    assert d["recommended"]["reasons"].startswith("shaping off")
+    assert d["recommended"]["overrides"] == (
+        "++grpo.time_efficiency.enabled=false ++grpo.advantage_clip_low=-3.0 "
+        "++grpo.advantage_clip_high=3.0"
+    )
+    assert d["runner_up"] is None
+
+
+def test_nothing_eligible_names_the_near_misses():
+    rows = summary(
+        {**FAILING["fail_faster"]},
+        {**FAILING["fail_faster"], **FAILING["inversion"]},
+        {**FAILING["explosion"]},
+    )
+    d = decision(recommend(rows))
+    assert d["recommended"] is None
+    assert [(m["config_id"], m["failed"]) for m in d["near_misses"]] == [
+        ("c0", ["fail_faster"]),
+        ("c2", ["explosion"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("shaping", "advantage"),
+    [
+        ({"lambda_time": 1 / 60, "apply_to": "correct"}, {"clip_low": -3.0, "clip_high": 3.0}),
+        (
+            {
+                "lambda_time": 0.0125,
+                "floor": 0.05,
+                "lambda_call_bonus": 0.1,
+                "call_bonus_ref": 40.0,
+            },
+            {},
+        ),
+        ({"enabled": False}, {"clip_high": 2.5}),
+        ({"mask_flagged": False}, {"baseline": "mean", "normalize": False}),
+    ],
+)
+def test_launch_overrides_rebuild_the_same_config(synth_path, shaping, advantage):
+    cfg = config(shaping, advantage)
+    row = api.replay(api.load([synth_path]), [cfg]).summary.row(0, named=True)
+    values, ignored = parse_overrides(launch_overrides(row).split())
+    assert ignored == []
+    assert to_config(values).config_id == cfg.config_id
+
+
+ratio = st.one_of(st.none(), st.floats(0.0, 2.0))
+rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "lambda_time": st.sampled_from([0.0, 1 / 120, 1 / 60, 1 / 30]),
+            "inversion/introduced_group_rate": st.sampled_from([0.0, 0.0, 0.1]),
+            "adv/explosion_trained_frac": st.sampled_from([0.0, 0.0, 0.05]),
+            "push/resolve_vs_off": ratio,
+            "push/resolve_vs_off@long": ratio,
+            "push/minutes_fail": st.floats(-1.0, 1.0),
+            "push/minutes_pass": st.floats(-1.0, 1.0),
+            "signal/uncharged_only_rate": st.sampled_from([0.0, 0.005, 0.2]),
+        }
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=rows)
+def test_the_recommended_config_passes_every_criterion_and_is_the_strongest(rows):
+    frame = summary(*rows)
+    verdict = recommend(frame)
+    assert verdict.height == frame.height
+    assert verdict["config_id"].n_unique() == frame.height
+    roles = verdict["role"].to_list()
+    assert roles.count("recommended") <= 1
+    assert roles.count("runner-up") <= roles.count("recommended")
+    by_id = {r["config_id"]: r for r in frame.iter_rows(named=True)}
+    rule = Rule()
+    for v in verdict.iter_rows(named=True):
+        passes = all(c.passes(by_id[v["config_id"]], rule) for c in CRITERIA)
+        assert passes == (v["role"] != "avoid")
+    eligible = verdict.filter(pl.col("role") != "avoid")["config_id"].to_list()
+    if eligible:
+        best = by_id[eligible[0]]["push/minutes_pass"]
+        assert all(best <= by_id[c]["push/minutes_pass"] + 1e-9 for c in eligible)
+    else:
+        assert "recommended" not in roles
