@@ -1,6 +1,7 @@
 """The README documents every command, its set-up commands are the ones CI runs, and its examples run."""
 
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,9 @@ def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
     """The README's library snippet, run as written (from a copy of the checkout's layout)."""
     (tmp_path / "data_samples").symlink_to(ROOT / "data_samples")
     monkeypatch.chdir(tmp_path)
-    code = re.search(r"```python\n(.*?)```", README, re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    result = namespace["result"]
+    script = tmp_path / "readme_snippet.py"
+    script.write_text(re.search(r"```python\n(.*?)```", README, re.DOTALL).group(1))
+    result = runpy.run_path(str(script))["result"]
     assert result.summary.height == 2
     assert result.recommendation.height == 2
     assert set(result.recommendation["role"]) <= {"recommended", "runner-up", "eligible", "avoid"}
