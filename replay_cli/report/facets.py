@@ -9,17 +9,21 @@ carries more than a handful of lines and every legend fits.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from itertools import product
 
 import polars as pl
 
 from replay_cli.advice.findings import PARAMS
+from replay_cli.parameters import registry
 from replay_cli.report.text import param_text
 
 MAX_OVERLAID = 8
 MAX_PANELS = 12
 NOT_SERIES = ("enabled", "lambda_time")
+TITLE_WIDTH = 34
+"""A panel title line is cut to this many characters (one line per facet parameter)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,30 @@ def _pick_facets(summary: pl.DataFrame, params: list[str]) -> tuple[str, ...]:
 
 
 def describe(row: dict, params: tuple[str, ...] | list[str]) -> str:
-    """'apply_to=all floor=0.05' for the given parameters of one config."""
-    return " ".join(f"{p}={param_text(p, row[p])}" for p in params)
+    """A config's values of `params` as short as the config labels write them ('apply_to=correct
+    floor=0.05 bonus=0.1/56 clip[-3,3]'): unset parameters (none, 0, off) are left out, a clip and
+    a call bonus are one fragment each; 'defaults' when nothing is left."""
+    defaults = {name: p.default for name, p in registry().items()}
+    parts = []
+    shown = set(params)
+    if shown & {"clip_low", "clip_high"}:
+        lo, hi = row.get("clip_low"), row.get("clip_high")
+        parts.append(
+            "no clip"
+            if lo is None and hi is None
+            else f"clip[{'-inf' if lo is None else f'{lo:g}'},{'inf' if hi is None else f'{hi:g}'}]"
+        )
+    if shown & {"lambda_call_bonus", "call_bonus_ref"} and row.get("lambda_call_bonus"):
+        parts.append(
+            f"bonus={row['lambda_call_bonus']:g}/{param_text('call_bonus_ref', row['call_bonus_ref'])}"
+        )
+    for p in params:
+        if p in ("clip_low", "clip_high", "lambda_call_bonus", "call_bonus_ref"):
+            continue
+        unset = row[p] in (None, "", False, 0) and row[p] == defaults.get(p, row[p])
+        if not unset and not (p == "internal_items" and not row[p]):
+            parts.append(f"{p}={param_text(p, row[p])}")
+    return " ".join(parts) or "defaults"
 
 
 def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
@@ -79,9 +105,7 @@ def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
         facet = shaped.height > MAX_OVERLAID
     facets = _pick_facets(shaped, params) if facet and params else ()
     colours = tuple(p for p in params if p not in facets)
-    series = {
-        row["config_id"]: describe(row, colours) or "shaped" for row in shaped.iter_rows(named=True)
-    }
+    series = {row["config_id"]: describe(row, colours) for row in shaped.iter_rows(named=True)}
     panels: list[tuple[str, pl.DataFrame]] = []
     values = [
         shaped[c].unique(maintain_order=True).sort(nulls_last=False).to_list() for c in facets
@@ -92,8 +116,9 @@ def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
             cond &= pl.col(c).eq_missing(v)
         part = shaped.filter(cond)
         if part.height:
-            title = " · ".join(
-                f"{c}={param_text(c, v)}" for c, v in zip(facets, combo, strict=True)
+            title = "\n".join(
+                textwrap.shorten(f"{c}={param_text(c, v)}", TITLE_WIDTH, placeholder="…")
+                for c, v in zip(facets, combo, strict=True)
             )
             panels.append((title, part))
     if not facets:

@@ -82,7 +82,7 @@ def minutes_and_deductions(
         values = deductions.get(config_id)
         if values is not None:
             right.hist(values.to_numpy(), bins=60, histtype="step", label=label, color=colour)
-    right.set_title("Deduction of charged rollouts (highlighted configs)")
+    right.set_title("Deductions charged (highlighted)")
     right.set_xlabel("deduction (reward units)")
     right.set_ylabel("rollouts")
     legend(fig, *right.get_legend_handles_labels())

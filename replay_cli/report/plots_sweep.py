@@ -101,7 +101,7 @@ def vs_lambda(
                 ax.plot(x, line[dashed], linestyle="--", marker=".", color=colour[name], alpha=0.7)
             if raw is not None:
                 ax.plot(x, line[raw], linestyle=":", color="grey", linewidth=1)
-        ax.set_title(panel_title or title, fontsize="medium")
+        ax.set_title(panel_title or title, fontsize="small" if panel_title else "medium")
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
         ax.set_ylabel(ylabel, fontsize="small")
         ax.grid(alpha=0.3)
@@ -219,7 +219,7 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
         ax.set_ylabel("floor")
         first = part.row(0, named=True)
-        ax.set_title(describe(first, others) or "signal rate", fontsize="small")
+        ax.set_title(describe(first, others) if others else "signal rate", fontsize="small")
     for ax in flat[len(shown) :]:
         ax.set_visible(False)
     more = f" (first 12 of {len(panels)} settings)" if len(panels) > 12 else ""

@@ -28,7 +28,7 @@ def fmt(value: Any) -> str:
 def param_text(name: str, value: Any) -> str:
     """A parameter value as the user writes it: 'none' for an unset one, lambda_time as 1/60
     where it is one over whole minutes."""
-    if value is None:
+    if value is None or value == "":
         return "none"
     if name == "lambda_time" and isinstance(value, float):
         return lambda_text(value)
