@@ -81,6 +81,24 @@ def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "report" / "recommendation.parquet").exists()
 
 
+def test_guide_worked_example_is_real(tmp_path, monkeypatch):
+    """docs/guide.md's sweep-to-launch example prints what the guide shows."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data_samples").symlink_to(ROOT / "data_samples")
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    block = re.search(
+        r"## From a sweep to a launch.*?```\n\$ uv run replay-cli ((?:[^\n]*\\\n)*[^\n]*)\n(.*?)```",
+        guide,
+        re.DOTALL,
+    )
+    command = block.group(1).replace("\\\n", " ").split()
+    result = CliRunner().invoke(app, command, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]
+    assert strip(result.output) == strip(block.group(2))
+    assert "Recommended: λ=1/60 correct clip[-3,3]" in result.output
+
+
 def test_readme_demo_output_is_real(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["demo"])

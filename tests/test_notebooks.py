@@ -17,4 +17,14 @@ def test_notebook_runs(path, monkeypatch):
     assert code
     for source in code:
         exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 -- running the notebook is the test
-    assert namespace["result"].summary.height >= 3
+    result = namespace["result"]
+    assert result.summary.height >= 3
+    assert result.recommendation["config_id"].to_list() != []
+    if "best" in namespace:  # the walkthrough ends at the overrides of the recommended config
+        from replay_cli.parameters import parse_overrides, to_config
+
+        best = namespace["best"]
+        assert best["role"] == "recommended"
+        values, _ = parse_overrides(best["overrides"].split())
+        assert to_config(values).config_id == best["config_id"]
+        assert best["config_id"] in [c.config_id for c in result.configs]
