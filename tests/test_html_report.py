@@ -96,6 +96,20 @@ def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):
     assert body(copy / "index.html") == body(report / "index.html")
 
 
+def test_a_report_without_charts_points_at_itself(tmp_path):
+    from replay_cli.rollouts.synth import synth_rollouts
+
+    path = tmp_path / "rollouts.parquet"
+    synth_rollouts(steps=2, groups_per_step=4, group_size=4, seed=3).write_parquet(path)
+    out = tmp_path / "single"
+    result = CliRunner().invoke(app, ["replay", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    html = (out / "index.html").read_text()
+    assert f"<code>replay-cli plot {out}</code>" in html
+    assert ".tmp-" not in html
+    assert "--no-charts" not in html
+
+
 def test_compare_and_explain_directories_get_an_index(report, tmp_path):
     out = tmp_path / "cmp"
     result = CliRunner().invoke(app, ["compare", str(report), "--out", str(out)])

@@ -164,6 +164,24 @@ def test_sweep_with_grid_file_and_cli_lists(synth_path, tmp_path):
     assert summary["apply_to"].to_list() == ["correct", "correct"]
 
 
+def test_single_valued_flags_reach_a_grid_files_explicit_points(synth_path, tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "configs:\n  - {lambda_time: 1/60, apply_to: correct}\n"
+        "  - {lambda_time: 1/30, apply_to: all, precision: float32}\n"
+    )
+    out = tmp_path / "sweep"
+    args = ["sweep", str(synth_path), "--out", str(out), "--grid", str(grid)]
+    result = runner.invoke(app, [*args, "--precision", "float64", "--no-charts"])
+    assert result.exit_code == 0, result.output
+    summary = pl.read_parquet(out / "summary.parquet")
+    # Two points, no extra config: the flag sets every point that does not name the parameter.
+    assert summary.select("lambda_time", "precision").rows() == [
+        (1 / 60, "float64"),
+        (1 / 30, "float32"),
+    ]
+
+
 def test_sweep_bad_value_exit_2(synth_path, tmp_path):
     result = runner.invoke(
         app, ["sweep", str(synth_path), "--out", str(tmp_path / "s"), "--floor", "none,abc"]
