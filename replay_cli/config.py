@@ -337,6 +337,26 @@ class ReplayConfig(_Frozen):
         return " ".join(parts)
 
 
+def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
+    """Label per config_id, unique within `configs`: configs whose labels coincide (their
+    difference is a parameter the label leaves out, e.g. lambda of a disabled config) get the
+    parameters that tell them apart appended, `[name=value ...]`."""
+    by_label: dict[str, list[ReplayConfig]] = {}
+    for cfg in configs:
+        by_label.setdefault(cfg.label, []).append(cfg)
+    out = {}
+    for label, same in by_label.items():
+        if len({c.config_id for c in same}) == 1:
+            out.update({c.config_id: label for c in same})
+            continue
+        flats = [c.flat() for c in same]
+        differ = [k for k in flats[0] if len({repr(f[k]) for f in flats}) > 1]
+        for cfg, flat in zip(same, flats, strict=True):
+            extra = " ".join(f"{k}={flat[k]}" for k in differ)
+            out[cfg.config_id] = f"{label} [{extra}]"
+    return out
+
+
 def lambda_text(value: float) -> str:
     """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
     minutes, else 4 significant digits."""

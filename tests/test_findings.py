@@ -164,6 +164,8 @@ def test_one_sided_clip_bounds_its_own_side():
     assert found["value"] == pytest.approx(float(trained.max()))
     assert f"up to {trained.max():.4g}" in found["text"]
     assert "after its clip" in found["text"]
+    # The group of the largest unclipped |A| need not hold the trained explosion: not named.
+    assert "the largest at step" not in found["text"]
 
 
 def test_explosion_names_the_std_that_divided_it():
@@ -290,7 +292,7 @@ def test_signal_gained_and_lost_are_both_stated():
     assert summary["signal/lost_rate"] == 0.5
     assert summary["signal/group_rate"] == summary["signal/group_rate_raw"]  # net 0 hides both
     (text,) = texts(result, "signal_change")
-    assert "gained in 50% of groups and lost in 50%" in text
+    assert "gained in 50% of groups (ties the shaping breaks) and lost in 50%" in text
     (tie,) = texts(result, "floor_tie")
     assert "both end on the floor -0.5" in tie
 
@@ -335,6 +337,24 @@ def test_labels_are_unique_when_any_parameter_varies(synth_path):
     configs.append(config({}, {}, metrics_by="batch"))
     summary = api.replay(api.load([synth_path]), configs).summary
     assert summary["label"].n_unique() == len(configs)
+
+
+def test_labels_are_unique_when_the_difference_is_hidden(synth_path, tmp_path):
+    # Disabled configs hide their shaping parameters; grpo hides scale_rewards.
+    configs = [
+        config({"enabled": False, "lambda_time": 1 / 120}),
+        config({"enabled": False, "lambda_time": 1 / 60}),
+        config({}, {"scale_rewards": "batch"}),
+        config({}),
+    ]
+    out = tmp_path / "r"
+    result = api.replay_to_report([synth_path], configs, out)
+    labels = result.summary["label"].to_list()
+    assert len(set(labels)) == 4
+    assert labels[0] == "no shaping [lambda_time=0.008333333333333333]"
+    assert labels[2] == "λ=1/60 all [scale_rewards=batch]"
+    html = (out / "index.html").read_text()
+    assert all(label.replace("'", "&#x27;") in html for label in labels)
 
 
 def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):

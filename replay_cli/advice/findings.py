@@ -128,13 +128,15 @@ def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
         return None
     top = ctx.top
     where = ""
-    if top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED) is not None:
+    clips = row.get("clip_low") is not None or row.get("clip_high") is not None
+    # The top group is the one of the largest unclipped |A|: it is the largest trained one only
+    # when nothing is clipped (a one-sided clip may bound it and leave another side's explosion).
+    if not clips and top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED) is not None:
         std = top.get(S.G_STD_AT_MAX_ABS)
         divided = (
             f", where it was divided by a std of {std:.2g}" if std is not None and std > 0 else ""
         )
         where = f" (the largest at step {top[S.STEP]}, group {top[S.GROUP_ID]}{divided})"
-    clips = row.get("clip_low") is not None or row.get("clip_high") is not None
     after = "after its clip" if clips else "(no clip)"
     twin = ctx.twin(row, clip_low=-EXPLOSION, clip_high=EXPLOSION)
     fix = (
@@ -257,15 +259,10 @@ def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
     gained, lost = _num(row, "signal/gained_rate"), _num(row, "signal/lost_rate")
     if gained <= GAIN_EPS and lost <= GAIN_EPS:
         return None
-    time_only = _num(row, "signal/time_only_rate")
     return Found(
         gained,
-        f"signal gained in {_pct(gained)} of groups and lost in {_pct(lost)} against shaping off "
-        f"({_pct(_num(row, 'signal/group_rate_raw'))} -> {_pct(_num(row, 'signal/group_rate'))}); "
-        f"all of the gain is ties broken by the shaping (time-only {_pct(time_only)})."
-        if abs(gained - time_only) <= GAIN_EPS
-        else f"signal gained in {_pct(gained)} of groups and lost in {_pct(lost)} against "
-        f"shaping off ({_pct(_num(row, 'signal/group_rate_raw'))} -> "
+        f"signal gained in {_pct(gained)} of groups (ties the shaping breaks) and lost in "
+        f"{_pct(lost)} against shaping off ({_pct(_num(row, 'signal/group_rate_raw'))} -> "
         f"{_pct(_num(row, 'signal/group_rate'))}).",
     )
 

@@ -15,7 +15,7 @@ from replay_cli import schema as S
 from replay_cli.advice.findings import findings
 from replay_cli.advice.recommendation import recommend
 from replay_cli.advice.top_groups import top_groups, top_of_config
-from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig, unique_labels
 from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
@@ -188,6 +188,7 @@ class Accumulator:
         edges: tuple[float, float] = (0.0, 0.0),
     ) -> None:
         self.configs = configs
+        self.labels = unique_labels(configs)
         self.edges = edges
         self.keep_rows = keep_rows
         self.group_sink = group_sink  # groups go out as they come; only their counts stay
@@ -216,7 +217,7 @@ class Accumulator:
         names += ["validation/accuracy", "validation/total_reward/mean"]
         return {
             S.CONFIG_ID: cfg.config_id,
-            "label": cfg.label,
+            "label": self.labels[cfg.config_id],
             **cfg.flat(),
             **summarise_steps(steps, names),
             **finish_diagnostics(

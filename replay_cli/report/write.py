@@ -15,6 +15,7 @@ import polars as pl
 
 from replay_cli.advice.findings import findings
 from replay_cli.advice.recommendation import recommend
+from replay_cli.config import unique_labels
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE, RowsMode
 from replay_cli.maths.peers import whitening_weights
@@ -33,6 +34,7 @@ def manifest(
     highlight: list[str] | None = None,
 ) -> dict[str, Any]:
     """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
+    labels = unique_labels(result.configs)
     return {
         "tool": "replay_cli",
         "version": version("replay-cli"),
@@ -49,7 +51,7 @@ def manifest(
             else {}
         ),
         "configs": [
-            {"config_id": c.config_id, "label": c.label, **c.model_dump(mode="json")}
+            {"config_id": c.config_id, "label": labels[c.config_id], **c.model_dump(mode="json")}
             for c in result.configs
         ],
         "tables": {
