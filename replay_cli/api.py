@@ -87,14 +87,17 @@ def replay_to_report(
     engine: Engine = "local",
     ray_address: str | None = None,
     highlight: Sequence[str] | None = None,
+    tensorboard: Path | None = None,
 ) -> ReplayResult:
     """Load, replay and write a report directory atomically; refuses an existing `out` unless force.
+    With `tensorboard`, also one TensorBoard run per config in that directory (export_tensorboard).
 
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
     groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
     (ray_engine.py) and gives the same report.
     """
     check_out_dir(Path(out), force)
+    _check_tensorboard(tensorboard, force)
     pairs = parse_mapping(mapping or [])
     rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
     load_args = {
@@ -117,7 +120,27 @@ def replay_to_report(
         ray_address,
         load_args,
         highlight,
+        tensorboard,
     )
+
+
+def _check_tensorboard(out: Path | None, force: bool) -> None:
+    """Before any work: the extra is installed and the run directory may be written."""
+    if out is not None:
+        from replay_cli.report.tensorboard import summary_writer
+
+        summary_writer()
+        refuse_existing(Path(out), force, "TensorBoard directory")
+
+
+def export_tensorboard(report: Path, out: Path, *, force: bool = False) -> list[Path]:
+    """One TensorBoard run per config of a written report (`replay-cli export tensorboard`)."""
+    from replay_cli.report.read import load_report
+    from replay_cli.report.tensorboard import write_runs
+
+    _check_tensorboard(out, force)
+    result = load_report(report)
+    return write_runs(result.steps, result.summary, out, force=force)
 
 
 def _replay_into(
@@ -134,6 +157,7 @@ def _replay_into(
     ray_address: str | None = None,
     load_args: dict | None = None,
     highlight: Sequence[str] | None = None,
+    tensorboard: Path | None = None,
 ) -> ReplayResult:
     with staged_directory(Path(out), force) as tmp:
         if engine == "ray":
@@ -181,7 +205,13 @@ def _replay_into(
             argv=argv,
             rows_mode=rows,
             highlight=list(highlight) if highlight else None,
+            tensorboard=tensorboard,
         )
+    if tensorboard is not None:
+        from replay_cli.report.tensorboard import write_runs
+
+        # The caller checked the extra and the directory before replaying (_check_tensorboard).
+        write_runs(result.steps, result.summary, tensorboard, force=True)
     return result
 
 
@@ -224,15 +254,20 @@ def run_demo(
     scratch: Path,
     argv: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tensorboard: Path | None = None,
 ) -> ReplayResult:
-    """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to `out`."""
+    """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to `out`
+    (and TensorBoard runs to `tensorboard`, replacing earlier demo runs there)."""
     out = Path(out)
     force = out.is_dir() and (out / "manifest.json").exists()
     check_out_dir(out, force)
+    _check_tensorboard(tensorboard, force=True)
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
     rollouts = load([data])
-    return _replay_into(out, rollouts, demo_configs(), force, True, "all", argv, progress)
+    return _replay_into(
+        out, rollouts, demo_configs(), force, True, "all", argv, progress, tensorboard=tensorboard
+    )
 
 
 def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
@@ -261,11 +296,13 @@ def compare_reports(
     *,
     reference: str | None = None,
     internal: Path | None = None,
+    internal_run: str | None = None,
     config_id: str | None = None,
     force: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    """Write comparison.parquet (deltas vs a reference config) and, with an internal run's CSV,
-    internal_comparison.parquet plus charts/replayed_vs_internal.png; returns both tables."""
+    """Write comparison.parquet (deltas vs a reference config) and, with an internal run's metrics
+    (TensorBoard log or CSV), internal_comparison.parquet plus charts/replayed_vs_internal.png;
+    returns both tables."""
     from replay_cli.report import compare
     from replay_cli.report.plots import replayed_vs_internal, save
     from replay_cli.report.read import load_report
@@ -281,7 +318,7 @@ def compare_reports(
         chosen = compare.choose_config(summary, config_id)
         report = next(r for r in reports if chosen in load_report(r).summary[S.CONFIG_ID].to_list())
         joined = compare.join_internal(
-            load_report(report).steps, compare.read_internal_csv(internal), chosen
+            load_report(report).steps, compare.read_internal(internal, internal_run), chosen
         )
         if joined.height == 0:
             raise InputFileError(

@@ -310,8 +310,17 @@ def reference_steps(
                     "groups": len(mine),
                     "signal/group_rate": _mean([float(g["has_signal"]) for g in mine]),
                     "inversion/group_rate": _mean([float(g["inverted"]) for g in mine]),
+                    "signal/time_only_rate": _mean([float(g["time_only_signal"]) for g in mine]),
+                    **{
+                        f"push/{k}": _mean([g[f"push_{k}"] for g in mine])
+                        for k in ("resolve", "minutes_fail", "minutes_pass")
+                    },
                 }
             )
+            trained = [r for r in train if _trainable(r)]
+            if trained:
+                big = [abs(r["advantage_unclipped"]) > 3 for r in trained]
+                entry["adv/explosion_frac"] = sum(big) / len(trained)
         if val:
             entry["validation/accuracy"] = _mean([float(r["reward"] or 0.0) for r in val])
             entry["validation/total_reward/mean"] = _mean([r["reward_shaped"] for r in val])

@@ -68,9 +68,16 @@ def compare(
     internal: Annotated[
         Path | None,
         typer.Option(
-            help="Internal run metrics: W&B panel CSV export or step,metric,value CSV.",
+            help="Internal run metrics: a TensorBoard log (a run's directory, a directory of runs "
+            "or an event file), a W&B panel CSV export, or a step,metric,value CSV.",
             exists=True,
-            dir_okay=False,
+        ),
+    ] = None,
+    internal_run: Annotated[
+        str | None,
+        typer.Option(
+            "--internal-run",
+            help="The run to read when the TensorBoard log holds several (the error lists them).",
         ),
     ] = None,
     config_id: Annotated[
@@ -84,7 +91,13 @@ def compare(
     """Tables of metric deltas across configs and reports, and replayed vs internal-run curves."""
     with user_errors():
         deltas, joined = api.compare_reports(
-            reports, out, reference=reference, internal=internal, config_id=config_id, force=force
+            reports,
+            out,
+            reference=reference,
+            internal=internal,
+            internal_run=internal_run,
+            config_id=config_id,
+            force=force,
         )
         typer.echo(f"Report: {Path(out) / 'index.html'}")
         terminal.print_deltas(deltas)
@@ -118,6 +131,26 @@ def explain(
 def _report_ignored(ignored: list[str]) -> None:
     if ignored:
         typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
+
+
+def export_tensorboard(
+    report: Annotated[
+        Path,
+        typer.Argument(
+            help="A report directory.", exists=True, file_okay=False, show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Argument(help="Directory for the TensorBoard runs.", show_default=False)
+    ],
+    force: ForceOpt = False,
+) -> None:
+    """Write a report as TensorBoard runs: one per config, the trainer's tags at the trainer's steps,
+    the replay's diagnostics under replay/, and an HParams view of the sweep."""
+    with user_errors():
+        runs = api.export_tensorboard(report, out, force=force)
+        typer.echo(f"Wrote {len(runs)} TensorBoard runs to {out}")
+        terminal.print_tensorboard(out)
 
 
 def import_(

@@ -22,6 +22,7 @@ from replay_cli.cli.options import (
     RunOptions,
     Sources,
     StrictOpt,
+    TensorBoardOpt,
     user_errors,
     with_parameters,
 )
@@ -69,7 +70,7 @@ def _report(
                 **run.report_args(),
                 **inputs.load_args(),
             )
-        terminal.print_report(result, out)
+        terminal.print_report(result, out, run.tensorboard)
 
 
 @app.command(rich_help_panel="Replay")
@@ -188,6 +189,7 @@ def demo(
             "--out", "-o", help="Report directory (replaced if it holds an earlier report)."
         ),
     ] = Path("replay-demo"),
+    tensorboard: TensorBoardOpt = None,
 ) -> None:
     """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
     with (
@@ -195,8 +197,8 @@ def demo(
         tempfile.TemporaryDirectory() as tmp,
         terminal.progress("replaying demo configs") as tick,
     ):
-        result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick)
-        terminal.print_report(result, out)
+        result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick, tensorboard=tensorboard)
+        terminal.print_report(result, out, tensorboard)
         typer.echo(terminal.demo_guide(out))
 
 
@@ -206,6 +208,10 @@ app.command(rich_help_panel="Analysis")(cli_analysis.compare)
 app.command(rich_help_panel="Analysis")(cli_analysis.explain)
 app.command(rich_help_panel="Analysis")(cli_analysis.verify)
 app.command("import", rich_help_panel="Data")(cli_analysis.import_)
+
+export_app = typer.Typer(help="Export a written report to other tools.", no_args_is_help=True)
+export_app.command("tensorboard")(cli_analysis.export_tensorboard)
+app.add_typer(export_app, name="export", rich_help_panel="Analysis")
 
 
 def main() -> None:

@@ -185,12 +185,23 @@ OutOpt = Annotated[
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT)
 ]
+TensorBoardOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tensorboard",
+        help="Also write one TensorBoard run per config here (trainer tags, replay/ diagnostics, "
+        "HParams); needs the extra replay-cli[tensorboard].",
+        rich_help_panel=OUT,
+        show_default=False,
+        file_okay=False,
+    ),
+]
 HighlightOpt = Annotated[
     str | None,
     typer.Option(
         "--highlight",
         help="Configs drawn step by step (config ids, id prefixes or labels, comma separated); "
-        "default: shaping off plus the best and the worst by the frontier.",
+        "default: shaping off, the recommended and the runner-up configs.",
         rich_help_panel=OUT,
         show_default=False,
     ),
@@ -293,6 +304,7 @@ class RunOptions:
     engine: EngineName
     ray_address: str | None
     highlight: str | None
+    tensorboard: Path | None
 
     def report_args(self) -> dict[str, Any]:
         """Keyword arguments of api.replay_to_report."""
@@ -303,6 +315,7 @@ class RunOptions:
             "engine": self.engine.value,
             "ray_address": self.ray_address,
             "highlight": highlight_ids(self.highlight),
+            "tensorboard": self.tensorboard,
         }
 
 
@@ -317,6 +330,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "engine": (EngineOpt, EngineName.local),
         "ray_address": (RayAddressOpt, None),
         "highlight": (HighlightOpt, None),
+        "tensorboard": (TensorBoardOpt, None),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -17,6 +17,7 @@ from replay_cli import schema as S
 from replay_cli.advice.recommendation import decision, push_text
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.report.compare import HEADLINE_METRICS, delta_table, headline, internal_summary
+from replay_cli.report.tensorboard import open_commands
 from replay_cli.result import ReplayResult
 
 
@@ -86,14 +87,24 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
         typer.echo(f"  ... and {more} more findings (context, per config) in {where}")
 
 
-def print_report(result: ReplayResult, out: Path) -> None:
-    """After a replay: the page to open, the decision, the summary table, then the findings."""
+def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = None) -> None:
+    """After a replay: the page to open, the decision, the summary table, then the findings (and
+    how to open the TensorBoard runs, when written)."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
     for note in result.notes:
         typer.echo(f"Warning: {note}", err=True)
     print_decision(result.recommendation)
     print_summary(result, out)
     print_findings(result.findings, out)
+    if tensorboard is not None:
+        print_tensorboard(tensorboard)
+
+
+def print_tensorboard(out: Path) -> None:
+    """The commands that open the written runs in TensorBoard and upload them to W&B."""
+    typer.echo(f"TensorBoard runs: {out}")
+    for command in open_commands(out):
+        typer.echo(f"  {command}")
 
 
 def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:

@@ -14,7 +14,7 @@ from replay_cli.engine.pushes import LENGTHS, PUSHES, group_pushes, length_bucke
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import charge_key
-from replay_cli.maths.thresholds import SIGNAL_EPS, above
+from replay_cli.maths.thresholds import EXPLOSION, SIGNAL_EPS, above
 
 TE = "time_efficiency/"
 
@@ -360,6 +360,10 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
     with np.errstate(divide="ignore", invalid="ignore"):
         adv_mean = b.per_config(steps.sum(adv * scored)) / np.maximum(n_adv, 1)
     adv_max = b.per_config(steps.top(adv, scored))
+    trainable = b.per_config(b.trainable)
+    n_trainable = steps.sum(trainable)
+    unclipped_abs = np.abs(b.grpo.unclipped) if b.clipped else b.advantage_abs
+    explosions = b.per_config(steps.sum(trainable & above(unclipped_abs, EXPLOSION)))
     adv_min = b.per_config(steps.low(adv, scored))
     n_train = steps.lengths if train is None else steps.sum(train)
     no_train = n_train == 0
@@ -392,7 +396,10 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
             assert batch is not None
             table = table.with_columns(_nullable(v, no_train).alias(n) for n, v in batch[k].items())
         no_adv = n_adv[k] == 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            explosion = explosions[k] / n_trainable[k]
         table = table.with_columns(
+            _nullable(explosion, n_trainable[k] == 0).alias("adv/explosion_frac"),
             _nullable(adv_mean[k], no_adv).alias("advantages/mean"),
             _nullable(adv_max[k], no_adv).alias("advantages/max"),
             _nullable(adv_min[k], no_adv).alias("advantages/min"),
@@ -404,6 +411,7 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
                 "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
                 "signal/group_rate": by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
                 "inversion/group_rate": by_step.mean(g[S.G_INVERTED].to_numpy()),
+                "signal/time_only_rate": by_step.mean(g[S.G_TIME_ONLY_SIGNAL].to_numpy()),
                 **{
                     f"push/{name}": by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
                     for name in STEP_PUSHES

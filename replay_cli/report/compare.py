@@ -133,6 +133,20 @@ def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.Dat
     return pl.DataFrame(rows, schema=schema)
 
 
+def read_internal(path: str | Path, run: str | None = None) -> pl.DataFrame:
+    """An internal run's metrics as long rows (run, step, metric, value) with canonical names,
+    from a TensorBoard log (TensorBoard's own reader; `run` picks one of several) or a CSV."""
+    from replay_cli.io.tensorboard import is_tensorboard, read_scalars
+
+    path = Path(path)
+    if not is_tensorboard(path):
+        if path.is_dir():
+            raise InputFileError(f"{path} is a directory without TensorBoard event files.")
+        return read_internal_csv(path)
+    long = read_scalars(path, run)
+    return long.with_columns(_canonical(pl.col("metric"), long["metric"].unique()))
+
+
 def read_internal_csv(path: str | Path) -> pl.DataFrame:
     """An internal run's metrics as long rows (run, step, metric, value) with canonical names."""
     path = Path(path)

@@ -28,6 +28,7 @@ from replay_cli.report.compare import delta_table
 from replay_cli.report.html_parts import cell, frontier_svg, page, png_image, table
 from replay_cli.report.plots import CHARTS
 from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.tensorboard import open_commands
 from replay_cli.report.text import fmt, param_text, share
 
 INDEX = "index.html"
@@ -279,6 +280,18 @@ def _frontier(front: pl.DataFrame) -> str:
     )
 
 
+def _tensorboard(where: str) -> str:
+    """How to open the runs written beside this report, and upload them to W&B."""
+    commands = "\n".join(open_commands(where))
+    return (
+        f"<p>One run per config in <code>{escape(where)}</code>: the trainer's tags "
+        "(<code>train/…</code>, <code>validation/…</code>) at the trainer's steps, so they overlay "
+        "the real run's curves, the replay's diagnostics under <code>replay/</code>, and the "
+        "HParams view of the sweep.</p>"
+        f'<pre class="overrides"><code>{escape(commands)}</code></pre>'
+    )
+
+
 def _decision(verdict: pl.DataFrame, summary: pl.DataFrame) -> str:
     """What to launch, the runner-up, what to avoid and why, and the overrides that launch it."""
     numbers = {cid: n for n, cid in enumerate(summary[S.CONFIG_ID], start=1)}
@@ -451,6 +464,8 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
             _summary_table(summary, verdict) + _frontier(frontier(summary, verdict)),
         )
         add("replayed", "What was replayed", _inputs(manifest, summary))
+        if manifest.get("tensorboard"):
+            add("tensorboard", "TensorBoard runs", _tensorboard(manifest["tensorboard"]))
         add("charts", "Charts", _charts(directory))
         add("configs", "Per-config detail", _details(summary, groups, found, top))
     known = {

@@ -91,6 +91,7 @@ def finish_report(
     argv: list[str] | None = None,
     rows_mode: RowsMode = "all",
     highlight: list[str] | None = None,
+    tensorboard: Path | None = None,
 ) -> None:
     """Everything of a report but the per-row table: groups, steps, summary, findings, charts,
     manifest and index.html."""
@@ -108,7 +109,10 @@ def finish_report(
     write_tables(tmp, {"findings": result.findings, "recommendation": result.recommendation})
     if charts is not None:
         charts(result, tmp / "charts", highlight)
-    text = json.dumps(manifest(result, rollouts, argv, rows_mode, highlight), indent=2) + "\n"
+    about = manifest(result, rollouts, argv, rows_mode, highlight)
+    if tensorboard is not None:
+        about["tensorboard"] = str(tensorboard)
+    text = json.dumps(about, indent=2) + "\n"
     (tmp / "manifest.json").write_text(text)
     render_index(tmp, result.top_groups)
 

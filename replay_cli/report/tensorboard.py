@@ -1,0 +1,147 @@
+"""A report as TensorBoard runs, to set the replayed curves beside a real run's.
+
+One run per config, in a sub-directory named after its (unique) label: the per-step trainer
+metrics under the trainer's own tags (`train/<name>` and `validation/<name>`, the names NeMo-RL's
+logger writes to TensorBoard, at the training step), the replay's diagnostics under `replay/`,
+and an HParams record (the parameters that vary across the report, the recommendation's role, and
+the headline numbers) so
+TensorBoard's HParams dashboard gives the sortable table and the parallel-coordinates view of a
+sweep. Written with tensorboardX, the optional extra `replay-cli[tensorboard]`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.recommendation import recommend
+from replay_cli.errors import ConfigError
+from replay_cli.io.files import staged_directory
+from replay_cli.report.facets import varying
+from replay_cli.report.text import param_text
+
+EXTRA = "replay-cli[tensorboard]"
+REPLAY_TAGS = (
+    "signal/group_rate",
+    "signal/time_only_rate",
+    "inversion/group_rate",
+    "adv/explosion_frac",
+    "push/resolve",
+    "push/minutes_fail",
+    "push/minutes_pass",
+)
+"""Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`."""
+HPARAM_METRICS = {
+    "push/minutes_pass": "hparams/solve_push",
+    "push/minutes_fail": "hparams/fail_push",
+    "push/resolve_vs_off": "hparams/resolve_vs_off",
+    "push/resolve_vs_off@long": "hparams/resolve_vs_off_long",
+    "signal/group_rate": "hparams/signal_rate",
+    "inversion/introduced_group_rate": "hparams/introduced_inversions",
+    "adv/explosion_trained_frac": "hparams/explosion_trained",
+    "total_reward/mean": "hparams/total_reward",
+}
+"""Summary column -> the HParams dashboard's metric tag (one scalar at step 0 per run)."""
+NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *REPLAY_TAGS}
+
+
+def summary_writer() -> Any:
+    """tensorboardX's SummaryWriter, or a ConfigError (exit 2) naming the extra to install."""
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        raise ConfigError(
+            f"Writing TensorBoard runs needs the optional extra {EXTRA}: "
+            f"pip install '{EXTRA}' (in a checkout: uv sync --extra tensorboard)."
+        ) from None
+    return SummaryWriter
+
+
+def run_name(label: str) -> str:
+    """A label as a directory name every file system takes: λ spelt out, '/' and other specials
+    as '_', no leading dot."""
+    name = label.replace("λ", "lambda").replace("/", "÷")
+    name = re.sub(r"[^A-Za-z0-9._=,+\-\[\]÷]+", "_", name).replace("÷", "over")
+    return name.strip("._") or "config"
+
+
+def trainer_tag(metric: str) -> str:
+    """The tag NeMo-RL's logger gives a step metric: `train/<name>`, validation metrics as they are."""
+    return metric if metric.startswith("validation/") else f"train/{metric}"
+
+
+def hparam_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, Any]]:
+    """Per config, the HParams value of each parameter, one type per parameter: numbers and
+    booleans where every config has one, else the text the labels use (`none`, `1/60`)."""
+    columns = {}
+    for p in params:
+        values = summary[p].to_list()
+        typed = all(isinstance(v, bool | int | float) for v in values) or all(
+            isinstance(v, str) for v in values
+        )
+        columns[p] = values if typed else [param_text(p, v) for v in values]
+    return [{p: columns[p][i] for p in params} for i in range(summary.height)]
+
+
+def write_runs(
+    steps: pl.DataFrame, summary: pl.DataFrame, out: str | Path, *, force: bool = False
+) -> list[Path]:
+    """Write one TensorBoard run per config of a report into the directory `out`, atomically (an
+    existing one is refused unless `force`); returns the run directories."""
+    summary_writer()
+    out = Path(out)
+    with staged_directory(out, force) as tmp:
+        names = _write(steps, summary, tmp)
+    return [out / name for name in names]
+
+
+def _write(steps: pl.DataFrame, summary: pl.DataFrame, out: Path) -> list[str]:
+    writer_class = summary_writer()
+    from tensorboardX.summary import hparams
+
+    params = varying(summary, exclude=()) or ["label"]
+    roles = dict(recommend(summary).select(S.CONFIG_ID, "role").rows())
+    values = [
+        {**v, "role": roles[cid]}
+        for v, cid in zip(hparam_values(summary, params), summary[S.CONFIG_ID], strict=True)
+    ]
+    metrics = {tag: 0.0 for column, tag in HPARAM_METRICS.items() if column in summary.columns}
+    experiment, _, _ = hparams(values[0], metrics)
+    root = writer_class(str(out))
+    root.file_writer.add_summary(experiment)
+    root.close()
+    runs = []
+    for row, hparam in zip(summary.iter_rows(named=True), values, strict=True):
+        path = out / run_name(row["label"])
+        writer = writer_class(str(path))
+        mine = steps.filter(pl.col(S.CONFIG_ID) == row[S.CONFIG_ID]).sort(S.STEP)
+        numeric = [c for c, t in mine.schema.items() if c not in NOT_TRAINER and t.is_numeric()]
+        for step_row in mine.iter_rows(named=True):
+            step = int(step_row[S.STEP])
+            for column in numeric:
+                if step_row[column] is not None:
+                    writer.add_scalar(trainer_tag(column), step_row[column], step)
+            for column in REPLAY_TAGS:
+                if step_row.get(column) is not None:
+                    writer.add_scalar(f"replay/{column}", step_row[column], step)
+        _, start, end = hparams(hparam, metrics)
+        writer.file_writer.add_summary(start)
+        writer.file_writer.add_summary(end)
+        for column, tag in HPARAM_METRICS.items():
+            if row.get(column) is not None:
+                writer.add_scalar(tag, row[column], 0)
+        writer.close()
+        runs.append(path.name)
+    return runs
+
+
+def open_commands(out: str | Path) -> list[str]:
+    """The one-line commands that open the runs in TensorBoard and upload them to W&B."""
+    return [
+        f"tensorboard --logdir {out}",
+        f"wandb sync --sync-tensorboard {out}",
+    ]

@@ -1,0 +1,267 @@
+"""Tests for the TensorBoard bridge: runs written with tensorboardX and read back with TensorBoard's
+own reader, a real `tensorboard` server's HTTP API over them, and `compare --internal` reading a
+trainer's event files the same as the W&B CSV route."""
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli.cli.app import app
+from replay_cli.io.tensorboard import read_scalars, runs_of
+from replay_cli.report.tensorboard import REPLAY_TAGS, run_name, trainer_tag
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A 4-config sweep with its TensorBoard runs: (report dir, tensorboard dir)."""
+    from replay_cli.rollouts.synth import synth_rollouts
+
+    root = tmp_path_factory.mktemp("tb")
+    data = root / "rollouts.parquet"
+    synth_rollouts(
+        steps=3, groups_per_step=8, group_size=4, seed=5, validation_groups=2
+    ).write_parquet(data)
+    report, runs = root / "report", root / "runs"
+    args = ["sweep", str(data), "--out", str(report), "--tensorboard", str(runs), "--no-charts"]
+    result = runner.invoke(app, [*args, "--lambda-time", "0,1/60", "--apply-to", "all,correct"])
+    assert result.exit_code == 0, result.output
+    assert f"tensorboard --logdir {runs}" in result.output
+    assert f"wandb sync --sync-tensorboard {runs}" in result.output
+    return report, runs
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def test_every_scalar_equals_the_step_table(sweep):
+    report, runs = sweep
+    steps = pl.read_parquet(report / "steps.parquet")
+    summary = pl.read_parquet(report / "summary.parquet")
+    assert sorted(runs_of(runs)) == sorted([".", *(run_name(x) for x in summary["label"])])
+    for row in summary.iter_rows(named=True):
+        got = read_scalars(runs, run_name(row["label"]))
+        mine = steps.filter(pl.col("config_id") == row["config_id"])
+        expected = {}
+        for step in mine.iter_rows(named=True):
+            for column, value in step.items():
+                if value is None or column in ("config_id", "step", "rows", "groups"):
+                    continue
+                tag = f"replay/{column}" if column in REPLAY_TAGS else trainer_tag(column)
+                expected[(tag, step["step"])] = f32(value)
+        written = {
+            (r["metric"], r["step"]): r["value"]
+            for r in got.iter_rows(named=True)
+            if not r["metric"].startswith("hparams/")
+        }
+        assert written == expected
+        assert "train/time_efficiency/deduction/mean" in {t for t, _ in written}
+        assert "replay/push/minutes_fail" in {t for t, _ in written}
+        hparams = dict(
+            got.filter(pl.col("metric").str.starts_with("hparams/"))
+            .select("metric", "value")
+            .rows()
+        )
+        assert hparams["hparams/solve_push"] == f32(row["push/minutes_pass"])
+
+
+def test_the_directory_is_refused_then_replaced_with_force(sweep, tmp_path):
+    report, _ = sweep
+    out = tmp_path / "export"
+    first = runner.invoke(app, ["export", "tensorboard", str(report), str(out)])
+    assert first.exit_code == 0, first.output
+    assert first.output.startswith(f"Wrote 4 TensorBoard runs to {out}")
+    again = runner.invoke(app, ["export", "tensorboard", str(report), str(out)])
+    assert again.exit_code == 2
+    assert "--force" in again.output
+    forced = runner.invoke(app, ["export", "tensorboard", str(report), str(out), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert len(list(out.rglob("events.out.tfevents*"))) == 5  # four runs and the experiment
+
+
+def test_without_the_extra_it_fails_at_once(monkeypatch, tmp_path, synth_path):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails as when not installed
+    out = tmp_path / "report"
+    result = runner.invoke(
+        app, ["replay", str(synth_path), "--out", str(out), "--tensorboard", str(tmp_path / "tb")]
+    )
+    assert result.exit_code == 2
+    assert "replay-cli[tensorboard]" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()  # refused before any replay
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, body: dict | None = None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep):
+    report, runs = sweep
+    summary = pl.read_parquet(report / "summary.parquet")
+    steps = pl.read_parquet(report / "steps.parquet")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tensorboard.main",
+            "--logdir",
+            str(runs),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--reload_interval",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        listed: list = []
+        while time.monotonic() < deadline:
+            try:
+                listed = _get(f"{base}/data/runs")
+                if len(listed) == summary.height + 1:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        names = [run_name(label) for label in summary["label"]]
+        assert sorted(listed) == sorted([".", *names])
+        tags = _get(f"{base}/data/plugin/scalars/tags")
+        for name in names:
+            assert "train/total_reward/mean" in tags[name]
+            assert "replay/signal/group_rate" in tags[name]
+        groups = _get(
+            f"{base}/data/plugin/hparams/session_groups",
+            {
+                "experimentName": "",
+                "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+                "colParams": [],
+                "startIndex": 0,
+                "sliceSize": 100,
+            },
+        )
+        by_run = {g["name"]: g["hparams"] for g in groups["sessionGroups"]}
+        for row in summary.iter_rows(named=True):
+            hp = by_run[run_name(row["label"])]
+            assert hp["apply_to"] == row["apply_to"]
+            assert hp["lambda_time"] == pytest.approx(row["lambda_time"])
+            assert hp["role"] in ("recommended", "runner-up", "eligible", "avoid")
+        row = summary.row(1, named=True)
+        query = urllib.parse.urlencode(
+            {"run": run_name(row["label"]), "tag": "train/total_reward/mean"}
+        )
+        series = _get(f"{base}/data/plugin/scalars/scalars?{query}")
+        mine = steps.filter(pl.col("config_id") == row["config_id"]).sort("step")
+        assert [(s, v) for _, s, v in series] == [
+            (s, f32(v)) for s, v in mine.select("step", "total_reward/mean").rows()
+        ]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _trainer_logs(tmp_path: Path, report: Path, label: str) -> tuple[Path, Path, str]:
+    """A trainer-like TensorBoard log (the internal names, `train/` tags, two runs) and the same
+    numbers as a W&B panel CSV export."""
+    from tensorboardX import SummaryWriter
+
+    summary = pl.read_parquet(report / "summary.parquet")
+    steps = pl.read_parquet(report / "steps.parquet")
+    cid = summary.filter(pl.col("label") == label)["config_id"][0]
+    mine = steps.filter(pl.col("config_id") == cid).sort("step")
+    logs = tmp_path / "internal"
+    columns = {"Step": mine["step"].to_list()}
+    for run, shift in (("internal-a", 0.25), ("internal-b", 0.5)):
+        writer = SummaryWriter(str(logs / run))
+        for step, reward, deduction in mine.select(
+            "step", "total_reward/mean", "time_efficiency/deduction/mean"
+        ).rows():
+            writer.add_scalar("train/total_reward/mean", f32(reward + shift), step)
+            writer.add_scalar("train/time_efficiency/deduction_mean", f32(deduction), step)
+        writer.close()
+        if run == "internal-a":
+            columns[f"{run} - train/total_reward/mean"] = [
+                f32(v + shift) for v in mine["total_reward/mean"]
+            ]
+            columns[f"{run} - train/time_efficiency/deduction_mean"] = [
+                f32(v) for v in mine["time_efficiency/deduction/mean"]
+            ]
+    csv = tmp_path / "panel.csv"
+    pl.DataFrame(columns).write_csv(csv)
+    return logs, csv, cid
+
+
+def test_compare_reads_a_trainer_log_like_the_wandb_csv(sweep, tmp_path):
+    report, _ = sweep
+    logs, csv, cid = _trainer_logs(tmp_path, report, "λ=1/60 all")
+    common = ["compare", str(report), "--config-id", cid]
+    from_tb = runner.invoke(
+        app,
+        [
+            *common,
+            "--out",
+            str(tmp_path / "a"),
+            "--internal",
+            str(logs),
+            "--internal-run",
+            "internal-a",
+        ],
+    )
+    assert from_tb.exit_code == 0, from_tb.output
+    from_csv = runner.invoke(app, [*common, "--out", str(tmp_path / "b"), "--internal", str(csv)])
+    assert from_csv.exit_code == 0, from_csv.output
+    tb = pl.read_parquet(tmp_path / "a" / "internal_comparison.parquet")
+    wandb = pl.read_parquet(tmp_path / "b" / "internal_comparison.parquet")
+    assert tb.equals(wandb)
+    assert set(tb["metric"]) == {"total_reward/mean", "time_efficiency/deduction/mean"}
+    assert tb.filter(pl.col("metric") == "total_reward/mean")["delta"].to_list() == pytest.approx(
+        [-0.25] * 3, abs=1e-6
+    )
+    # One event file works as a run of its own.
+    (event,) = (logs / "internal-a").glob("events.out.tfevents*")
+    single = runner.invoke(app, [*common, "--out", str(tmp_path / "c"), "--internal", str(event)])
+    assert single.exit_code == 0, single.output
+    assert pl.read_parquet(tmp_path / "c" / "internal_comparison.parquet").equals(tb)
+
+
+def test_several_runs_need_a_choice_that_lists_them(sweep, tmp_path):
+    report, _ = sweep
+    logs, _, cid = _trainer_logs(tmp_path, report, "λ=1/60 all")
+    common = ["compare", str(report), "--config-id", cid, "--out", str(tmp_path / "x")]
+    result = runner.invoke(app, [*common, "--internal", str(logs)])
+    assert result.exit_code == 2
+    assert "internal-a, internal-b" in result.output
+    assert "--internal-run" in result.output
+    missing = runner.invoke(app, [*common, "--internal", str(logs), "--internal-run", "nope"])
+    assert missing.exit_code == 2
+    assert "no TensorBoard run 'nope'" in missing.output
