@@ -110,7 +110,19 @@ def test_introduced_inversion_recomputed_from_the_rows():
     rows = result.findings.filter(pl.col("kind") == "inversion_introduced")
     assert rows["config_id"].to_list() == [configs[1].config_id]
     assert rows["value"][0] == 1.0
-    assert "inversion-free at λ ∈ {1/120}" in rows["text"][0]
+    assert "introduces none at λ ∈ {1/120}" in rows["text"][0]
+    assert "(the time charge reorders them)" in rows["text"][0]
+
+
+def test_an_inversion_the_call_bonus_causes_is_not_blamed_on_time():
+    # lambda 0: the unresolved rollout's call bonus (2.0) lifts it above the success (1.0).
+    frame = rollouts(reward=[1.0, 0.0], calls=[0, 40])
+    result = replay_frame(
+        frame, {"lambda_time": 0.0, "lambda_call_bonus": 2.0, "call_bonus_ref": 40.0}
+    )
+    (text,) = texts(result, "inversion_introduced")
+    assert "(the call bonus reorders them)" in text
+    assert "time" not in text
 
 
 def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
@@ -123,7 +135,8 @@ def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
     rates = result.summary["inversion/introduced_group_rate"].to_list()
     assert rates == [0.0, 1.0, 0.0]
     (text,) = texts(result, "inversion_introduced")
-    assert "inversion-free at λ ∈ {1/120, 1/20}" in text
+    assert "introduces none at λ ∈ {1/120, 1/20}" in text
+    assert "(the time charge and the floor reorder them)" in text
     assert "largest" not in text
     # The tie at the steep lambda is no inversion, and the floor tie has its own finding.
     tie = result.findings.filter(pl.col("kind") == "floor_tie")

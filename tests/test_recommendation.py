@@ -112,6 +112,29 @@ def test_shaping_off_wins_when_every_shaped_config_fails():
     assert d["runner_up"] is None
 
 
+def test_resolve_push_where_shaping_off_has_none_may_not_fall_below_it():
+    # Shaping off pushes against resolving here (a penalised success): no ratio to keep.
+    base = {"push/resolve_vs_off": None, "push/resolve_off": -0.1}
+    kept = summary({**base, "push/resolve": -0.05}, {**base, "push/resolve": -0.2})
+    verdict = recommend(kept).sort("config_id")
+    assert verdict["failed"].to_list() == [[], ["resolve"]]
+    assert "resolve push is -0.2, below shaping off's -0.1" in verdict["reasons"][1]
+
+
+def test_keeping_shaping_off_says_why_truly():
+    from replay_cli import findings
+
+    off = {"enabled": False, "push/minutes_pass": 0.0}
+    slower = {"push/minutes_pass": 0.2}  # eligible, but teaches solving slower
+    text = findings(summary(off, slower), pl.LazyFrame())["text"][0]
+    assert text == (
+        "Keep shaping off ('config 0'): the shaped configs that pass the recommendation rule "
+        "teach solving no faster."
+    )
+    text = findings(summary(off, FAILING["fail_faster"]), pl.LazyFrame())["text"][0]
+    assert text.endswith("no shaped config of this sweep passes the recommendation rule.")
+
+
 def test_nothing_eligible_names_the_near_misses():
     rows = summary(
         {**FAILING["fail_faster"]},

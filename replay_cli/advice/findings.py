@@ -19,7 +19,7 @@ from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
 from replay_cli.advice.top_groups import top_groups
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, PUSH_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -97,14 +97,31 @@ def inversion_introduced(row: dict[str, Any], ctx: Context) -> Found | None:
     free = ctx.lambdas_without_introduced_inversion(row)
     if free:
         values = ", ".join(lambda_text(v) for v in free)
-        advice = f"with these settings this sweep is inversion-free at λ ∈ {{{values}}}"
+        advice = f"with these settings this sweep introduces none at λ ∈ {{{values}}}"
     else:
-        advice = "no λ of this sweep with these settings is inversion-free: lower lambda_time"
+        advice = "every λ of this sweep with these settings introduces some"
     return Found(
         rate,
         f"shaping puts a resolved rollout below an unresolved one in {_pct(rate)} of groups "
-        f"that shaping off leaves in order: the time term outweighs success there; {advice}.",
+        f"that shaping off leaves in order ({_terms(row)}); {advice}.",
     )
+
+
+def _terms(row: dict[str, Any]) -> str:
+    """The parts of the shaping that can reorder a config's rewards."""
+    items = str(row.get("internal_items") or "").split(",")
+    parts = [
+        name
+        for name, present in (
+            ("the time charge", _num(row, "lambda_time") > 0),
+            ("the call bonus", _num(row, "lambda_call_bonus") > 0),
+            ("the floor", row.get("floor") is not None),
+            ("internal item 2's reset to 0", "2" in items),
+        )
+        if present
+    ]
+    who = " and ".join(parts) or "the shaping"
+    return f"{who} {'reorder' if len(parts) > 1 else 'reorders'} them"
 
 
 def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -189,14 +206,14 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     if -push <= ctx.rule.max_fail_faster:
         return None
     twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
-    advice = (
-        f"; '{twin['label']}' keeps failures tied (fail-time push "
-        f"{push_text(_num(twin, 'push/minutes_fail'))})"
-        if twin is not None
-        else "; apply_to=correct charges resolved rollouts only and keeps failures tied"
-        if row.get("apply_to") == "all"
-        else ""
-    )
+    if twin is not None:
+        twin_push = _num(twin, "push/minutes_fail")
+        what = "keeps failures tied" if abs(twin_push) <= PUSH_EPS else "has"
+        advice = f"; '{twin['label']}' {what} (fail-time push {push_text(twin_push)})"
+    elif row.get("apply_to") == "all":
+        advice = "; apply_to=correct leaves failures uncharged"
+    else:
+        advice = ""
     return Found(
         push,
         f"teaches failures to give up sooner: fail-time push {push_text(push)} (advantage × "
@@ -318,12 +335,12 @@ def _decision_rows(verdict: pl.DataFrame) -> list[dict[str, Any]]:
         add("recommendation", None, f"No config passes the recommendation rule. Nearest: {misses}.")
         return rows
     if rec["reasons"].startswith("shaping off"):
-        add(
-            "recommendation",
-            rec[S.CONFIG_ID],
-            f"Keep shaping off ('{rec['label']}'): no shaped config of this sweep passes the "
-            "recommendation rule.",
+        why = (
+            "the shaped configs that pass the recommendation rule teach solving no faster"
+            if d["shaped_eligible"]
+            else "no shaped config of this sweep passes the recommendation rule"
         )
+        add("recommendation", rec[S.CONFIG_ID], f"Keep shaping off ('{rec['label']}'): {why}.")
     else:
         add(
             "recommendation",

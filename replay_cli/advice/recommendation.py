@@ -104,9 +104,23 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if abs(x) >= 0.1 or x == 0 else f"{x:.1%}" if abs(x) >= 0.001 else f"{x:.2%}"
 
 
-def _ratio_ok(row: dict[str, Any], key: str, least: float) -> bool:
-    value = row.get(key)
-    return value is None or float(value) >= least  # None: shaping off has no push to keep
+def _kept(row: dict[str, Any], where: str, least: float) -> bool:
+    """The resolve push keeps `least` of shaping off's; where shaping off has none to keep (its
+    push is not positive, the ratio is null), it may not fall below shaping off's."""
+    ratio = row.get(f"push/resolve_vs_off{where}")
+    if ratio is not None:
+        return float(ratio) >= least
+    return _num(row, f"push/resolve{where}") >= _num(row, f"push/resolve_off{where}") - PUSH_EPS
+
+
+def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
+    ratio = row.get(f"push/resolve_vs_off{where}")
+    if ratio is not None:
+        return f"{_pct(float(ratio))} of shaping off's (needs {_pct(least)})"
+    return (
+        f"{push_text(_num(row, f'push/resolve{where}'))}, below shaping off's "
+        f"{push_text(_num(row, f'push/resolve_off{where}'))}"
+    )
 
 
 CRITERIA = (
@@ -140,19 +154,14 @@ CRITERIA = (
     ),
     Criterion(
         "resolve",
-        lambda r, rule: _ratio_ok(r, "push/resolve_vs_off", rule.min_resolve_vs_off),
-        lambda r, rule: (
-            f"resolve push is {_pct(_num(r, 'push/resolve_vs_off'))} of shaping "
-            f"off's (needs {_pct(rule.min_resolve_vs_off)})"
-        ),
+        lambda r, rule: _kept(r, "", rule.min_resolve_vs_off),
+        lambda r, rule: f"resolve push is {_kept_text(r, '', rule.min_resolve_vs_off)}",
     ),
     Criterion(
         "resolve_long",
-        lambda r, rule: _ratio_ok(r, "push/resolve_vs_off@long", rule.min_resolve_vs_off_long),
+        lambda r, rule: _kept(r, "@long", rule.min_resolve_vs_off_long),
         lambda r, rule: (
-            f"resolve push on long problems is "
-            f"{_pct(_num(r, 'push/resolve_vs_off@long'))} of shaping off's (needs "
-            f"{_pct(rule.min_resolve_vs_off_long)})"
+            f"resolve push on long problems is {_kept_text(r, '@long', rule.min_resolve_vs_off_long)}"
         ),
     ),
     Criterion(
@@ -282,7 +291,11 @@ def decision(verdict: pl.DataFrame) -> dict[str, Any]:
         return found.row(0, named=True) if found.height else None
 
     recommended = first("recommended")
+    eligible = verdict.filter(pl.col("role") != "avoid")
     return {
+        "shaped_eligible": eligible.filter(
+            ~pl.col("reasons").str.starts_with("shaping off")
+        ).height,
         "recommended": recommended,
         "runner_up": first("runner-up"),
         "avoid": verdict.filter(pl.col("role") == "avoid").to_dicts(),

@@ -261,5 +261,6 @@ def _pushes(p: dict[str, Any], n: int, where: str) -> dict[str, float | None]:
         for off in ("", "_off"):
             out[f"push/{name}{off}{where}"] = _ratio(p[f"{S.G_PUSH}{name}{off}{where}"], n)
     on, off = out[f"push/resolve{where}"], out[f"push/resolve_off{where}"]
-    out[f"push/resolve_vs_off{where}"] = None if on is None or not off else on / off
+    # A share of shaping off's push only where shaping off pushes toward resolving at all.
+    out[f"push/resolve_vs_off{where}"] = None if on is None or off is None or off <= 0 else on / off
     return out
