@@ -393,6 +393,19 @@ def verify_run(
     return result
 
 
+def split_train_data(
+    sources: Sequence[str], train_data: Sequence[str | Path]
+) -> tuple[list[str], list[Path]]:
+    """`verify`'s positionals and `--train-data`: JSONL files among the positionals are dumps
+    (the shell expanded `--train-data train_data_step*.jsonl` into several words), directories in
+    `--train-data` are their dumps. Returns (rollout sources, dump files)."""
+    from replay_cli.io.train_data import dump_files
+
+    dumps = [s for s in sources if s.endswith(".jsonl")]
+    rest = [s for s in sources if not s.endswith(".jsonl")]
+    return rest, dump_files([*train_data, *dumps])
+
+
 def compare_logged_rewards(
     sources: Sequence[str | Path], train_data: Sequence[str | Path], config: ReplayConfig
 ):

@@ -77,6 +77,32 @@ def test_verify_command_with_rollouts(synth_path, tmp_path):
     assert "Logged rewards vs the replayed shaped rewards: differ" in result.output
 
 
+def test_the_shells_glob_and_a_directory_both_reach_train_data(synth_path, tmp_path):
+    paths = dumps(synth_path, tmp_path, config())
+    assert len(paths) > 1
+    # `--train-data train_data_step*.jsonl`: the shell passes the second file as a positional.
+    globbed = ["verify", str(synth_path), "--train-data", *map(str, paths)]
+    directory = ["verify", str(synth_path), "--train-data", str(paths[0].parent)]
+    for args in (globbed, directory):
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        rows = sum(len(p.read_text().splitlines()) for p in paths)
+        assert f"reproduces the log: 0 of {rows} rows differ" in result.output
+        assert "Logged rewards vs the replayed shaped rewards: match" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["verify", "--train-data", str(empty)])
+    assert result.exit_code == 2
+    assert "holds no train_data_step*.jsonl dumps" in result.output
+
+
+def test_a_dump_given_as_rollouts_names_the_option(synth_path, tmp_path):
+    (dump, *_) = dumps(synth_path, tmp_path, config())
+    result = CliRunner().invoke(app, ["replay", str(dump), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "a NeMo-RL training dump: pass it to `verify --train-data`" in result.output
+
+
 def test_verify_needs_train_data():
     result = CliRunner().invoke(app, ["verify"])
     assert result.exit_code == 2

@@ -207,7 +207,11 @@ def verify(
     params: dict[str, Any] = INJECTED,
     train_data: Annotated[
         list[Path] | None,
-        typer.Option("--train-data", help="NeMo-RL train_data_step*.jsonl (repeatable)."),
+        typer.Option(
+            "--train-data",
+            help="NeMo-RL train_data_step*.jsonl dumps, or a directory of them; the shell's "
+            "expansion of train_data_step*.jsonl after one flag works too (repeatable).",
+        ),
     ] = None,
     group_size: Annotated[
         int | None,
@@ -226,6 +230,10 @@ def verify(
     --clip-low/--clip-high give the run's clip (default: inferred from the logged extremes); with
     SRC, the run's rollouts are replayed under the given parameters to check the logged rewards."""
     with user_errors():
+        # `--train-data train_data_step*.jsonl` reaches us as one option value and the rest of the
+        # shell's expansion as positionals: the dumps go where they belong.
+        sources, dumps = api.split_train_data(sources or [], train_data or [])
+        train_data = dumps
         if not train_data:
             raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
         given = params

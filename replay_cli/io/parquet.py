@@ -59,7 +59,9 @@ def _check_parquet(path: Path) -> None:
         hint = (
             "it may be truncated"
             if head == PARQUET_MAGIC
-            else "convert it with `replay-cli import`"
+            else "a NeMo-RL training dump: pass it to `verify --train-data`"
+            if path.name.startswith("train_data_step")
+            else "convert it with `replay-cli import nemo-gym` or `import wandb-table`"
         )
         raise InputFileError(f"Input file {path} is not a complete Parquet file ({hint}).")
 

@@ -44,6 +44,25 @@ def _prompt_key(tokens: list[int], loss_mask: list[int]) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
+def dump_files(given: Sequence[str | Path]) -> list[Path]:
+    """The dump files of `--train-data`: files as given, a directory as its
+    `train_data_step*.jsonl` files in step order (an error when it has none)."""
+    out: list[Path] = []
+    for raw in given:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                path.glob("train_data_step*.jsonl"),
+                key=lambda p: (int(m.group(1)) if (m := _STEP.search(p.name)) else -1, p.name),
+            )
+            if not found:
+                raise InputFileError(f"{path} holds no train_data_step*.jsonl dumps.")
+            out.extend(found)
+        else:
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
 def read_train_data(paths: Sequence[str | Path]) -> pl.DataFrame:
     """Rows of every dump: step, row, reward, logged_advantage, uniform, sample_mask, prompt_key
     and any join key present (sample_id, _ng_task_index, task_index)."""
