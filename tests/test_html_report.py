@@ -110,6 +110,28 @@ def test_a_report_without_charts_points_at_itself(tmp_path):
     assert "--no-charts" not in html
 
 
+def test_a_report_of_an_earlier_version_rerenders_unrated(report, tmp_path):
+    """A report written before the pushes re-renders with no recommendation rather than one
+    computed from missing columns."""
+    from replay_cli.advice.recommendation import NEEDED
+
+    old = tmp_path / "old"
+    shutil.copytree(report, old)
+    summary = pl.read_parquet(old / "summary.parquet")
+    summary.drop(
+        [c for c in summary.columns if c in NEEDED or c.startswith("push/")]
+    ).write_parquet(old / "summary.parquet")
+    for name in ("recommendation.parquet", "findings.parquet", "index.html"):
+        (old / name).unlink()
+    for args in (["report", str(old)], ["plot", str(old)]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    html = (old / "index.html").read_text()
+    assert "No recommendation: this report was written before the recommendation rule" in html
+    assert set(pl.read_parquet(old / "recommendation.parquet")["role"]) == {"unrated"}
+    assert not (old / "charts" / "frontier.png").exists()
+
+
 def test_compare_and_explain_directories_get_an_index(report, tmp_path):
     out = tmp_path / "cmp"
     result = CliRunner().invoke(app, ["compare", str(report), "--out", str(out)])

@@ -27,6 +27,10 @@ GOOD = {
     "inversion/introduced_group_rate": 0.0,
     "adv/explosion_trained_frac": 0.0,
     "adv/abs_max": 3.0,
+    "push/resolve": 0.2,
+    "push/resolve_off": 0.2,
+    "push/resolve@long": 0.2,
+    "push/resolve_off@long": 0.2,
     "push/resolve_vs_off": 1.0,
     "push/resolve_vs_off@long": 1.0,
     "push/minutes_fail": 0.0,
@@ -51,6 +55,15 @@ FAILING = {
     "fail_faster": {"push/minutes_fail": -0.06},
     "uncharged_only": {"signal/uncharged_only_rate": 0.02},
 }
+
+
+def test_a_summary_without_the_rules_columns_is_unrated():
+    old = summary({}).drop("push/minutes_pass", "push/resolve_off")
+    verdict = recommend(old)
+    assert verdict["role"].to_list() == ["unrated"]
+    assert "no push/resolve_off, push/minutes_pass" in verdict["reasons"][0]
+    assert decision(verdict)["recommended"] is None
+    assert decision(verdict)["near_misses"] == []
 
 
 def test_every_criterion_is_tested_here():

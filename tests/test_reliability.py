@@ -64,7 +64,11 @@ def test_truncated_file(tmp_path):
 def test_not_parquet(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"reward": 1}\n')
-    refuse(tmp_path, [path], expect="convert it with `replay-cli import`")
+    refuse(
+        tmp_path,
+        [path],
+        expect="convert it with `replay-cli import nemo-gym` or `import wandb-table`",
+    )
 
 
 def test_directory_without_inputs(tmp_path):

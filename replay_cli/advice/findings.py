@@ -328,6 +328,9 @@ def _decision_rows(verdict: pl.DataFrame) -> list[dict[str, Any]]:
             }
         )
 
+    if d["unrated"]:
+        add("recommendation", None, f"No recommendation: this report was {d['unrated']}.")
+        return rows
     if rec is None:
         misses = "; ".join(
             f"'{m['label']}' fails {', '.join(m['failed'])}" for m in d["near_misses"]

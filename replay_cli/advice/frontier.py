@@ -9,9 +9,15 @@ from collections.abc import Iterable
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import recommend, shaping_off
+from replay_cli.advice.recommendation import NEEDED, recommend, shaping_off
 
-__all__ = ["frontier", "highlights", "shaping_off"]
+__all__ = ["frontier", "highlights", "rated", "shaping_off"]
+
+
+def rated(summary: pl.DataFrame) -> bool:
+    """The summary has the columns the recommendation and the frontier read (a report of this
+    version, not an earlier one re-rendered)."""
+    return all(c in summary.columns for c in NEEDED)
 
 
 def frontier(summary: pl.DataFrame, verdict: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -51,6 +57,9 @@ def highlights(
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
+    if not rated(summary):  # an earlier version's report: shaping off and the first configs
+        off = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
+        return off + [c for c in ids if c not in off][: 3 - len(off)]
     front = frontier(summary, verdict)
     out = front.filter(pl.col("off"))[S.CONFIG_ID].head(1).to_list()
     for role in ("recommended", "runner-up"):

@@ -28,7 +28,20 @@ from replay_cli import schema as S
 from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
 from replay_cli.parameters import registry
 
-ROLES = ("recommended", "runner-up", "eligible", "avoid")
+ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
+"""`unrated`: the summary predates the columns the rule reads (a report of an earlier version)."""
+NEEDED = (
+    "inversion/introduced_group_rate",
+    "adv/explosion_trained_frac",
+    "push/resolve",
+    "push/resolve_off",
+    "push/resolve@long",
+    "push/resolve_off@long",
+    "push/minutes_fail",
+    "push/minutes_pass",
+    "signal/uncharged_only_rate",
+)
+"""The summary columns the rule reads."""
 SCHEMA = {
     S.CONFIG_ID: pl.String,
     "label": pl.String,
@@ -224,6 +237,9 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
     """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons with
     their numbers, launch overrides, the solve-time push it is ranked by), recommended first."""
     rule = rule or Rule()
+    missing = [c for c in NEEDED if c not in summary.columns]
+    if missing:
+        return _unrated(summary, missing)
     off = shaping_off(summary).to_list() if summary.height else []
     rows = []
     for i, row in enumerate(summary.iter_rows(named=True)):
@@ -254,12 +270,34 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
                 "solve_push": row.get("push/minutes_pass"),
             }
         )
-    order = {ROLES[0]: 0, ROLES[1]: 1, ROLES[2]: 2, ROLES[3]: 3}
+    order = {role: i for i, role in enumerate(ROLES)}
     ranked = {i: place for place, (i, *_) in enumerate(eligible)}
     for i, item in enumerate(out):
         item["rank"] = ranked.get(i)
     out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
+
+
+def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
+    """Every config unrated: the report was written before the columns the rule reads."""
+    why = (
+        f"written before the recommendation rule (no {', '.join(missing[:3])}"
+        f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
+    )
+    rows = [
+        {
+            S.CONFIG_ID: row[S.CONFIG_ID],
+            "label": row["label"],
+            "role": "unrated",
+            "rank": None,
+            "failed": [],
+            "reasons": why,
+            "overrides": launch_overrides(row),
+            "solve_push": None,
+        }
+        for row in summary.iter_rows(named=True)
+    ]
+    return pl.DataFrame(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
 
 
 def _why_eligible(row: dict[str, Any]) -> str:
@@ -291,13 +329,17 @@ def decision(verdict: pl.DataFrame) -> dict[str, Any]:
         return found.row(0, named=True) if found.height else None
 
     recommended = first("recommended")
-    eligible = verdict.filter(pl.col("role") != "avoid")
+    eligible = verdict.filter(pl.col("role").is_in(ROLES[:3]))
+    unrated = first("unrated")
     return {
+        "unrated": None if unrated is None else unrated["reasons"],
         "shaped_eligible": eligible.filter(
             ~pl.col("reasons").str.starts_with("shaping off")
         ).height,
         "recommended": recommended,
         "runner_up": first("runner-up"),
         "avoid": verdict.filter(pl.col("role") == "avoid").to_dicts(),
-        "near_misses": [] if recommended is not None else near_misses(verdict).to_dicts(),
+        "near_misses": (
+            [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
+        ),
     }

@@ -50,6 +50,9 @@ def print_decision(verdict: pl.DataFrame | None) -> None:
         return
     d = decision(verdict)
     rec, runner = d["recommended"], d["runner_up"]
+    if d["unrated"]:
+        typer.echo(f"No recommendation: this report was {d['unrated']}.")
+        return
     if rec is None:
         typer.echo("No config passes the recommendation rule. Nearest misses:")
         for m in d["near_misses"]:

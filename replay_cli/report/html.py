@@ -18,7 +18,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS, findings
-from replay_cli.advice.frontier import frontier
+from replay_cli.advice.frontier import frontier, rated
 from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
 from replay_cli.advice.top_groups import top_groups
 from replay_cli.io.files import atomic_path
@@ -305,6 +305,8 @@ def _decision(verdict: pl.DataFrame, summary: pl.DataFrame) -> str:
 
     parts = []
     rec, runner = d["recommended"], d["runner_up"]
+    if d["unrated"]:
+        return f'<p class="verdict">No recommendation: this report was {escape(d["unrated"])}.</p>'
     if rec is None:
         misses = "".join(
             f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
@@ -461,7 +463,12 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         add(
             "summary",
             "Summary",
-            _summary_table(summary, verdict) + _frontier(frontier(summary, verdict)),
+            _summary_table(summary, verdict)
+            + (
+                _frontier(frontier(summary, verdict))
+                if rated(summary)
+                else '<p class="muted">No frontier: the report predates its columns.</p>'
+            ),
         )
         add("replayed", "What was replayed", _inputs(manifest, summary))
         if manifest.get("tensorboard"):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.frontier import highlights
+from replay_cli.advice.frontier import highlights, rated
 from replay_cli.report.plots_sweep import (
     advantage_bands,
     colours,
@@ -154,7 +154,7 @@ CHARTS: dict[str, Chart] = {
     "frontier": Chart(
         "How strongly each config teaches solving faster against the harm it does, by role.",
         lambda r, _: frontier_chart(r.summary, r.recommendation),
-        lambda r: r.summary.height > 1,
+        lambda r: r.summary.height > 1 and rated(r.summary),
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",
