@@ -65,6 +65,10 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [t for t in ticks if lo - 1e-12 <= t <= hi + 1e-12]
 
 
+LABEL_ALL_MAX = 40
+"""Up to this many configs every frontier point is numbered; beyond, only the verdict's points."""
+
+
 def frontier_svg(
     points: Sequence[dict[str, Any]], *, x: str, y: str, xlabel: str, ylabel: str, title: str
 ) -> str:
@@ -73,7 +77,9 @@ def frontier_svg(
     click opens the first one's detail, and the summary filters hide the groups they hide."""
     from replay_cli.report.roles import STYLES
 
-    width, height, left, right, top, bottom = 460, 320, 62, 16, 30, 48
+    many = sum(len(p["n"]) for p in points) > LABEL_ALL_MAX
+    width, height = (680, 420) if many else (460, 320)
+    left, right, top, bottom = 62, 16, 30, 48
     xs = [p[x] for p in points] or [0.0]
     ys = [p[y] for p in points] or [0.0]
     x_lo, x_hi = min(0.0, min(xs)), max(max(xs), 1e-3)
@@ -117,11 +123,18 @@ def frontier_svg(
         numbers = ",".join(map(str, p["n"]))
         labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
         big = p["role"] in ("recommended", "runner-up")
+        # Beyond LABEL_ALL_MAX configs only the verdict's points and shaping off are numbered
+        # (every point still names its configs on hover).
+        label = (
+            f'<text x="{cx + 9:.1f}" y="{cy + 4:.1f}" class="pt-label">{numbers}</text>'
+            if not many or big or p["role"] == "off"
+            else ""
+        )
         parts.append(
             f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
             f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" fill="{colour}"/>'
-            f'<text x="{cx + 9:.1f}" y="{cy + 4:.1f}" class="pt-label">{numbers}</text>'
+            f"{label}"
             f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {fmt(p[y])}, "
             f"{escape(xlabel)} {fmt(p[x])}</title></g></a>"
         )
