@@ -31,3 +31,7 @@ class TaskFailedError(ReplayError):
 
 class RowError(ValueError):
     """A JSON record that cannot be turned into a rollout row (reported with its file:line)."""
+
+
+class NotRolloutsError(RowError):
+    """A JSON record that is no rollout at all: the file is another kind (never skipped)."""

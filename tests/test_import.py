@@ -176,3 +176,63 @@ def test_import_unknown_format(tmp_path):
     )
     assert result.exit_code == 2
     assert "Unknown import format 'csv'" in result.output
+
+
+def test_instance_id_from_where_real_rows_carry_it(tmp_path):
+    nested = {**ROW, "instance_config": {"problem_info": {"instance_id": "django__django-1"}}}
+    request = {**ROW, "responses_create_params": {"metadata": {"instance_id": "astropy__a-2"}}}
+    top = {**nested, "instance_id": "top-level"}
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, nested, request, top)], out, group_size=3)
+    assert pl.read_parquet(out)["instance_id"].to_list() == [
+        "django__django-1",
+        "astropy__a-2",
+        "top-level",
+    ]
+
+
+def test_mask_sample_top_level_first_then_instance_config(tmp_path):
+    top = {**ROW, "mask_sample": False}  # NeMo-Gym 0.7: the top level wins over the nested flag
+    nested = dict(ROW)
+    absent = {**ROW, "instance_config": {}}
+    path = jsonl(tmp_path, top, nested, absent)
+    out = tmp_path / "o.parquet"
+    result = runner.invoke(
+        app, ["import", "nemo-gym", str(path), "--out", str(out), "--group-size", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(out)
+    assert frame["mask_sample"].to_list() == [False, True, False]
+    assert frame["mask_sample_source"].to_list() == [
+        "mask_sample",
+        "instance_config.mask_sample",
+        "absent",
+    ]
+    assert (
+        "mask_sample read from (absent: 1, instance_config.mask_sample: 1, mask_sample: 1 rows)"
+        in result.output
+    )
+
+
+@pytest.mark.parametrize(
+    ("record", "kind"),
+    [
+        (
+            {"_ng_task_index": 0, "_ng_rollout_index": 1, "responses_create_params": {}},
+            "materialized-inputs",
+        ),
+        (
+            {"_ng_task_index": 0, "_ng_failure_reason": "timeout", "_ng_failure_type": "x"},
+            "failures",
+        ),
+    ],
+)
+def test_collector_sidecar_files_are_refused(tmp_path, record, kind):
+    path = jsonl(tmp_path, record, record)
+    out = tmp_path / "o.parquet"
+    for extra in ([], ["--skip-bad-lines"]):  # never skipped line by line
+        result = runner.invoke(app, ["import", "nemo-gym", str(path), "--out", str(out), *extra])
+        assert result.exit_code == 2
+        assert f"this is the collector's {kind} file" in result.output
+        assert "pass the rollouts file beside it" in result.output
+        assert not out.exists()

@@ -107,3 +107,14 @@ def test_verify_needs_train_data():
     result = CliRunner().invoke(app, ["verify"])
     assert result.exit_code == 2
     assert "verify needs --train-data" in result.output
+
+
+def test_rollouts_of_other_steps_are_an_error_naming_both(synth_path, tmp_path):
+    paths = dumps(synth_path, tmp_path, config())
+    other = tmp_path / "other.parquet"
+    pl.read_parquet(synth_path).with_columns(pl.col("step") + 100).write_parquet(other)
+    args = ["verify", str(other)] + [a for p in paths for a in ("--train-data", str(p))]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "share no step: the dumps have steps 1, 2" in result.output
+    assert "the rollouts 101, 102" in result.output

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from replay_cli.config import AdvantageParams
-from replay_cli.errors import ConfigError
+from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.frames import collect
 from replay_cli.io.train_data import JOIN_KEYS
 from replay_cli.maths.advantages import AdvColumns, add_grpo
@@ -156,6 +156,11 @@ def verify(
     return Verification(candidates, best, steps, differing, grouping)
 
 
+def _steps(steps: set) -> str:
+    shown = sorted(steps)
+    return ", ".join(map(str, shown[:8])) + (f" … ({len(shown)} in all)" if len(shown) > 8 else "")
+
+
 def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFrame:
     """Per step, the logged rewards against a replay's shaped rewards, both sorted (row order and
     ids differ between the logs): rows on each side and the max |difference| where counts match."""
@@ -164,6 +169,13 @@ def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFram
         "step", pl.col("reward_shaped").alias("replayed")
     )
     right = right.sort("step", "replayed")
+    logged_steps, replayed_steps = set(left["step"]), set(right["step"])
+    if not logged_steps & replayed_steps:
+        raise InputFileError(
+            "The logged and the replayed rewards share no step: the dumps have steps "
+            f"{_steps(logged_steps)}, the rollouts {_steps(replayed_steps)}.\n\nPass the rollouts "
+            "of the same steps (or check the step column of the import)."
+        )
     out = []
     for (step,), part in left.group_by("step", maintain_order=True):
         mine = right.filter(pl.col("step") == step)["replayed"]

@@ -188,6 +188,9 @@ def import_(
             skip_bad=skip_bad_lines,
         )
         typer.echo(f"Wrote {stats.rows} rollouts to {out}")
+        if stats.mask_sources:
+            where = ", ".join(f"{k}: {v}" for k, v in sorted(stats.mask_sources.items()))
+            typer.echo(f"mask_sample read from ({where} rows)")
         if stats.bad_lines:
             typer.echo(f"Skipped {stats.bad_lines} bad lines, first:", err=True)
             for line in stats.first_bad:

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from replay_cli import schema as S
-from replay_cli.errors import RowError
+from replay_cli.errors import NotRolloutsError, RowError
 from replay_cli.io.jsonl import iter_json_lines
 
 # SWE metric fields kept as columns (type -> pyarrow type).
@@ -31,6 +31,9 @@ SWE_FIELDS: dict[str, pa.DataType] = {
     "total_model_call_time": pa.float64(),
     "instance_id": pa.string(),
 }
+MASK_SOURCE = "mask_sample_source"
+"""Column saying where each row's mask_sample came from: NeMo-Gym 0.7 adds a top-level
+`mask_sample` and keeps `instance_config.mask_sample` for one release."""
 
 
 def schema(with_step: bool) -> pa.Schema:
@@ -45,6 +48,7 @@ def schema(with_step: bool) -> pa.Schema:
         pa.field(S.MASK_SAMPLE, pa.bool_()),
         pa.field("agent_ref", pa.string()),
         *(pa.field(name, dtype) for name, dtype in SWE_FIELDS.items()),
+        pa.field(MASK_SOURCE, pa.string()),
     ]
     return pa.schema(([pa.field(S.STEP, pa.int64())] if with_step else []) + fields)
 
@@ -103,6 +107,8 @@ def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, 
         rollout_index = (
             raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
         )
+    if "reward" not in result and "response" not in result:
+        raise NotRolloutsError(_what_it_is(result))
     reward = result.get("reward")
     if reward is not None and to_float(reward) is None:
         raise RowError(f"reward {reward!r} is not a number")
@@ -118,14 +124,55 @@ def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, 
         S.RESOLVED: None if resolved is None else bool(resolved),
         S.RUN_TIME: to_float(result.get(S.RUN_TIME)),
         S.CALLS: count_calls(result),
-        S.MASK_SAMPLE: bool(config.get("mask_sample")),
+        **_mask(result, config),
         "agent_ref": None
         if agent is None
         else agent
         if isinstance(agent, str)
         else json.dumps(agent, sort_keys=True),
         **{name: _typed(name, result.get(name)) for name in SWE_FIELDS},
+        "instance_id": _typed("instance_id", _instance_id(result, config)),
     }
+
+
+def _mask(result: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """mask_sample from the top level (NeMo-Gym 0.7), else instance_config (earlier releases)."""
+    if result.get("mask_sample") is not None:
+        return {S.MASK_SAMPLE: bool(result["mask_sample"]), MASK_SOURCE: "mask_sample"}
+    if config.get("mask_sample") is not None:
+        return {
+            S.MASK_SAMPLE: bool(config["mask_sample"]),
+            MASK_SOURCE: "instance_config.mask_sample",
+        }
+    return {S.MASK_SAMPLE: False, MASK_SOURCE: "absent"}
+
+
+def _instance_id(result: dict[str, Any], config: dict[str, Any]) -> Any:
+    """The SWE instance id: top level, else instance_config.problem_info, else the request's
+    metadata (real NeMo-Gym rows carry it nested only)."""
+    if result.get("instance_id") is not None:
+        return result["instance_id"]
+    info = config.get("problem_info")
+    if isinstance(info, dict) and info.get("instance_id") is not None:
+        return info["instance_id"]
+    request = result.get("responses_create_params")
+    metadata = request.get("metadata") if isinstance(request, dict) else None
+    return metadata.get("instance_id") if isinstance(metadata, dict) else None
+
+
+def _what_it_is(record: dict[str, Any]) -> str:
+    """What a JSON row without reward and response looks like, and what to pass instead."""
+    if any(key.startswith("_ng_failure") for key in record):
+        return (
+            "this is the collector's failures file (rows with _ng_failure_* fields and no "
+            "reward); pass the rollouts file beside it"
+        )
+    if "_ng_task_index" in record or "responses_create_params" in record:
+        return (
+            "this is the collector's materialized-inputs file (task and rollout indices, no "
+            "result); pass the rollouts file beside it"
+        )
+    return "a rollout has `reward` and `response`; this row has neither"
 
 
 class Grouper:

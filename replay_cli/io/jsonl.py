@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay_cli.errors import InputFileError, RowError
+from replay_cli.errors import InputFileError, NotRolloutsError, RowError
 
 BATCH_ROWS = 50_000
 MAX_BAD_SHOWN = 5
@@ -24,6 +24,8 @@ class ImportStats:
     rows: int = 0
     bad_lines: int = 0
     first_bad: list[str] = field(default_factory=list)
+    mask_sources: dict[str, int] = field(default_factory=dict)
+    """Rows by where their mask_sample came from (NeMo-Gym: top level, or instance_config)."""
 
     def bad(self, where: str, why: str) -> None:
         self.bad_lines += 1
@@ -98,6 +100,8 @@ def convert(
                         if isinstance(record, Exception):
                             raise RowError(f"not valid JSON ({record})")
                         row = to_row(record, path)
+                    except NotRolloutsError as exc:
+                        raise InputFileError(f"{where}: {exc}") from None
                     except RowError as exc:
                         if not skip_bad:
                             raise InputFileError(
@@ -107,6 +111,9 @@ def convert(
                         continue
                     writer.add(row)
                     stats.rows += 1
+                    source = row.get("mask_sample_source")
+                    if source is not None:
+                        stats.mask_sources[source] = stats.mask_sources.get(source, 0) + 1
         finally:
             writer.close()
         if stats.rows == 0:
