@@ -3,6 +3,8 @@
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay_cli.engine.diagnostics import quantiles
 
@@ -231,3 +233,26 @@ def test_summary_quantiles_are_those_of_trainable_advantages_and_finite_run_time
     finite = run_times.filter(run_times.is_finite())
     assert summary["input/run_time_p90"] == finite.quantile(0.9, interpolation="linear")
     assert summary["input/run_time_max"] == finite.max()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    resolved=st.lists(st.booleans(), min_size=2, max_size=8),
+    seconds=st.lists(st.floats(0.0, 3600.0), min_size=8, max_size=8),
+    lam=st.sampled_from([1 / 120, 1 / 60, 1 / 15]),
+)
+def test_pushes_split_the_minutes_covariance_and_vanish_among_tied_outcomes(resolved, seconds, lam):
+    """The three minutes pushes add up to the group's whole covariance of the trained advantage
+    with minutes; with shaping off and a binary reward, the within-outcome parts are 0."""
+    n = len(resolved)
+    frame = rollouts(reward=[1.0 if r else 0.0 for r in resolved], openhands_run_time=seconds[:n])
+    result = replay_frame(frame, {"lambda_time": lam}, {"precision": "float64"})
+    rows = result.rows.sort("rollout_index")
+    a = np.nan_to_num(rows["advantage"].to_numpy().astype(float))
+    m = rows["minutes"].to_numpy()
+    group = result.groups.row(0, named=True)
+    whole = float((a * (m - m.mean())).sum() / n)
+    parts = group["push_minutes_fail"] + group["push_minutes_pass"] + group["push_minutes_between"]
+    assert parts == pytest.approx(whole, rel=1e-9, abs=1e-9)
+    assert group["push_minutes_fail_off"] == pytest.approx(0.0, abs=1e-12)
+    assert group["push_minutes_pass_off"] == pytest.approx(0.0, abs=1e-12)
