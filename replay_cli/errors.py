@@ -33,5 +33,13 @@ class RowError(ValueError):
     """A JSON record that cannot be turned into a rollout row (reported with its file:line)."""
 
 
-class NotRolloutsError(RowError):
-    """A JSON record that is no rollout at all: the file is another kind (never skipped)."""
+class FileLevelError(RowError):
+    """A record that shows the whole file cannot be imported as asked (never skipped line by line)."""
+
+
+class NotRolloutsError(FileLevelError):
+    """A JSON record that is no rollout at all: the file is another kind."""
+
+
+class GroupKeyError(FileLevelError):
+    """Rows with no group key: no `_ng_task_index`, no instance id, no --group-size."""

@@ -236,3 +236,38 @@ def test_collector_sidecar_files_are_refused(tmp_path, record, kind):
         assert f"this is the collector's {kind} file" in result.output
         assert "pass the rollouts file beside it" in result.output
         assert not out.exists()
+
+
+def test_wandb_table_groups_by_instance_id_within_its_step(tmp_path):
+    # Real NeMo-RL tables carry no _ng_task_index: rollouts of one prompt share an instance id.
+    frame = synth_rollouts(steps=1, groups_per_step=3, group_size=4, seed=3).sample(
+        fraction=1.0, shuffle=True, seed=1
+    )
+    path = tmp_path / "train_swe_agents_full_result_2_ab12cd.table.json"
+    write_wandb_table(frame, path)
+    out = tmp_path / "o.parquet"
+    import_logs("wandb-table", [path], out)
+    back = pl.read_parquet(out)
+    # One group per instance, numbered by first appearance, rollouts counted within it.
+    expected_group = {iid: i for i, iid in enumerate(dict.fromkeys(back["instance_id"]))}
+    assert back["group_id"].to_list() == [expected_group[i] for i in back["instance_id"]]
+    assert back["instance_id"].to_list() == [f"task-{g}" for g in frame["group_id"]]
+    sizes = back.group_by("group_id").len()["len"].to_list()
+    assert sorted(sizes) == [4, 4, 4]
+    assert (
+        back.group_by("group_id").agg(pl.col("rollout_index").sort())["rollout_index"].to_list()
+        == [[0, 1, 2, 3]] * 3
+    )
+
+
+def test_rows_without_any_group_key_ask_for_group_size_only(tmp_path):
+    row = {k: v for k, v in ROW.items() if not k.startswith("_ng")}
+    path = jsonl(tmp_path, row, row)
+    for extra in ([], ["--skip-bad-lines"]):
+        result = runner.invoke(
+            app, ["import", "nemo-gym", str(path), "--out", str(tmp_path / "o.parquet"), *extra]
+        )
+        assert result.exit_code == 2
+        assert "no _ng_task_index and no instance id" in result.output
+        assert "--group-size N" in result.output
+        assert "--skip-bad-lines" not in result.output

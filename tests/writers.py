@@ -27,9 +27,10 @@ def _full_result(row: dict) -> dict:
         "resolved": row[S.RESOLVED],
         S.RUN_TIME: row[S.RUN_TIME],
         "response": {"output": output},
+        # As in NeMo-Gym 0.7: the instance id only inside instance_config.problem_info.
         "instance_config": {
             "mask_sample": row[S.MASK_SAMPLE],
-            "instance_id": f"task-{row[S.GROUP_ID]}",
+            "problem_info": {"instance_id": f"task-{row[S.GROUP_ID]}"},
         },
         "agent_timed_out": row.get("agent_timed_out"),
         "agent_error_kind": row.get("agent_error_kind"),
@@ -50,11 +51,9 @@ def write_gym_jsonl(frame: pl.DataFrame, path: Path) -> None:
 
 
 def write_wandb_table(frame: pl.DataFrame, path: Path) -> None:
-    """A W&B Table JSON of `train/swe_agents/full_result`: one JSON-string cell per rollout."""
-    data = [
-        [json.dumps({"_ng_task_index": r[S.GROUP_ID], **_full_result(r)})]
-        for r in frame.iter_rows(named=True)
-    ]
+    """A W&B Table JSON of `train/swe_agents/full_result`: one JSON-string cell per rollout, with
+    no `_ng_task_index` (NeMo-RL's table cells never carry one: rows group by instance id)."""
+    data = [[json.dumps(_full_result(r))] for r in frame.iter_rows(named=True)]
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps({"columns": ["full_result"], "data": data}))
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from replay_cli import schema as S
-from replay_cli.errors import NotRolloutsError, RowError
+from replay_cli.errors import GroupKeyError, NotRolloutsError, RowError
 from replay_cli.io.jsonl import iter_json_lines
 
 # SWE metric fields kept as columns (type -> pyarrow type).
@@ -85,9 +85,9 @@ def _typed(name: str, value: Any) -> Any:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, Any]:
-    """One canonical row from a verify response; `group` is (group_id, rollout_index) when the
-    caller assigns them (else `_ng_task_index` / `_ng_rollout_index` must be present)."""
+def rollout_row(result: Any, grouper: Grouper) -> dict[str, Any]:
+    """One canonical row from a verify response, grouped by `grouper` (`_ng_task_index`, the
+    instance id, or blocks of --group-size rows)."""
     if not isinstance(result, dict):
         raise RowError(f"expected a JSON object, got {type(result).__name__}")
     if isinstance(result.get("full_result"), dict):
@@ -95,18 +95,6 @@ def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, 
             **result["full_result"],
             **{k: v for k, v in result.items() if k != "full_result"},
         }
-    group_id, rollout_index = group
-    if group_id is None:
-        group_id = result.get("_ng_task_index")
-        if not isinstance(group_id, int) or isinstance(group_id, bool):
-            raise RowError(
-                "missing integer _ng_task_index (pass --group-size N to group consecutive rows)"
-            )
-    if rollout_index is None:
-        raw_index = result.get("_ng_rollout_index")
-        rollout_index = (
-            raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
-        )
     if "reward" not in result and "response" not in result:
         raise NotRolloutsError(_what_it_is(result))
     reward = result.get("reward")
@@ -115,6 +103,7 @@ def rollout_row(result: Any, group: tuple[int | None, int | None]) -> dict[str, 
     config = result.get("instance_config") or {}
     if not isinstance(config, dict):
         raise RowError("instance_config is not an object")
+    group_id, rollout_index = grouper.assign(result, config)
     agent = result.get("agent_ref")
     resolved = result.get("resolved")
     return {
@@ -175,18 +164,47 @@ def _what_it_is(record: dict[str, Any]) -> str:
     return "a rollout has `reward` and `response`; this row has neither"
 
 
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class Grouper:
-    """Assigns group ids to consecutive rows when the input has none (`--group-size N`)."""
+    """Group ids for the rows of one file (one step): `--group-size N` blocks of consecutive
+    rows when given; else `_ng_task_index` (NeMo-Gym's collector) when the first row has one;
+    else the instance id (rollouts of one prompt share it: NeMo-RL's W&B tables carry no task
+    index), groups numbered in order of first appearance."""
 
     def __init__(self, group_size: int | None) -> None:
         self.size, self.seen = group_size, 0
+        self.by_task: bool | None = None
+        self.instances: dict[str, list[int]] = {}
 
-    def next(self) -> tuple[int | None, int | None]:
-        if self.size is None:
-            return None, None
+    def assign(self, result: dict[str, Any], config: dict[str, Any]) -> tuple[int, int | None]:
+        """(group_id, rollout_index) of the next row."""
         index = self.seen
         self.seen += 1
-        return index // self.size, index % self.size
+        if self.size is not None:
+            return index // self.size, index % self.size
+        if self.by_task is None:
+            self.by_task = result.get("_ng_task_index") is not None
+        if self.by_task:
+            task = _int(result.get("_ng_task_index"))
+            if task is None:
+                raise RowError(
+                    "missing integer _ng_task_index (pass --group-size N to group consecutive rows)"
+                )
+            return task, _int(result.get("_ng_rollout_index"))
+        instance = _instance_id(result, config)
+        if instance is None:
+            if index == 0:
+                raise GroupKeyError(
+                    "no _ng_task_index and no instance id to group rollouts by; pass "
+                    "--group-size N to group blocks of N consecutive rows"
+                )
+            raise RowError("no instance id to group this rollout by (the rows before had one)")
+        slot = self.instances.setdefault(str(instance), [len(self.instances), 0])
+        slot[1] += 1
+        return slot[0], slot[1] - 1
 
 
 def gym_records(path: Path) -> Iterator[tuple[str, Any]]:

@@ -37,7 +37,7 @@ def _nemo_gym(
     grouper = gym.Grouper(group_size)
 
     def to_row(record: Any, path: Path) -> dict[str, Any]:
-        row = gym.rollout_row(record, grouper.next())
+        row = gym.rollout_row(record, grouper)
         if step is not None:
             row[S.STEP] = step
         return row
@@ -65,7 +65,7 @@ def _wandb_table(
     groupers = {path: gym.Grouper(group_size) for path in paths}
 
     def to_table_row(record: Any, path: Path) -> dict[str, Any]:
-        row = gym.rollout_row(record, groupers[path].next())
+        row = gym.rollout_row(record, groupers[path])
         row[S.STEP] = steps[path]
         return row
 

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay_cli.errors import InputFileError, NotRolloutsError, RowError
+from replay_cli.errors import FileLevelError, InputFileError, RowError
 
 BATCH_ROWS = 50_000
 MAX_BAD_SHOWN = 5
@@ -100,7 +100,7 @@ def convert(
                         if isinstance(record, Exception):
                             raise RowError(f"not valid JSON ({record})")
                         row = to_row(record, path)
-                    except NotRolloutsError as exc:
+                    except FileLevelError as exc:
                         raise InputFileError(f"{where}: {exc}") from None
                     except RowError as exc:
                         if not skip_bad:
