@@ -31,7 +31,7 @@ def main() -> None:
     train = rollouts.filter(pl.col("split") == "train")
     write_gym_jsonl(train, HERE / "rollouts_small.nemo_gym.jsonl")
     step1 = train.filter(pl.col("step") == 1)
-    write_wandb_table(step1, HERE / "train_swe_agents_full_result_1_5f2a9c0d.table.json")
+    write_wandb_table(step1, HERE / "train_swe_agents_full_result_0_5f2a9c0d.table.json")
     # A NeMo-RL run's dumps: the trainer's rewards and advantages under the default settings.
     replayed = api.replay(api.load([HERE / "rollouts_small.parquet"]), ReplayConfig()).rows
     shutil.rmtree(HERE / "train_data", ignore_errors=True)

@@ -129,9 +129,45 @@ def test_wandb_table_step_from_name(tmp_path):
     out = tmp_path / "o.parquet"
     import_logs("wandb-table", [path], out)
     back = pl.read_parquet(out)
-    assert back["step"].unique().to_list() == [7]
+    assert back["step"].unique().to_list() == [8]  # W&B named step 8's table after step 7
     assert back["reward"].to_list() == frame["reward"].to_list()
     assert step_from_name(tmp_path / "table_step12.json") == 12
+
+
+def test_wandb_names_a_steps_table_after_the_previous_step(tmp_path, monkeypatch):
+    """The naming rule, from the wandb package itself: an offline run logged as NeMo-RL logs
+    (one call per step with the train metrics and the full_result table, step=k) names step k's
+    table `full_result_<k-1>_<hash>.table.json`, and the import reads each back at its step."""
+    import wandb
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    frame = synth_rollouts(steps=3, groups_per_step=2, group_size=2, seed=4)
+    run = wandb.init(project="replay-cli-test", dir=str(tmp_path), mode="offline")
+    try:
+        for (step,), part in frame.group_by("step", maintain_order=True):
+            cells = json.loads(_table_json(part))["data"]
+            table = wandb.Table(columns=["Full result"], data=cells)
+            run.log({"train/reward": 0.5, "train/swe_agents/full_result": table}, step=step)
+    finally:
+        run.finish()
+    files = sorted(tmp_path.glob("wandb/offline-run-*/files/media/table/**/*.table.json"))
+    assert [f.name.split("_")[2] for f in files] == ["0", "1", "2"]
+    out = tmp_path / "o.parquet"
+    import_logs("wandb-table", files, out)
+    back = pl.read_parquet(out)
+    assert back["step"].to_list() == frame["step"].to_list()
+    assert back["reward"].to_list() == frame["reward"].to_list()
+
+
+def _table_json(frame: pl.DataFrame) -> str:
+    from pathlib import Path
+    from tempfile import TemporaryDirectory
+
+    with TemporaryDirectory() as d:
+        path = Path(d) / "t.table.json"
+        write_wandb_table(frame, path)
+        return path.read_text()
 
 
 @pytest.mark.parametrize(

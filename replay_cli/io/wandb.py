@@ -11,19 +11,24 @@ from typing import Any
 
 from replay_cli.errors import InputFileError, RowError
 
-_STEP_IN_NAME = (
-    re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$"),
-    re.compile(r"step[_-]?(\d+)", re.IGNORECASE),
-)
+_MEDIA_NAME = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
+_STEP_NAME = re.compile(r"step[_-]?(\d+)", re.IGNORECASE)
 
 
 def step_from_name(path: Path) -> int | None:
-    """The step of a W&B media file (`<key>_<step>_<hash>.table.json`) or a `step12` name."""
-    for pattern in _STEP_IN_NAME:
-        match = pattern.search(path.name)
-        if match:
-            return int(match.group(1))
-    return None
+    """The training step of a table file: a W&B media name (`<key>_<n>_<hash>.table.json`) is
+    step n + 1, a `step12` name is step 12.
+
+    W&B names a media file after the run's step counter *before* the log call, that is the step
+    of the run's previous call (0 before the first). NeMo-RL logs a step's train metrics, the
+    full_result table among them, in one call per step, so the table logged at step k is named
+    k − 1. tests/test_import.py establishes the naming with a real offline wandb run; a run that
+    logged something else at step k before the table needs `--step`."""
+    match = _MEDIA_NAME.search(path.name)
+    if match:
+        return int(match.group(1)) + 1
+    match = _STEP_NAME.search(path.name)
+    return int(match.group(1)) if match else None
 
 
 def table_records(path: Path) -> Iterator[tuple[str, Any]]:
