@@ -4,12 +4,15 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay_cli.cli.app import app
-from replay_cli.errors import InputFileError
+from replay_cli.errors import InputFileError, RowError
 from replay_cli.io.gym import count_calls, to_float
 from replay_cli.io.importers import import_logs
+from replay_cli.io.jsonl import full_decode
 from replay_cli.io.wandb import step_from_name
 from replay_cli.rollouts.synth import synth_rollouts
 
@@ -307,3 +310,91 @@ def test_rows_without_any_group_key_ask_for_group_size_only(tmp_path):
         assert "no _ng_task_index and no instance id" in result.output
         assert "--group-size N" in result.output
         assert "--skip-bad-lines" not in result.output
+
+
+def _rows_both_ways(path, fmt="nemo-gym", **options):
+    """The import of one file by the slim decoder and by full json.loads decoding."""
+    slim_out, full_out = path.parent / "slim.parquet", path.parent / "full.parquet"
+    import_logs(fmt, [path], slim_out, **options)
+    import_logs(fmt, [path], full_out, decode=full_decode, **options)
+    return pl.read_parquet(slim_out), pl.read_parquet(full_out)
+
+
+def test_real_layout_rows_import_field_for_field(tmp_path):
+    frame = synth_rollouts(steps=1, groups_per_step=6, group_size=4, seed=9)
+    path = tmp_path / "rollouts.jsonl"
+    write_gym_jsonl(frame, path, pad=20_000)
+    slim, full = _rows_both_ways(path, step=1)
+    assert slim.equals(full)
+    assert slim["calls"].to_list() == frame["calls"].to_list()  # parallel calls counted
+    assert slim["reward"].to_list() == frame["reward"].to_list()
+    assert slim["openhands_run_time"].to_list() == frame["openhands_run_time"].to_list()
+    assert slim["instance_id"].to_list() == [f"task-{g}" for g in frame["group_id"]]
+    assert set(slim["mask_sample_source"]) == {"mask_sample"}
+    assert slim["mask_sample"].to_list() == frame["mask_sample"].to_list()
+    timed_out = frame["agent_timed_out"].to_list()
+    assert slim["agent_timed_out"].to_list() == [True if t else None for t in timed_out]
+    assert slim["total_model_call_time"].null_count() == slim.height
+
+
+def test_real_layout_wandb_table_and_sidecars(tmp_path):
+    from writers import write_collector_sidecars
+
+    frame = synth_rollouts(steps=1, groups_per_step=3, group_size=4, seed=2)
+    table = tmp_path / "train_swe_agents_full_result_4_0123ab.table.json"
+    write_wandb_table(frame, table)
+    assert json.loads(table.read_text())["columns"] == ["Full result"]
+    slim, full = _rows_both_ways(table, fmt="wandb-table")
+    assert slim.equals(full)
+    assert slim["step"].unique().to_list() == [5]
+    inputs, failures = write_collector_sidecars(frame, tmp_path, "rollouts")
+    for path, kind in ((inputs, "materialized-inputs"), (failures, "failures")):
+        with pytest.raises(InputFileError, match=f"the collector's {kind} file"):
+            import_logs("nemo-gym", [path], tmp_path / "o.parquet")
+
+
+_value = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(-10, 10, allow_nan=False),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["type", "x"]), st.text(max_size=3), max_size=2),
+)
+_KEYS = [
+    "reward",
+    "resolved",
+    "openhands_run_time",
+    "response",
+    "instance_config",
+    "responses_create_params",
+    "mask_sample",
+    "instance_id",
+    "agent_timed_out",
+    "_ng_task_index",
+    "_ng_rollout_index",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(_KEYS), st.one_of(st.just("<drop>"), _value), max_size=4
+    )
+)
+def test_the_slim_decoder_reads_every_record_as_full_decoding_does(changes):
+    from replay_cli.io import gym, slim
+
+    base = {**ROW, "instance_config": {"mask_sample": True, "problem_info": {"instance_id": "i"}}}
+    record = {k: v for k, v in base.items() if changes.get(k) != "<drop>"}
+    record.update({k: v for k, v in changes.items() if v != "<drop>"})
+    line = json.dumps(record).encode()
+
+    def row_of(decode):
+        try:
+            return gym.rollout_row(decode(line), gym.Grouper(None))
+        except (RowError, ValueError) as exc:  # the same error, message and all
+            return (type(exc).__name__, str(exc))
+
+    assert repr(row_of(slim.decode)) == repr(row_of(json.loads))  # repr: nan equals nan

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,6 +134,10 @@ def _report_ignored(ignored: list[str]) -> None:
         typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
 
 
+PROGRESS_BYTES = 200 * 1024 * 1024
+"""Imports of more than this many bytes show a progress bar (on a terminal)."""
+
+
 def export_tensorboard(
     report: Annotated[
         Path,
@@ -178,15 +183,18 @@ def import_(
 ) -> None:
     """Convert NeMo-Gym rollouts or W&B full_result tables into the canonical rollout Parquet."""
     with user_errors():
-        stats = api.import_logs(
-            fmt,
-            sources,
-            out,
-            force=force,
-            step=step,
-            group_size=group_size,
-            skip_bad=skip_bad_lines,
-        )
+        big = sum(p.stat().st_size for p in sources if p.is_file()) > PROGRESS_BYTES
+        with terminal.progress("importing") if big else nullcontext(None) as tick:
+            stats = api.import_logs(
+                fmt,
+                sources,
+                out,
+                force=force,
+                step=step,
+                group_size=group_size,
+                skip_bad=skip_bad_lines,
+                progress=tick,
+            )
         typer.echo(f"Wrote {stats.rows} rollouts to {out}")
         if stats.mask_sources:
             where = ", ".join(f"{k}: {v}" for k, v in sorted(stats.mask_sources.items()))

@@ -10,7 +10,7 @@ with `type == "function_call"`; `openhands_run_time` is converted with Python's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from replay_cli import schema as S
 from replay_cli.errors import GroupKeyError, NotRolloutsError, RowError
+from replay_cli.io import slim
 from replay_cli.io.jsonl import iter_json_lines
 
 # SWE metric fields kept as columns (type -> pyarrow type).
@@ -207,7 +208,12 @@ class Grouper:
         return slot[0], slot[1] - 1
 
 
-def gym_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """(file:line, record) for a NeMo-Gym rollout JSONL file."""
-    for number, value in iter_json_lines(path):
+def gym_records(
+    path: Path,
+    decode: Callable[[bytes], Any] = slim.decode,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[str, Any]]:
+    """(file:line, record) for a NeMo-Gym rollout JSONL file, one line at a time; `decode` is
+    the slim decoder (only the fields a row needs) unless told otherwise."""
+    for number, value in iter_json_lines(path, decode, progress):
         yield f"{path}:{number}", value

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from replay_cli.errors import InputFileError, RowError
+from replay_cli.io import slim
 
 _MEDIA_NAME = re.compile(r"_(\d+)_[0-9a-f]+\.table\.json$")
 _STEP_NAME = re.compile(r"step[_-]?(\d+)", re.IGNORECASE)
@@ -31,7 +34,9 @@ def step_from_name(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def table_records(path: Path) -> Iterator[tuple[str, Any]]:
+def table_records(
+    path: Path, decode: Callable[[bytes], Any] = slim.decode
+) -> Iterator[tuple[str, Any]]:
     """(file:row N, full_result) for a W&B Table JSON (`{"columns": [...], "data": [[...]]}`)."""
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
@@ -62,8 +67,8 @@ def table_records(path: Path) -> Iterator[tuple[str, Any]]:
         cell = row[index]
         if isinstance(cell, str):
             try:
-                cell = json.loads(cell)
-            except json.JSONDecodeError as exc:
+                cell = decode(cell.encode())
+            except (ValueError, msgspec.DecodeError) as exc:
                 yield where, RowError(f"full_result is not valid JSON ({exc})")
                 continue
         yield where, cell
