@@ -66,6 +66,11 @@ TRIVIAL_PEERS = "peers_all_equal"
 NORMALIZED = "normalized"
 KEPT = "kept"  # survived the dynamic-sampling filter
 
+# Where an import's mask_sample came from: NeMo-Gym 0.7 adds a top-level `mask_sample` and keeps
+# `instance_config.mask_sample` for one release (values: mask_sample, instance_config.mask_sample,
+# absent).
+MASK_SOURCE = "mask_sample_source"
+
 # Optional inputs a rollout may carry.
 TOKENS = "response_tokens"  # response token count: reinforce-pp-baseline whitens token-weighted
 

@@ -398,3 +398,32 @@ def test_the_slim_decoder_reads_every_record_as_full_decoding_does(changes):
             return (type(exc).__name__, str(exc))
 
     assert repr(row_of(slim.decode)) == repr(row_of(json.loads))  # repr: nan equals nan
+
+
+def test_the_replays_manifest_says_where_mask_sample_came_from(tmp_path):
+    frame = synth_rollouts(steps=1, groups_per_step=2, group_size=4, seed=6)
+    path = tmp_path / "rollouts.jsonl"
+    write_gym_jsonl(frame, path)
+    imported = tmp_path / "rollouts.parquet"
+    import_logs("nemo-gym", [path], imported, step=1)
+    report = tmp_path / "report"
+    result = runner.invoke(app, ["replay", str(imported), "--out", str(report)])
+    assert result.exit_code == 0, result.output
+    notes = json.loads((report / "manifest.json").read_text())["notes"]
+    assert "mask_sample read from (mask_sample: 8 rows)" in notes
+
+
+def test_a_big_import_reports_its_progress_in_bytes(tmp_path):
+    frame = synth_rollouts(steps=1, groups_per_step=4, group_size=4, seed=6)
+    path = tmp_path / "rollouts.jsonl"
+    write_gym_jsonl(frame, path, pad=50_000)
+    seen = []
+    import_logs(
+        "nemo-gym", [path], tmp_path / "o.parquet", progress=lambda d, t: seen.append((d, t))
+    )
+    size = path.stat().st_size
+    assert [t for _, t in seen] == [size] * len(seen)
+    done = [d for d, _ in seen]
+    assert done == sorted(done)
+    assert done[-1] == size
+    assert len(seen) == frame.height

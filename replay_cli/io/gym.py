@@ -32,9 +32,6 @@ SWE_FIELDS: dict[str, pa.DataType] = {
     "total_model_call_time": pa.float64(),
     "instance_id": pa.string(),
 }
-MASK_SOURCE = "mask_sample_source"
-"""Column saying where each row's mask_sample came from: NeMo-Gym 0.7 adds a top-level
-`mask_sample` and keeps `instance_config.mask_sample` for one release."""
 
 
 def schema(with_step: bool) -> pa.Schema:
@@ -49,7 +46,7 @@ def schema(with_step: bool) -> pa.Schema:
         pa.field(S.MASK_SAMPLE, pa.bool_()),
         pa.field("agent_ref", pa.string()),
         *(pa.field(name, dtype) for name, dtype in SWE_FIELDS.items()),
-        pa.field(MASK_SOURCE, pa.string()),
+        pa.field(S.MASK_SOURCE, pa.string()),
     ]
     return pa.schema(([pa.field(S.STEP, pa.int64())] if with_step else []) + fields)
 
@@ -128,13 +125,13 @@ def rollout_row(result: Any, grouper: Grouper) -> dict[str, Any]:
 def _mask(result: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """mask_sample from the top level (NeMo-Gym 0.7), else instance_config (earlier releases)."""
     if result.get("mask_sample") is not None:
-        return {S.MASK_SAMPLE: bool(result["mask_sample"]), MASK_SOURCE: "mask_sample"}
+        return {S.MASK_SAMPLE: bool(result["mask_sample"]), S.MASK_SOURCE: "mask_sample"}
     if config.get("mask_sample") is not None:
         return {
             S.MASK_SAMPLE: bool(config["mask_sample"]),
-            MASK_SOURCE: "instance_config.mask_sample",
+            S.MASK_SOURCE: "instance_config.mask_sample",
         }
-    return {S.MASK_SAMPLE: False, MASK_SOURCE: "absent"}
+    return {S.MASK_SAMPLE: False, S.MASK_SOURCE: "absent"}
 
 
 def _instance_id(result: dict[str, Any], config: dict[str, Any]) -> Any:
