@@ -60,6 +60,7 @@ STD = "std"
 ADV_UNCLIPPED = "advantage_unclipped"
 ADVANTAGE = "advantage"
 ADV_RAW = "advantage_raw"
+ADV_F32_BOUND = "advantage_f32_bound"  # every float32 evaluation lies within unclipped ± this
 # Internal helper columns kept in the row report because diagnostics need them.
 BASELINE_NO_MASKED = "baseline_masking_toggled"  # baseline with exclude_masked flipped
 TRIVIAL_PEERS = "peers_all_equal"

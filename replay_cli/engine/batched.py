@@ -19,6 +19,7 @@ from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.grpo_arrays import baseline_only, grpo
+from replay_cli.maths.rounding import f32_bound
 from replay_cli.maths.shaping import shape_arrays
 
 
@@ -55,6 +56,15 @@ def grpo_rows(
     if key not in raw_cache:
         raw_cache[key] = shaping_off_advantages(c, key)
     bonus = [s.bonus for s in shaped]
+    bound = f32_bound(
+        rewards.astype(np.float32),
+        valid,
+        c.runs,
+        a,
+        out.unclipped,
+        out.peers_equal,
+        rounded_inputs=a.precision == "float64",
+    )
     return RowBatch(
         chunk=c,
         configs=list(batch),
@@ -68,6 +78,7 @@ def grpo_rows(
         grpo=out,
         toggled=toggled,
         adv_raw=raw_cache[key],
+        f32_bound=bound,
     )
 
 
@@ -111,4 +122,6 @@ def row_frame(b: RowBatch, k: int) -> pl.DataFrame:
         S.BASELINE_NO_MASKED: f64(pick(b.toggled)),
     }
     report = pl.DataFrame({name: columns[name] for name in S.REPORT_COLUMNS})
+    if b.f32_bound is not None:
+        report = report.with_columns(f64(pick(b.f32_bound)).alias(S.ADV_F32_BOUND))
     return pl.concat([frame.select(inputs), report], how="horizontal")

@@ -40,6 +40,7 @@ class RowBatch:
     grpo: GrpoArrays
     toggled: np.ndarray  # the baseline with masked rows voting vs not
     adv_raw: np.ndarray
+    f32_bound: np.ndarray | None = None  # maths/rounding.py; None on the polars plans' path
 
     @cached_property
     def trainable(self) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""How far any IEEE float32 evaluation of NeMo-RL's GRPO advantage can lie from ours: a per-row
+bound (docs/semantics.md, "float32 rounding bound").
+
+The trainer sums a row's peers by a masked matmul in float32, in an order that depends on the
+platform (CPU BLAS, GPU kernels, FMA or not). With u = 2^-24 and k terms, any such sum lies within
+γ(k-1)·Σ|r| of the exact one (γ(j) = j·u/(1 - j·u)); squares add one rounding. From there the
+baseline, the second moment, their difference, the Bessel factor, the square root, the
+subtraction and the division each add one rounding, bounded in turn. Where the variance can round
+to zero or below, the guard can fail (the row keeps r - b) or pass with the smallest positive
+variance the subtraction can leave, so both outcomes are in the interval. Sums of small integers
+(shaping off with binary rewards) are exact, and a group of two under leave-one-out always has
+std 0 (its single peer's variance is computed exactly as 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replay_cli.config import AdvantageParams
+from replay_cli.maths.segments import Runs
+
+U = 2.0**-24
+EPS = 1e-6  # the trainer's std epsilon
+SAFETY = 1.001  # the bound is evaluated in float64: a margin for its own rounding
+
+
+def _gamma(k: np.ndarray) -> np.ndarray:
+    k = np.maximum(k, 0)
+    return k * U / (1 - k * U)
+
+
+def _ulp32(x: np.ndarray) -> np.ndarray:
+    """The float32 spacing at |x| (normal range), 0 where x is 0."""
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log2(np.abs(x)))
+    return np.where(x > 0, np.exp2(exponent - 23), 0.0)
+
+
+def f32_bound(
+    reward: np.ndarray,
+    valid: np.ndarray,
+    runs: Runs,
+    p: AdvantageParams,
+    emitted: np.ndarray,
+    peers_equal: np.ndarray,
+    *,
+    rounded_inputs: bool = False,
+) -> np.ndarray:
+    """Per row, a bound B such that every float32 evaluation of the trainer's (unclipped)
+    advantage lies within emitted ± B; `reward` holds the float32 rewards (configs × rows or
+    rows), `emitted` our unclipped advantages. `rounded_inputs`: `emitted` was computed from the
+    float64 rewards (`--precision float64`), so the rounding of each reward to float32 is added."""
+    r = reward.astype(np.float64)
+    v = np.broadcast_to(valid, r.shape)
+    rv = np.where(v, r, 0.0)
+    n = runs.rows(runs.sum(v))
+    total = runs.rows(runs.sum(rv))
+    total_abs = runs.rows(runs.sum(np.abs(rv)))
+    total_sq = runs.rows(runs.sum(rv * rv))
+    loo = p.baseline == "loo"
+    own = np.where(v, 1, 0) if loo else 0
+    k = n - own  # terms of the row's sums
+    m = (n - 1) if loo else n  # the trainer's denominator
+    s = total - (rv if loo else 0.0)
+    a_sum = total_abs - (np.abs(rv) if loo else 0.0)
+    q = total_sq - (rv * rv if loo else 0.0)
+    # Sums of small integers are exact in float32, whatever the order.
+    integral = runs.rows(runs.sum(np.where(v, r != np.round(r), False)) == 0)
+    exact = (
+        integral
+        & (runs.rows(runs.sum(np.abs(rv))) < 2**24)
+        & (runs.rows(runs.sum(rv * rv)) < 2**24)
+    )
+    e_s = np.where(exact, 0.0, _gamma(k - 1) * a_sum)
+    e_q = np.where(exact, 0.0, _gamma(k) * q)
+    if rounded_inputs:  # each reward moved by up to u|r| when the trainer made it float32
+        e_s = e_s + U * a_sum
+        e_q = e_q + 2.01 * U * q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mm = np.maximum(m, 1)
+        b = s / mm
+        e_b = (e_s + U * (np.abs(s) + e_s)) / mm
+        qm = q / mm
+        e_qm = (e_q + U * (q + e_q)) / mm
+        e_bsq = e_b * (2 * np.abs(b) + e_b) + U * (np.abs(b) + e_b) ** 2
+        d = np.maximum(qm - b * b, 0.0)
+        e_d = e_qm + e_bsq + U * (qm + e_qm + b * b + e_bsq)
+        c = mm / np.maximum(mm - 1, 1)
+        variance = d * c
+        e_var = (c * e_d + c * (d + e_d) * 2.01 * U) * SAFETY
+        # The smallest positive variance a subtraction of two float32 numbers can leave.
+        smallest = np.maximum(np.minimum(qm - e_qm, (np.abs(b) - e_b) ** 2), 0.0)
+        var_min = c * (1 - 3 * U) * np.where(smallest > 0, _ulp32(smallest), 2.0**-149)
+        zero_possible = variance - e_var <= 0
+        std_lo = np.sqrt(np.where(zero_possible, var_min, variance - e_var)) * (1 - U)
+        std_hi = np.sqrt(variance + e_var) * (1 + U)
+        a = r - b
+        e_a = (e_b + U * (np.abs(r) + np.abs(b) + e_b) * (2 if rounded_inputs else 1)) * SAFETY
+        a_lo, a_hi = a - e_a, a + e_a
+        den_lo = (std_lo + EPS) * (1 - U)
+        den_hi = (std_hi + EPS) * (1 + U)
+        quotients = np.stack([a_lo / den_lo, a_lo / den_hi, a_hi / den_lo, a_hi / den_hi])
+        n_lo = quotients.min(axis=0) * (1 + np.sign(-quotients.min(axis=0)) * 2 * U)
+        n_hi = quotients.max(axis=0) * (1 + np.sign(quotients.max(axis=0)) * 2 * U)
+    two = loo & (m == 1)  # a single peer: its variance is exactly 0, never normalised
+    # Exact sums over equal peers leave exactly 0: the guard fails on every platform.
+    exactly_zero = two | (exact & peers_equal) | ~(variance + e_var > 0)
+    trivial = peers_equal if p.std_guard == "trivial" else np.zeros_like(peers_equal)
+    if p.normalize:
+        may_normalize = ~exactly_zero & ~trivial
+        may_keep = exactly_zero | zero_possible | trivial
+    else:
+        may_normalize = np.zeros_like(zero_possible)
+        may_keep = np.ones_like(zero_possible)
+    lo = np.where(may_keep, a_lo, np.inf)
+    hi = np.where(may_keep, a_hi, -np.inf)
+    lo = np.where(may_normalize, np.minimum(lo, n_lo), lo)
+    hi = np.where(may_normalize, np.maximum(hi, n_hi), hi)
+    e = emitted.astype(np.float64)
+    bound = np.maximum(np.abs(e - lo), np.abs(hi - e))
+    return np.where((n <= 1) | ~np.isfinite(bound), np.where(n <= 1, 0.0, np.inf), bound)

@@ -1,0 +1,91 @@
+"""Tests for replay_cli.maths.rounding: the per-row float32 bound contains the trainer's own
+float32 advantages from three platforms (../shared/fixtures/float32_platforms) for every row of
+every config, in float32 and in float64 mode, and is tight where the platforms agree."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from replay_cli.engine.run import run_replay
+from replay_cli.parameters import parse_value, to_config
+from replay_cli.rollouts.validation import rollouts_from_frame
+
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "float32_platforms"
+
+
+def parse_flags_for_tests(flags: str):
+    """A config from the fixture's replay-cli flags (`--name value` pairs)."""
+    words = flags.split()
+    flat = {
+        words[i][2:].replace("-", "_"): parse_value(words[i][2:].replace("-", "_"), words[i + 1])
+        for i in range(0, len(words), 2)
+    }
+    return to_config(flat)
+
+
+@pytest.fixture(scope="module")
+def fixture():
+    if not FIXTURE.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must have the shared fixture at {FIXTURE}")
+        pytest.skip("needs ../shared/fixtures/float32_platforms")
+    rollouts = pl.read_parquet(FIXTURE / "rollouts.parquet").with_row_index("fixture_row")
+    real = pl.read_parquet(FIXTURE / "real_advantages.parquet").rename(
+        {"source_row": "fixture_row"}
+    )
+    configs = json.loads((FIXTURE / "configs.json").read_text())
+    return rollouts, real, configs
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_every_platforms_value_is_inside_the_bound(fixture, precision):
+    rollouts, real, configs = fixture
+    built = {
+        name: parse_flags_for_tests(
+            flags.replace("--precision float32", f"--precision {precision}")
+        )
+        for name, flags in configs.items()
+    }
+    result = run_replay(rollouts_from_frame(rollouts), list(built.values()))
+    rows = result.rows.filter(pl.col("split") != "validation")
+    for name, cfg in built.items():
+        mine = rows.filter(pl.col("config_id") == cfg.config_id).select(
+            "fixture_row", "reward_shaped", "advantage_unclipped", "advantage_f32_bound"
+        )
+        joined = real.filter(pl.col("config") == name).join(mine, on="fixture_row", suffix="_ours")
+        assert joined.height == real.filter(pl.col("config") == name).height
+        # The rewards the trainer saw are ours, rounded to float32.
+        assert (joined["reward_shaped"] == joined["reward_shaped_ours"].cast(pl.Float32)).all()
+        diff = (joined["advantage"].cast(pl.Float64) - joined["advantage_unclipped"]).abs()
+        outside = joined.filter(diff > joined["advantage_f32_bound"])
+        assert outside.height == 0, (name, outside.head(3))
+        if precision == "float32" and name == "loo_off":
+            # Shaping off (rewards 0 and 1, exact sums): only the hand-made residue row is loose.
+            loose = mine.filter(
+                pl.col("advantage_f32_bound")
+                > 1e-3 * pl.max_horizontal(1.0, pl.col("advantage_unclipped").abs())
+            )
+            assert loose.height == 1
+            assert loose["advantage_f32_bound"][0] > 1000  # the -2075 of PR #4158 and the -0.95
+
+
+def test_tight_where_the_platforms_agree(fixture):
+    """Outside rows where the platforms disagree by more than 1e-3 relative, the bound is loose
+    only where the worst case can really be reached (a cancelling variance)."""
+    rollouts, real, configs = fixture
+    cfg = parse_flags_for_tests(configs["loo_all"])
+    rows = run_replay(rollouts_from_frame(rollouts), [cfg]).rows
+    bound = rows["advantage_f32_bound"].drop_nulls().to_numpy()
+    adv = np.abs(rows["advantage_unclipped"].drop_nulls().to_numpy())
+    loose = float((bound > 1e-3 * np.maximum(1.0, adv)).mean())
+    wide = real.filter(pl.col("config") == "loo_all").pivot(
+        on="platform", index="fixture_row", values="advantage"
+    )
+    values = wide.drop("fixture_row").to_numpy().astype(np.float64)
+    spread = values.max(axis=1) - values.min(axis=1)
+    disagree = float((spread > 1e-3 * np.maximum(1.0, np.abs(values).max(axis=1))).mean())
+    assert loose <= 2 * disagree + 0.01  # the issue's tightness target, met for this config
