@@ -89,3 +89,69 @@ def test_tight_where_the_platforms_agree(fixture):
     spread = values.max(axis=1) - values.min(axis=1)
     disagree = float((spread > 1e-3 * np.maximum(1.0, np.abs(values).max(axis=1))).mean())
     assert loose <= 2 * disagree + 0.01  # the issue's tightness target, met for this config
+
+
+def test_verify_accepts_every_platforms_float32_log_and_flags_a_moved_row(fixture, tmp_path):
+    """Dumps whose advantages are a platform's real float32 values (steps 1-10 of the fixture):
+    the true setting reproduces each of them with no differing row, the wrong baseline does not,
+    and a row moved by 1e-3 relative where its bound is far smaller is flagged."""
+    from replay_cli.analysis.verify import verify
+    from replay_cli.io.train_data import read_train_data
+
+    from writers import write_train_data
+
+    rollouts, real, _ = fixture
+    train = rollouts.filter((pl.col("step") <= 10) & (pl.col("split") == "train")).with_columns(
+        # The dumps' prompts stand for groups: an integer per (step, group_id).
+        pl.col("group_id").rank("dense").over("step").cast(pl.Int64)
+    )
+    for config, baseline in (("loo_all", "loo"), ("mean_all", "mean"), ("loo_off", "loo")):
+        for platform in real["platform"].unique().sort():
+            logged = real.filter((pl.col("config") == config) & (pl.col("platform") == platform))
+            rows = train.join(logged, on="fixture_row").select(
+                "step",
+                "group_id",
+                "rollout_index",
+                pl.col("reward_shaped").cast(pl.Float64),
+                pl.col("advantage").cast(pl.Float64),
+                pl.lit(False).alias("masked"),
+            )
+            paths = write_train_data(rows, tmp_path / f"{config}-{platform[:6]}")
+            result = verify(read_train_data(paths))
+            candidates = result.candidates
+            true = candidates.filter(
+                (pl.col("baseline") == baseline)
+                & pl.col("normalize")
+                & (pl.col("std_guard") == "legacy")
+                & pl.col("clip_low").is_null()
+                & ~pl.col("exclude_masked")
+            )
+            assert true["differing_rows"][0] == 0, (config, platform)
+            assert result.best["baseline"] == baseline
+            wrong = candidates.filter(pl.col("baseline") != baseline)
+            assert (wrong["differing_rows"] > 0).all()
+    # One row moved by 1e-3 relative, where the platforms agree to far better than that.
+    logged = real.filter(
+        (pl.col("config") == "loo_all") & pl.col("platform").str.starts_with("x86")
+    )
+    rows = train.join(logged, on="fixture_row").sort("fixture_row")
+    target = rows.filter((pl.col("advantage").abs() > 0.5) & (pl.col("advantage").abs() < 3))[
+        "fixture_row"
+    ][0]
+    moved = rows.with_columns(
+        pl.when(pl.col("fixture_row") == target)
+        .then(pl.col("advantage") * 1.001)
+        .otherwise(pl.col("advantage"))
+        .cast(pl.Float64)
+    ).select(
+        "step",
+        "group_id",
+        "rollout_index",
+        pl.col("reward_shaped").cast(pl.Float64),
+        "advantage",
+        pl.lit(False).alias("masked"),
+    )
+    result = verify(read_train_data(write_train_data(moved, tmp_path / "moved")))
+    assert result.best["differing_rows"] == 1
+    assert result.differing.height == 1
+    assert result.differing["bound"][0] < 1e-4 * abs(result.differing["logged_advantage"][0])

@@ -18,6 +18,7 @@ import polars as pl
 
 from replay_cli.config import AdvantageParams
 from replay_cli.maths import grpo_arrays as K
+from replay_cli.maths.rounding import f32_bound
 from replay_cli.maths.segments import Groups, Runs
 
 
@@ -119,13 +120,20 @@ def add_peers_all_equal(
 
 
 def add_grpo(
-    lf: pl.LazyFrame, reward: str, valid: str, gid: Groups, p: AdvantageParams, out: AdvColumns
+    lf: pl.LazyFrame,
+    reward: str,
+    valid: str,
+    gid: Groups,
+    p: AdvantageParams,
+    out: AdvColumns,
+    bound: str | None = None,
 ) -> pl.LazyFrame:
-    """Baseline, std, guard flags and advantages (before and after the clip) of one reward column."""
+    """Baseline, std, guard flags and advantages (before and after the clip) of one reward column;
+    with `bound`, also the float32 rounding bound of the unclipped advantage (maths/rounding.py)."""
 
     def kernel(r: np.ndarray, v: np.ndarray, runs: Runs) -> dict[str, np.ndarray]:
         g = K.grpo(r, v, runs, p)
-        return {
+        columns = {
             "baseline": g.baseline,
             "std": g.std,
             "unclipped": g.unclipped,
@@ -133,6 +141,17 @@ def add_grpo(
             "peers_equal": g.peers_equal,
             "normalized": g.normalized,
         }
+        if bound is not None:
+            columns["f32_bound"] = f32_bound(
+                r.astype(np.float32),
+                v,
+                runs,
+                p,
+                g.unclipped,
+                g.peers_equal,
+                rounded_inputs=p.precision == "float64",
+            )
+        return columns
 
     floats = ("baseline", "std", "unclipped", "advantage")
     fields = {f: pl.Float64() for f in floats} | {
@@ -140,4 +159,7 @@ def add_grpo(
         "normalized": pl.Boolean(),
     }
     names = {f: getattr(out, f) for f in fields}
+    if bound is not None:
+        fields["f32_bound"] = pl.Float64()
+        names["f32_bound"] = bound
     return _columns(lf, reward, valid, gid, kernel, fields, names)
