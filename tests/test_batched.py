@@ -72,7 +72,17 @@ def _assert_same(batched, planned):
         assert_frame_equal(got.rows.drop(S.ADV_F32_BOUND), want.rows)
         assert_frame_equal(got.groups, want.groups)
         assert_frame_equal(got.steps, want.steps, rel_tol=1e-12, abs_tol=1e-12)
-        assert_frame_equal(got.partials, want.partials, rel_tol=1e-12, abs_tol=1e-12)
+        # Counts that read the float32 bound (the batched path's alone) are compared elsewhere.
+        by_bound = [
+            "n_fragile",
+            "n_explosion_certain",
+            "n_explosion_possible",
+            "abs_low",
+            "abs_high",
+        ]
+        assert_frame_equal(
+            got.partials.drop(by_bound), want.partials.drop(by_bound), rel_tol=1e-12, abs_tol=1e-12
+        )
         assert got.advantages.to_list() == want.advantages.to_list()
         assert got.deductions.to_list() == want.deductions.to_list()
 

@@ -155,3 +155,26 @@ def test_verify_accepts_every_platforms_float32_log_and_flags_a_moved_row(fixtur
     assert result.best["differing_rows"] == 1
     assert result.differing.height == 1
     assert result.differing["bound"][0] < 1e-4 * abs(result.differing["logged_advantage"][0])
+
+
+def test_platform_dependent_rows_in_the_summary(fixture):
+    """fragile_std_frac is the share of rows whose bound passes 1e-3 relative; the explosion
+    shares and the largest |A| come as what holds on every platform and what some platform can
+    reach, around the emitted value."""
+    rollouts, _, configs = fixture
+    cfg = parse_flags_for_tests(configs["loo_off"])
+    result = run_replay(rollouts_from_frame(rollouts), [cfg])
+    rows = result.rows.filter(
+        pl.col("advantage_f32_bound").is_not_null() & ~pl.col("masked") & pl.col("kept")
+    )  # the trainable rows, which the summary's shares count
+    s = result.summary.row(0, named=True)
+    rel = rows["advantage_f32_bound"] > 1e-3 * np.maximum(1.0, rows["advantage_unclipped"].abs())
+    assert s["adv/fragile_std_frac"] == pytest.approx(float(rel.mean()))
+    assert s["adv/explosion_certain_frac"] <= s["adv/explosion_trained_frac"]
+    assert s["adv/explosion_trained_frac"] <= s["adv/explosion_possible_frac"]
+    assert s["adv/abs_max_low"] <= s["adv/abs_max"] <= s["adv/abs_max_high"]
+    # Shaping off: only the residue row is platform-dependent, and it can explode on some
+    # platforms (-2075) but not on every one (-0.95).
+    undecided = s["adv/explosion_possible_frac"] - s["adv/explosion_certain_frac"]
+    assert undecided * rows.height == pytest.approx(1)
+    assert s["adv/abs_max_high"] > 1000

@@ -150,10 +150,8 @@ def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
     # when nothing is clipped (a one-sided clip may bound it and leave another side's explosion).
     if not clips and top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED) is not None:
         std = top.get(S.G_STD_AT_MAX_ABS)
-        divided = (
-            f", where it was divided by a std of {std:.2g}" if std is not None and std > 0 else ""
-        )
-        where = f" (the largest at step {top[S.STEP]}, group {top[S.GROUP_ID]}{divided})"
+        divided = f", divided by a std of {std:.2g}" if std is not None and std > 0 else ""
+        where = f"the largest at step {top[S.STEP]}, group {top[S.GROUP_ID]}{divided}"
     after = "after its clip" if clips else "(no clip)"
     twin = ctx.twin(row, clip_low=-EXPLOSION, clip_high=EXPLOSION)
     fix = (
@@ -162,10 +160,17 @@ def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
         else f"set ++grpo.advantage_clip_low=-{EXPLOSION:g} ++grpo.advantage_clip_high="
         f"{EXPLOSION:g} (the PR's recommendation)"
     )
+    low, high = row.get("adv/abs_max_low"), row.get("adv/abs_max_high")
+    platforms = ""
+    if low is not None and high is not None and high - low > 1e-3 * max(1.0, high):
+        # Another platform's float32 summation order gives another number (docs/semantics.md).
+        certain = _num(row, "adv/explosion_certain_frac")
+        platforms = f"{low:.4g} to {high:.4g} by platform, {_pct(certain)} on every one"
+    notes = "; ".join(part for part in (platforms, where) if part)
     return Found(
         _num(row, "adv/abs_max"),
         f"{_pct(share)} of trained rows have |advantage| > {EXPLOSION:g} {after}, up to "
-        f"{_num(row, 'adv/abs_max'):.4g}{where}; {fix}.",
+        f"{_num(row, 'adv/abs_max'):.4g}{f' ({notes})' if notes else ''}; {fix}.",
     )
 
 

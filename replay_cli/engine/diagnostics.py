@@ -18,7 +18,14 @@ from replay_cli.engine.pushes import LENGTHS, PUSHES
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import count
 from replay_cli.maths.segments import masked_fill
-from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGNAL_EPS, above, below
+from replay_cli.maths.thresholds import (
+    EXPLOSION,
+    FRAGILE_STD,
+    PLATFORM_REL,
+    SIGNAL_EPS,
+    above,
+    below,
+)
 
 QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -44,9 +51,20 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     big = np.float64(np.inf)
     adv_abs = b.advantage_abs
     flipped = above(adv_abs, SIGNAL_EPS) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
-    fragile = (b.grpo.normalized & below(b.grpo.std, FRAGILE_STD)) | (
-        b.grpo.peers_equal & (b.grpo.std != 0)
-    )
+    if b.f32_bound is None:  # the polars plans (filters, peers): the std-based rule
+        fragile = (b.grpo.normalized & below(b.grpo.std, FRAGILE_STD)) | (
+            b.grpo.peers_equal & (b.grpo.std != 0)
+        )
+        certain = possible = above(adv_abs, EXPLOSION)
+        low = high = adv_abs
+    else:  # platform-dependent: the float32 rounding bound reaches past 1e-3 relative
+        bound = b.f32_bound
+        fragile = bound > PLATFORM_REL * np.maximum(1.0, np.abs(unc))
+        # After a clip that bounds a row's side, no platform can move it past the bound.
+        free = adv == unc
+        low = np.where(free, np.maximum(adv_abs - bound, 0.0), adv_abs)
+        high = np.where(free, adv_abs + bound, adv_abs)
+        certain, possible = low > EXPLOSION, high > EXPLOSION
     n_trainable = n(t)
     sum_resolved, sum_unresolved = total(t & resolved), total(t & ~resolved)
     columns = {
@@ -58,6 +76,10 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_explosion": n(t & above(np.abs(unc) if b.clipped else adv_abs, EXPLOSION)),
         "n_fragile": n(t & fragile),
         "n_explosion_trained": n(t & above(adv_abs, EXPLOSION)),
+        "n_explosion_certain": n(t & certain),
+        "n_explosion_possible": n(t & possible),
+        "abs_low": masked_fill(np.broadcast_to(low, adv.shape), t, 0.0).max(axis=-1, initial=0.0),
+        "abs_high": masked_fill(np.broadcast_to(high, adv.shape), t, 0.0).max(axis=-1, initial=0.0),
         "n_validation_charged": (
             n(b.charged & c.is_val) if not c.all_train else np.zeros(len(t), np.int64)
         ),
@@ -138,7 +160,11 @@ def finish(
     """Every diagnostic of one config from its chunks' partials; `inputs` is
     `input_statistics()` of the replayed input."""
     p = partials.select(
-        pl.exclude("min_adv", "max_adv").sum(), pl.col("min_adv").min(), pl.col("max_adv").max()
+        pl.exclude("min_adv", "max_adv", "abs_low", "abs_high").sum(),
+        pl.col("min_adv").min(),
+        pl.col("max_adv").max(),
+        pl.col("abs_low").max(),
+        pl.col("abs_high").max(),
     ).row(0, named=True)
     n = p["n_trainable"]
     # float32 for float32 configs; the std is taken over the exact float64 values (a transient
@@ -155,6 +181,10 @@ def finish(
         "adv/clip_frac": _ratio(p["n_clipped"], n),
         "adv/explosion_frac": _ratio(p["n_explosion"], n),
         "adv/explosion_trained_frac": _ratio(p["n_explosion_trained"], n),
+        "adv/explosion_certain_frac": _ratio(p["n_explosion_certain"], n),
+        "adv/explosion_possible_frac": _ratio(p["n_explosion_possible"], n),
+        "adv/abs_max_low": None if n == 0 else p["abs_low"],
+        "adv/abs_max_high": None if n == 0 else p["abs_high"],
         "adv/fragile_std_frac": _ratio(p["n_fragile"], n),
         "adv/resolved_mean": _ratio(p["sum_adv_resolved"], p["n_resolved"]),
         "adv/unresolved_mean": _ratio(p["sum_adv_unresolved"], p["n_unresolved"]),

@@ -10,7 +10,10 @@ SIGNAL_EPS = 1e-6
 EXPLOSION = 3.0
 """|unclipped advantage| above this is an explosion (the PR's recommended clip)."""
 FRAGILE_STD = 1e-3
-"""A std below this normalises a row by a rounding-sized number."""
+"""A std below this normalises a row by a rounding-sized number (rows without a float32 bound)."""
+PLATFORM_REL = 1e-3
+"""A row whose float32 rounding bound exceeds this × max(1, |A|) is platform-dependent: another
+summation order can give a value that far off (`adv/fragile_std_frac`)."""
 TIME_ONLY_WARN = 0.10
 """Share of groups above which an all-fail group's "fail faster" signal is a warning finding."""
 TIME_ONLY_CELL = 0.25
