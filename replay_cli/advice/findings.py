@@ -16,8 +16,9 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
+from replay_cli.advice.recommendation import Rule, decision, recommend
 from replay_cli.advice.top_groups import top_groups
+from replay_cli.advice.words import num, pct, push_text
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, PUSH_EPS
 from replay_cli.parameters import registry
@@ -39,15 +40,6 @@ PER_KIND_IN_HEADLINE = 3
 
 PARAMS = tuple(registry())
 """Every replay parameter (each a summary column), in declaration order."""
-
-
-def _pct(x: float) -> str:
-    return f"{x:.0%}" if abs(x) >= 0.1 or x == 0 else f"{x:.1%}" if abs(x) >= 0.001 else f"{x:.2%}"
-
-
-def _num(row: dict[str, Any], key: str) -> float:
-    value = row.get(key)
-    return 0.0 if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -91,7 +83,7 @@ class Context:
 def inversion_introduced(row: dict[str, Any], ctx: Context) -> Found | None:
     """Shaping puts a resolved rollout below an unresolved one in groups where shaping off (the
     raw rewards of the same trainable rows) has no such pair."""
-    rate = _num(row, "inversion/introduced_group_rate")
+    rate = num(row, "inversion/introduced_group_rate")
     if rate <= 0:
         return None
     free = ctx.lambdas_without_introduced_inversion(row)
@@ -102,7 +94,7 @@ def inversion_introduced(row: dict[str, Any], ctx: Context) -> Found | None:
         advice = "every λ of this sweep with these settings introduces some"
     return Found(
         rate,
-        f"shaping puts a resolved rollout below an unresolved one in {_pct(rate)} of groups "
+        f"shaping puts a resolved rollout below an unresolved one in {pct(rate)} of groups "
         f"that shaping off leaves in order ({_terms(row)}); {advice}.",
     )
 
@@ -113,8 +105,8 @@ def _terms(row: dict[str, Any]) -> str:
     parts = [
         name
         for name, present in (
-            ("the time charge", _num(row, "lambda_time") > 0),
-            ("the call bonus", _num(row, "lambda_call_bonus") > 0),
+            ("the time charge", num(row, "lambda_time") > 0),
+            ("the call bonus", num(row, "lambda_call_bonus") > 0),
             ("the floor", row.get("floor") is not None),
             ("internal item 2's reset to 0", "2" in items),
         )
@@ -127,12 +119,12 @@ def _terms(row: dict[str, Any]) -> str:
 def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups already inverted with shaping off (e.g. a penalised resolved rollout below an
     unresolved one): not the time term's doing."""
-    rate = _num(row, "inversion/group_rate_off")
+    rate = num(row, "inversion/group_rate_off")
     if rate <= 0:
         return None
     return Found(
         rate,
-        f"{_pct(rate)} of groups already have a resolved rollout below an unresolved one with "
+        f"{pct(rate)} of groups already have a resolved rollout below an unresolved one with "
         "shaping off (the input's own rewards): these inversions are not caused by the time term.",
     )
 
@@ -140,7 +132,7 @@ def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | Non
 def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
     """Trained advantages (after the clip, each side bounded only by its own clip bound) with
     |A| > EXPLOSION."""
-    share = _num(row, "adv/explosion_trained_frac")
+    share = num(row, "adv/explosion_trained_frac")
     if share <= 0:
         return None
     top = ctx.top
@@ -164,42 +156,42 @@ def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
     platforms = ""
     if low is not None and high is not None and high - low > 1e-3 * max(1.0, high):
         # Another platform's float32 summation order gives another number (docs/semantics.md).
-        certain = _num(row, "adv/explosion_certain_frac")
-        platforms = f"{low:.4g} to {high:.4g} by platform, {_pct(certain)} on every one"
+        certain = num(row, "adv/explosion_certain_frac")
+        platforms = f"{low:.4g} to {high:.4g} by platform, {pct(certain)} on every one"
     notes = "; ".join(part for part in (platforms, where) if part)
     return Found(
-        _num(row, "adv/abs_max"),
-        f"{_pct(share)} of trained rows have |advantage| > {EXPLOSION:g} {after}, up to "
-        f"{_num(row, 'adv/abs_max'):.4g}{f' ({notes})' if notes else ''}; {fix}.",
+        num(row, "adv/abs_max"),
+        f"{pct(share)} of trained rows have |advantage| > {EXPLOSION:g} {after}, up to "
+        f"{num(row, 'adv/abs_max'):.4g}{f' ({notes})' if notes else ''}; {fix}.",
     )
 
 
 def explosion_bounded(row: dict[str, Any], ctx: Context) -> Found | None:
     """Rows whose unclipped |A| exceeds EXPLOSION, all brought inside it by the clip."""
-    share = _num(row, "adv/explosion_frac")
-    if share <= 0 or _num(row, "adv/explosion_trained_frac") > 0:
+    share = num(row, "adv/explosion_frac")
+    if share <= 0 or num(row, "adv/explosion_trained_frac") > 0:
         return None
     top = ctx.top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
     up_to = f", up to {top:.4g} unclipped" if top is not None else ""
     return Found(
-        _num(row, "adv/clip_frac"),
-        f"the clip changes {_pct(_num(row, 'adv/clip_frac'))} of trained rows and keeps every "
-        f"one of the {_pct(share)} that would exceed |{EXPLOSION:g}|{up_to} inside it.",
+        num(row, "adv/clip_frac"),
+        f"the clip changes {pct(num(row, 'adv/clip_frac'))} of trained rows and keeps every "
+        f"one of the {pct(share)} that would exceed |{EXPLOSION:g}|{up_to} inside it.",
     )
 
 
 def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups where a resolved and an unresolved trainable rollout both end on the floor: their
     shaped rewards and advantages tie, so the update no longer prefers that success."""
-    share = _num(row, "floor/tie_group_rate")
+    share = num(row, "floor/tie_group_rate")
     if share <= 0:
         return None
     mixed = row.get("floor/tie_mixed_rate")
-    of_mixed = "" if mixed is None else f" ({_pct(mixed)} of mixed groups)"
+    of_mixed = "" if mixed is None else f" ({pct(mixed)} of mixed groups)"
     return Found(
         share,
-        f"in {_pct(share)} of groups{of_mixed} a resolved and an unresolved rollout both end on "
-        f"the floor {_num(row, 'floor'):g}: they tie, so the success is no longer preferred "
+        f"in {pct(share)} of groups{of_mixed} a resolved and an unresolved rollout both end on "
+        f"the floor {num(row, 'floor'):g}: they tie, so the success is no longer preferred "
         "there. Lower lambda_time or the floor.",
     )
 
@@ -207,12 +199,12 @@ def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
 def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     """The update teaches failures to end sooner: the fail-time push (covariance of the trained
     advantage with minutes among the failures of each group) is below -Rule.max_fail_faster."""
-    push = _num(row, "push/minutes_fail")
+    push = num(row, "push/minutes_fail")
     if -push <= ctx.rule.max_fail_faster:
         return None
     twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
     if twin is not None:
-        twin_push = _num(twin, "push/minutes_fail")
+        twin_push = num(twin, "push/minutes_fail")
         what = "keeps failures tied" if abs(twin_push) <= PUSH_EPS else "has"
         advice = f"; '{twin['label']}' {what} (fail-time push {push_text(twin_push)})"
     elif row.get("apply_to") == "all":
@@ -222,7 +214,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     return Found(
         push,
         f"teaches failures to give up sooner: fail-time push {push_text(push)} (advantage × "
-        f"minutes per group; on long problems {push_text(_num(row, 'push/minutes_fail@long'))})"
+        f"minutes per group; on long problems {push_text(num(row, 'push/minutes_fail@long'))})"
         f"{advice}.",
     )
 
@@ -230,12 +222,12 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups whose only signal is the difference between rows that were not charged and charged
     siblings that all ended equal: the update learns which rows were exempt, not the time."""
-    share = _num(row, "signal/uncharged_only_rate")
+    share = num(row, "signal/uncharged_only_rate")
     if share <= 0:
         return None
     items = str(row.get("internal_items") or "").split(",")
     causes, advice = [], []
-    if row.get("mask_flagged") and "1" not in items and _num(row, "input/masked_frac") > 0:
+    if row.get("mask_flagged") and "1" not in items and num(row, "input/masked_frac") > 0:
         causes.append("masked rows (they keep their reward and still vote in the baseline)")
         if not row.get("exclude_masked"):
             advice.append("--exclude-masked (NeMo-RL PR #4160)")
@@ -249,7 +241,7 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
     todo = f" Try {' or '.join(advice)}." if advice else ""
     return Found(
         share,
-        f"{_pct(share)} of groups get signal only because rows that were not charged ({cause}) "
+        f"{pct(share)} of groups get signal only because rows that were not charged ({cause}) "
         f"differ from charged siblings that all ended equal.{todo}",
     )
 
@@ -257,7 +249,7 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
 def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:
     """Validation rows were charged (internal item 4 or the sync path), so the shaped validation
     reward is not the accuracy an unshaped run logs."""
-    charged = _num(row, "input/validation_charged")
+    charged = num(row, "input/validation_charged")
     if charged <= 0:
         return None
     acc, total = row.get("validation/accuracy"), row.get("validation/total_reward/mean")
@@ -278,14 +270,14 @@ def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None
 def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups that gain a learning signal under shaping and groups that lose the one shaping
     off gives them, both stated (a net figure hides the losses)."""
-    gained, lost = _num(row, "signal/gained_rate"), _num(row, "signal/lost_rate")
+    gained, lost = num(row, "signal/gained_rate"), num(row, "signal/lost_rate")
     if gained <= GAIN_EPS and lost <= GAIN_EPS:
         return None
     return Found(
         gained,
-        f"signal gained in {_pct(gained)} of groups (ties the shaping breaks) and lost in "
-        f"{_pct(lost)} against shaping off ({_pct(_num(row, 'signal/group_rate_raw'))} -> "
-        f"{_pct(_num(row, 'signal/group_rate'))}).",
+        f"signal gained in {pct(gained)} of groups (ties the shaping breaks) and lost in "
+        f"{pct(lost)} against shaping off ({pct(num(row, 'signal/group_rate_raw'))} -> "
+        f"{pct(num(row, 'signal/group_rate'))}).",
     )
 
 
@@ -415,7 +407,7 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
     """One sentence for a kind met by many configs: how many, and the three largest values."""
     severity, _, what = KINDS[kind]
     ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
-    show = (lambda v: f"{v:.4g}") if kind in ("explosion_unbounded", "fail_faster") else _pct
+    show = (lambda v: f"{v:.4g}") if kind in ("explosion_unbounded", "fail_faster") else pct
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
     return {
         S.CONFIG_ID: None,

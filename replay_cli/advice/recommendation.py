@@ -25,6 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import schema as S
+from replay_cli.advice.words import num, pct, push_text
 from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
 from replay_cli.parameters import registry
 
@@ -103,36 +104,22 @@ class Criterion:
     why: Callable[[dict[str, Any], Rule], str]
 
 
-def _num(row: dict[str, Any], key: str) -> float:
-    value = row.get(key)
-    return 0.0 if value is None else float(value)
-
-
-def push_text(x: float) -> str:
-    """A push for a reader: 0 within PUSH_EPS (rounding), else 3 significant digits."""
-    return "0" if abs(x) <= PUSH_EPS else f"{x:.3g}"
-
-
-def _pct(x: float) -> str:
-    return f"{x:.0%}" if abs(x) >= 0.1 or x == 0 else f"{x:.1%}" if abs(x) >= 0.001 else f"{x:.2%}"
-
-
 def _kept(row: dict[str, Any], where: str, least: float) -> bool:
     """The resolve push keeps `least` of shaping off's; where shaping off has none to keep (its
     push is not positive, the ratio is null), it may not fall below shaping off's."""
     ratio = row.get(f"push/resolve_vs_off{where}")
     if ratio is not None:
         return float(ratio) >= least
-    return _num(row, f"push/resolve{where}") >= _num(row, f"push/resolve_off{where}") - PUSH_EPS
+    return num(row, f"push/resolve{where}") >= num(row, f"push/resolve_off{where}") - PUSH_EPS
 
 
 def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
     ratio = row.get(f"push/resolve_vs_off{where}")
     if ratio is not None:
-        return f"{_pct(float(ratio))} of shaping off's (needs {_pct(least)})"
+        return f"{pct(float(ratio))} of shaping off's (needs {pct(least)})"
     return (
-        f"{push_text(_num(row, f'push/resolve{where}'))}, below shaping off's "
-        f"{push_text(_num(row, f'push/resolve_off{where}'))}"
+        f"{push_text(num(row, f'push/resolve{where}'))}, below shaping off's "
+        f"{push_text(num(row, f'push/resolve_off{where}'))}"
     )
 
 
@@ -150,18 +137,18 @@ CRITERIA = (
     ),
     Criterion(
         "inversion",
-        lambda r, _: _num(r, "inversion/introduced_group_rate") == 0,
+        lambda r, _: num(r, "inversion/introduced_group_rate") == 0,
         lambda r, _: (
             f"shaping puts a resolved rollout below an unresolved one in "
-            f"{_pct(_num(r, 'inversion/introduced_group_rate'))} of groups"
+            f"{pct(num(r, 'inversion/introduced_group_rate'))} of groups"
         ),
     ),
     Criterion(
         "explosion",
-        lambda r, _: _num(r, "adv/explosion_trained_frac") == 0,
+        lambda r, _: num(r, "adv/explosion_trained_frac") == 0,
         lambda r, _: (
-            f"{_pct(_num(r, 'adv/explosion_trained_frac'))} of trained rows keep "
-            f"|advantage| > {EXPLOSION:g} (up to {_num(r, 'adv/abs_max'):.4g}): clip to "
+            f"{pct(num(r, 'adv/explosion_trained_frac'))} of trained rows keep "
+            f"|advantage| > {EXPLOSION:g} (up to {num(r, 'adv/abs_max'):.4g}): clip to "
             f"[-{EXPLOSION:g}, {EXPLOSION:g}]"
         ),
     ),
@@ -179,18 +166,18 @@ CRITERIA = (
     ),
     Criterion(
         "fail_faster",
-        lambda r, rule: -_num(r, "push/minutes_fail") <= rule.max_fail_faster,
+        lambda r, rule: -num(r, "push/minutes_fail") <= rule.max_fail_faster,
         lambda r, rule: (
             f"teaches failures to give up sooner (fail-time push "
-            f"{_num(r, 'push/minutes_fail'):.3g}, limit -{rule.max_fail_faster:g})"
+            f"{num(r, 'push/minutes_fail'):.3g}, limit -{rule.max_fail_faster:g})"
         ),
     ),
     Criterion(
         "uncharged_only",
-        lambda r, rule: _num(r, "signal/uncharged_only_rate") <= rule.max_uncharged_only,
+        lambda r, rule: num(r, "signal/uncharged_only_rate") <= rule.max_uncharged_only,
         lambda r, rule: (
-            f"{_pct(_num(r, 'signal/uncharged_only_rate'))} of groups get signal only "
-            f"from rows that were not charged (limit {_pct(rule.max_uncharged_only)})"
+            f"{pct(num(r, 'signal/uncharged_only_rate'))} of groups get signal only "
+            f"from rows that were not charged (limit {pct(rule.max_uncharged_only)})"
         ),
     ),
 )
@@ -229,8 +216,8 @@ def launch_overrides(row: dict[str, Any]) -> str:
 def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float]:
     """Rank of an eligible config: the strongest solve-faster push first (pushes within PUSH_EPS
     of 0 count as 0), then the smaller lambda (shaping off counts as lambda 0)."""
-    push = _num(row, "push/minutes_pass")
-    return (push if abs(push) > PUSH_EPS else 0.0, 0.0 if is_off else _num(row, "lambda_time"))
+    push = num(row, "push/minutes_pass")
+    return (push if abs(push) > PUSH_EPS else 0.0, 0.0 if is_off else num(row, "lambda_time"))
 
 
 def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
@@ -303,9 +290,9 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
 def _why_eligible(row: dict[str, Any]) -> str:
     """The numbers an eligible config is ranked by."""
     return (
-        f"solve-time push {push_text(_num(row, 'push/minutes_pass'))} (negative: teaches solving "
-        f"faster); resolve push {_pct(_num(row, 'push/resolve_vs_off'))} of shaping off's "
-        f"({_pct(_num(row, 'push/resolve_vs_off@long'))} on long problems); no fail-faster push, "
+        f"solve-time push {push_text(num(row, 'push/minutes_pass'))} (negative: teaches solving "
+        f"faster); resolve push {pct(num(row, 'push/resolve_vs_off'))} of shaping off's "
+        f"({pct(num(row, 'push/resolve_vs_off@long'))} on long problems); no fail-faster push, "
         "introduced inversion or unbounded explosion"
     )
 

@@ -14,7 +14,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import decision, push_text
+from replay_cli.advice.recommendation import decision
+from replay_cli.advice.words import push_text
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.report.compare import HEADLINE_METRICS, delta_table, headline, internal_summary
 from replay_cli.report.tensorboard import open_commands

@@ -19,8 +19,9 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS, findings
 from replay_cli.advice.frontier import frontier, rated
-from replay_cli.advice.recommendation import Rule, decision, push_text, recommend
+from replay_cli.advice.recommendation import Rule, decision, recommend
 from replay_cli.advice.top_groups import top_groups
+from replay_cli.advice.words import push_text
 from replay_cli.io.files import atomic_path
 from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGN_FLIP_CELL, TIME_ONLY_CELL
 from replay_cli.report import facets
