@@ -59,23 +59,23 @@ class Context:
     top: dict[str, Any]
     rule: Rule
 
-    def twin(self, row: dict[str, Any], **changes: Any) -> dict[str, Any] | None:
-        """The config of the sweep equal to `row` but for `changes`, or None."""
+    def _like(self, row: dict[str, Any], free: tuple[str, ...] = (), **changes: Any) -> pl.Expr:
+        """Configs equal to `row` in every parameter but the `free` ones, `changes` applied."""
         cond = pl.lit(True)
         for c in PARAMS:
-            if c in self.summary.columns:
+            if c in self.summary.columns and c not in free:
                 cond &= pl.col(c).eq_missing(changes.get(c, row[c]))
-        found = self.summary.filter(cond)
+        return cond
+
+    def twin(self, row: dict[str, Any], **changes: Any) -> dict[str, Any] | None:
+        """The config of the sweep equal to `row` but for `changes`, or None."""
+        found = self.summary.filter(self._like(row, **changes))
         return found.row(0, named=True) if found.height else None
 
     def lambdas_without_introduced_inversion(self, row: dict[str, Any]) -> list[float]:
         """The sweep's lambda_time values, other settings as `row`'s, whose shaping introduces
         no inversion (a set: with a negative floor inversion need not grow with lambda)."""
-        cond = pl.col("enabled")
-        for c in PARAMS:
-            if c in self.summary.columns and c != "lambda_time":
-                cond &= pl.col(c).eq_missing(row[c])
-        same = self.summary.filter(cond)
+        same = self.summary.filter(pl.col("enabled") & self._like(row, ("lambda_time",)))
         free = same.filter(pl.col("inversion/introduced_group_rate").fill_null(0.0) == 0)
         return sorted(free["lambda_time"].to_list())
 

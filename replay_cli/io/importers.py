@@ -7,6 +7,7 @@ when a conversion runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,12 +42,9 @@ class Importer:
 
 def _bytes_read(paths: list[Path], options: Options) -> Callable[[Path], Any]:
     """Per file, a callback that reports the bytes read across all files to `options.progress`."""
-    total = sum(p.stat().st_size for p in paths)
-    before = {}
-    offset = 0
-    for p in paths:
-        before[p] = offset
-        offset += p.stat().st_size
+    sizes = {p: p.stat().st_size for p in paths}
+    total = sum(sizes.values())
+    before = dict(zip(sizes, itertools.accumulate(sizes.values(), initial=0), strict=False))
 
     def for_file(path: Path) -> Callable[[int], None] | None:
         if options.progress is None:

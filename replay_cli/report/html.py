@@ -67,6 +67,10 @@ SHARES = {
 """Summary columns shown as percentages (the cell keeps the exact value for sorting)."""
 
 
+RULE = Rule()
+"""The recommendation's default thresholds, which the summary table's marks follow."""
+
+
 def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
     """(css class, why) for a summary cell that crosses a threshold, else ('', '')."""
     if value is None or not isinstance(value, int | float):
@@ -106,19 +110,19 @@ def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
             f"rows normalised by a std below {FRAGILE_STD:g}",
         ),
         "push/minutes_fail": (
-            -value > Rule().max_fail_faster,
+            -value > RULE.max_fail_faster,
             "warn",
             "teaches failures to give up sooner",
         ),
         "push/resolve_vs_off": (
-            value < Rule().min_resolve_vs_off,
+            value < RULE.min_resolve_vs_off,
             "warn",
-            f"below {Rule().min_resolve_vs_off:.0%} of shaping off",
+            f"below {RULE.min_resolve_vs_off:.0%} of shaping off",
         ),
         "push/resolve_vs_off@long": (
-            value < Rule().min_resolve_vs_off_long,
+            value < RULE.min_resolve_vs_off_long,
             "warn",
-            f"below {Rule().min_resolve_vs_off_long:.0%} of shaping off on long problems",
+            f"below {RULE.min_resolve_vs_off_long:.0%} of shaping off on long problems",
         ),
         "signal/lost_rate": (value > 0, "warn", "groups that lose their signal to shaping"),
         "signal/uncharged_only_rate": (value > 0, "warn", "signal only from uncharged rows"),
