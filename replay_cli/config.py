@@ -251,11 +251,19 @@ class AdvantageParams(_Frozen):
         trainer=("grpo.advantage_clip_high",),
         allow_inf_nan=False,
     )
-    precision: Literal["float32", "float64"] = param(
+    precision: Literal["float32", "float64", "torch"] = param(
         "float32",
-        "float32 emulates the trainer's torch maths; float64 is the exact maths.",
+        "float32 emulates the trainer's torch maths (exact up to a per-row bound); float64 is the "
+        "exact maths; torch runs the trainer's own torch operations (needs replay-cli[torch]).",
         panel=ADV,
         label="{}",
+    )
+    device: Literal["cpu", "cuda"] = param(
+        "cpu",
+        "Where --precision torch computes: cpu (calculate_advantages_on_gpu: false) or cuda.",
+        panel=ADV,
+        label="device={}",
+        since="0.2",
     )
 
     @property
@@ -271,6 +279,13 @@ class AdvantageParams(_Frozen):
             and self.clip_low > self.clip_high
         ):
             raise ValueError(f"clip_low ({self.clip_low}) is above clip_high ({self.clip_high})")
+        if self.device != "cpu" and self.precision != "torch":
+            raise ValueError(f"device {self.device} applies to precision torch only")
+        if self.precision == "torch" and self.estimator != "grpo":
+            raise ValueError(
+                f"precision torch runs NeMo-RL's own GRPO operations; estimator {self.estimator} "
+                "is computed in float32 or float64"
+            )
         return self
 
 

@@ -25,6 +25,7 @@ from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect, collect_all
+from replay_cli.maths import torch_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
@@ -165,7 +166,7 @@ def config_pieces(
     out = []
     for k, cfg in enumerate(b.configs):
         # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
-        dtype = np.float32 if cfg.advantage.precision == "float32" else np.float64
+        dtype = np.float64 if cfg.advantage.precision == "float64" else np.float32
         charged = b.charged[k]
         out.append(
             ConfigPiece(
@@ -348,6 +349,11 @@ def run_replay(
     keep_freed_memory()
     groups_of_configs = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
+    # Before any work: a missing torch or CUDA device is an error now, not after a chunk.
+    torch_notes = [
+        f"precision torch: baselines, stds and normalisation computed by {torch_grpo.describe(d)}"
+        for d in sorted({c.advantage.device for c in unique if c.advantage.precision == "torch"})
+    ]
     chunks, chart_every = plan(rollouts, chunk_rows)
     edges = input_length_edges(rollouts)
     acc = Accumulator(
@@ -370,4 +376,6 @@ def run_replay(
                 done += len(batch)
                 if progress is not None:
                     progress(done, total)
-    return acc.finish()
+    result = acc.finish()
+    result.computed_by = torch_notes
+    return result

@@ -36,7 +36,7 @@ class AdvColumns:
 
 def working_dtype(p: AdvantageParams) -> pl.DataType:
     """The polars dtype of the working precision (the peer estimators compute in it)."""
-    return pl.Float32() if p.precision == "float32" else pl.Float64()
+    return pl.Float64() if p.precision == "float64" else pl.Float32()
 
 
 Kernel = Callable[[np.ndarray, np.ndarray, Runs], dict[str, np.ndarray]]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay_cli.config import AdvantageParams
+from replay_cli.maths import torch_grpo
 from replay_cli.maths.exact_moments import peer_moments
 from replay_cli.maths.segments import Runs
 
@@ -39,7 +40,8 @@ class GrpoArrays:
 
 
 def working_dtype(p: AdvantageParams) -> type[np.floating]:
-    return np.float32 if p.precision == "float32" else np.float64
+    """float64 for the exact maths; float32 for the emulation and for torch's own operations."""
+    return np.float64 if p.precision == "float64" else np.float32
 
 
 def _float32_peers(
@@ -76,6 +78,10 @@ def baseline_and_std(
     loo = p.baseline == "loo"
     if p.precision == "float64":
         return peer_moments(reward.astype(np.float64, copy=False), valid, runs, loo)
+    if p.precision == "torch":
+        r = reward.astype(np.float32, copy=False)
+        b, sd = torch_grpo.baseline_and_std(r, valid, runs, loo, p.device)
+        return b, sd, r - b
     f32 = np.float32
     r, rv, n, m, mf = _float32_peers(reward, valid, runs, loo)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -97,7 +103,7 @@ def baseline_only(
     reward: np.ndarray, valid: np.ndarray, runs: Runs, p: AdvantageParams
 ) -> np.ndarray:
     """The baseline of `baseline_and_std` alone (the same arithmetic, without the std)."""
-    if p.precision == "float64":
+    if p.precision != "float32":
         return baseline_and_std(reward, valid, runs, p)[0]
     loo = p.baseline == "loo"
     r, rv, n, _, mf = _float32_peers(reward, valid, runs, loo)
@@ -135,8 +141,11 @@ def grpo(reward: np.ndarray, valid: np.ndarray, runs: Runs, p: AdvantageParams) 
     if p.std_guard == "trivial":
         guard &= ~equal
     normalized = guard if p.normalize else np.zeros_like(guard)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        unclipped = np.where(normalized, diff / (std + dt(EPS)), diff)
+    if p.precision == "torch":
+        unclipped = torch_grpo.normalized_advantage(reward, baseline, std, normalized, p.device)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            unclipped = np.where(normalized, diff / (std + dt(EPS)), diff)
     advantage = unclipped
     if p.clip_low is not None:
         advantage = np.maximum(advantage, dt(p.clip_low))

@@ -43,6 +43,7 @@ def manifest(
         "inputs": [vars(f) for f in rollouts.files],
         "resolved_derived_from_reward": rollouts.resolved_derived,
         "notes": [*rollouts.notes, *result.notes],
+        "computed_by": result.computed_by,
         "rows": rows_mode,
         "highlight": highlight,
         **(
