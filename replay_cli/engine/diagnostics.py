@@ -51,7 +51,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     big = np.float64(np.inf)
     adv_abs = b.advantage_abs
     flipped = above(adv_abs, SIGNAL_EPS) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
-    if b.f32_bound is None:  # the polars plans (filters, peers): the std-based rule
+    if b.f32_bound is None:  # peer estimators (not the trainer's formula): the std-based rule
         fragile = (b.grpo.normalized & below(b.grpo.std, FRAGILE_STD)) | (
             b.grpo.peers_equal & (b.grpo.std != 0)
         )

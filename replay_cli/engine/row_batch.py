@@ -40,7 +40,7 @@ class RowBatch:
     grpo: GrpoArrays
     toggled: np.ndarray  # the baseline with masked rows voting vs not
     adv_raw: np.ndarray
-    f32_bound: np.ndarray | None = None  # maths/rounding.py; None on the polars plans' path
+    f32_bound: np.ndarray | None = None  # maths/rounding.py; None for peer estimators
 
     @cached_property
     def trainable(self) -> np.ndarray:
@@ -62,7 +62,7 @@ class RowBatch:
     @classmethod
     def from_frame(cls, chunk: ChunkArrays, cfg: ReplayConfig, rows: pl.DataFrame) -> RowBatch:
         """One config's per-row report frame (the polars plans of filters and peer estimators),
-        in the chunk's row order."""
+        in the chunk's row order; the float32 bound is NeMo-RL GRPO's only."""
 
         def col(name: str, fill: float = 0.0) -> np.ndarray:
             column = rows[name]
@@ -88,6 +88,7 @@ class RowBatch:
             ),
             toggled=col(S.BASELINE_NO_MASKED),
             adv_raw=col(S.ADV_RAW),
+            f32_bound=col(S.ADV_F32_BOUND) if cfg.advantage.estimator == "grpo" else None,
         )
 
     def per_config(self, values: np.ndarray) -> np.ndarray:

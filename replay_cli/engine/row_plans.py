@@ -33,15 +33,18 @@ def add_advantages(
     a: AdvantageParams,
     out: AdvColumns,
     runs: Runs | None,
+    bound: str | None = None,
 ) -> pl.LazyFrame:
-    """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`.
+    """NeMo-RL GRPO (with its valid mask) or a peer trainer's estimator, over groups `gid`; with
+    `bound`, GRPO's float32 rounding bound too (peer estimators have none: they are not the
+    trainer's formula).
 
     The trainers filter before the batch is formed, so step-level statistics (verl's whitening,
     TRL's batch std) are taken over the rows the filter kept: the dropped rows form a batch of
     their own, whose values are discarded.
     """
     if a.estimator == "grpo":
-        return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out)
+        return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out, bound)
     active = ~pl.col(S.IS_VAL) & pl.col(kept)
     if a.filter == "none":
         return add_peer_advantages(lf, reward, gid, S.BID, a, out, active)
@@ -146,7 +149,9 @@ def row_plan(
         (~pl.col(S.IS_VAL) & ~pl.col(S.MASKED) & pl.col(S.KEPT)).alias(S.TRAINABLE),
         _survivors(a, S.KEPT).alias(_GID_KEPT),
     )
-    lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED, runs)
+    lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED, runs, S.ADV_F32_BOUND)
+    if a.estimator != "grpo":
+        lf = lf.with_columns(pl.lit(None, pl.Float64).alias(S.ADV_F32_BOUND))
     # The baseline with masked rows voting vs not, whichever the config does not use.
     toggled = a
     if a.estimator != "grpo":
@@ -165,8 +170,8 @@ def row_plan(
     lf = lf.with_columns(
         *(
             pl.when(shaped_rows).then(pl.col(c).cast(pl.Float64)).alias(c)
-            for c in PER_CONFIG_NULL_ON_VALIDATION
+            for c in (*PER_CONFIG_NULL_ON_VALIDATION, S.ADV_F32_BOUND)
         ),
         pl.lit(raw).alias(S.ADV_RAW),
     )
-    return lf.select(*inputs, *S.REPORT_COLUMNS, S.IS_VAL, S.TRAINABLE, S.GID)
+    return lf.select(*inputs, *S.REPORT_COLUMNS, S.ADV_F32_BOUND, S.IS_VAL, S.TRAINABLE, S.GID)

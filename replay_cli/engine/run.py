@@ -126,15 +126,7 @@ def replay_batch(
     others = [cfg for cfg in batch if not batchable(cfg)]
     for cfg, frame in zip(others, _polars_rows(state, others), strict=True):
         rows = RowBatch.from_frame(state.arrays, cfg, frame)
-        kept = (
-            frame.drop(S.IS_VAL, S.TRAINABLE, S.GID).with_columns(
-                pl.lit(None, pl.Float64).alias(
-                    S.ADV_F32_BOUND
-                )  # the bound covers GRPO without a filter
-            )
-            if with_rows
-            else None
-        )
+        kept = frame.drop(S.IS_VAL, S.TRAINABLE, S.GID) if with_rows else None
         pieces[cfg.config_id] = config_pieces(rows, chart_every, [kept])[0]
     return [pieces[cfg.config_id] for cfg in batch]
 
