@@ -179,3 +179,11 @@ REPORT_COLUMNS = (
     NORMALIZED,
     BASELINE_NO_MASKED,
 )
+
+
+def written_by_replay() -> frozenset[str]:
+    """Columns a replay adds to the rows itself (a report's rollouts.parquet has them): an input
+    that carries them is re-replayed from its own inputs, so the loader drops them."""
+    return frozenset(
+        (SOURCE_ROW, SOURCE_FILE, *REPORT_COLUMNS, ADV_F32_BOUND, *CHUNK_IDS, TRAINABLE)
+    )

@@ -149,3 +149,43 @@ def test_inputs_are_not_modified(tmp_path):
     before = path.read_bytes()
     load_rollouts([path]).frame.collect()
     assert path.read_bytes() == before
+
+
+def test_a_reports_rollouts_replay_again_from_their_own_inputs(tmp_path):
+    """A report's rollouts.parquet (or any input with a column named like one the replay writes,
+    e.g. source_row) loads with those columns dropped and a note, and replays to the same tables
+    instead of a polars DuplicateError."""
+    from polars.testing import assert_frame_equal
+    from typer.testing import CliRunner
+
+    from replay_cli.cli.app import app
+
+    sample = "data_samples/rollouts_medium.parquet"
+    first, again = tmp_path / "first", tmp_path / "again"
+    runner = CliRunner()
+    for src, out in ((sample, first), (first / "rollouts.parquet", again)):
+        res = runner.invoke(app, ["replay", str(src), "--out", str(out), "--no-charts"])
+        assert res.exit_code == 0, res.output
+    for table in ("summary", "steps", "groups"):
+        assert_frame_equal(
+            pl.read_parquet(first / f"{table}.parquet"), pl.read_parquet(again / f"{table}.parquet")
+        )
+    ro = load_rollouts([first / "rollouts.parquet"])
+    assert "source_row" in ro.frame.collect_schema().names()  # numbered afresh
+    assert "config_id" not in ro.frame.collect_schema().names()
+    assert ro.notes[0].endswith(
+        "ignored 21 column(s) that a replay writes itself (source_row, source_file, config_id, "
+        "reward_raw, reward_shaped, minutes, ...); they are recomputed"
+    )
+    # --map can still take such a column as an input.
+    path = write(
+        tmp_path,
+        reward=[1.0, 0.0],
+        resolved=[True, False],
+        openhands_run_time=[60.0] * 2,
+        step=[1, 1],
+        config_id=[7, 7],
+    )
+    mapped = load_rollouts([path], mapping={"config_id": "group_id"})
+    assert not any("ignored" in note for note in mapped.notes)
+    assert mapped.frame.select("group_id").collect()["group_id"].to_list() == [7, 7]

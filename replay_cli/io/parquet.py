@@ -66,8 +66,9 @@ def _check_parquet(path: Path) -> None:
         raise InputFileError(f"Input file {path} is not a complete Parquet file ({hint}).")
 
 
-def scan_file(path: Path, mapping: dict[str, str]) -> pl.LazyFrame:
-    """Scan one file, apply `--map` renames then the built-in aliases, and tag rows with their origin."""
+def scan_file(path: Path, mapping: dict[str, str]) -> tuple[pl.LazyFrame, list[str]]:
+    """Scan one file, apply `--map` renames then the built-in aliases, and tag rows with their
+    origin; columns that a replay writes itself are dropped (and returned, for a loading note)."""
     lf = pl.scan_parquet(path)
     try:
         columns = list(lf.collect_schema().names())
@@ -84,9 +85,12 @@ def scan_file(path: Path, mapping: dict[str, str]) -> pl.LazyFrame:
         taken = canonical in columns or canonical in renames.values()
         if alias in columns and alias not in renames and not taken:
             renames[alias] = canonical
-    # The reader numbers the rows itself, so filters on step still prune row groups.
-    lf = pl.scan_parquet(path, row_index_name=S.SOURCE_ROW)
-    return lf.rename(renames).with_columns(pl.lit(str(path)).alias(S.SOURCE_FILE))
+    written = [c for c in columns if c in S.written_by_replay() and c not in renames]
+    if written:  # e.g. a report's rollouts.parquet: its inputs are replayed again
+        lf = pl.scan_parquet(path).drop(written).with_row_index(S.SOURCE_ROW)
+    else:  # the reader numbers the rows itself, so filters on step still prune row groups
+        lf = pl.scan_parquet(path, row_index_name=S.SOURCE_ROW)
+    return lf.rename(renames).with_columns(pl.lit(str(path)).alias(S.SOURCE_FILE)), written
 
 
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:

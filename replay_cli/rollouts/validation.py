@@ -92,9 +92,24 @@ def load_rollouts(
     distributed replay whose driver has already validated the same files.
     """
     paths = discover(sources)
-    frames = [scan_file(path, mapping or {}) for path in paths]
+    scanned = [scan_file(path, mapping or {}) for path in paths]
     files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths] if check_values else []
-    return _build(frames, [str(p) for p in paths], files, group_size, strict, check_values)
+    names = [str(p) for p in paths]
+    out = _build([lf for lf, _ in scanned], names, files, group_size, strict, check_values)
+    out.notes[:0] = [
+        dropped_note(name, written)
+        for name, (_, written) in zip(names, scanned, strict=True)
+        if written
+    ]
+    return out
+
+
+def dropped_note(name: str, written: list[str]) -> str:
+    """The loading note for columns a replay writes itself, found in an input and ignored."""
+    return (
+        f"{name}: ignored {len(written)} column(s) that a replay writes itself "
+        f"({', '.join(written[:6])}{', ...' if len(written) > 6 else ''}); they are recomputed"
+    )
 
 
 def rollouts_from_frame(
@@ -108,12 +123,17 @@ def rollouts_from_frame(
     lf = frame.lazy()
     columns = lf.collect_schema().names()
     renames = {a: c for a, c in S.ALIASES.items() if a in columns and c not in columns}
+    written = [c for c in columns if c in S.written_by_replay()]
     lf = (
-        lf.rename(renames)
+        lf.drop(written)
+        .rename(renames)
         .with_row_index(S.SOURCE_ROW)
         .with_columns(pl.lit(name).alias(S.SOURCE_FILE))
     )
-    return _build([lf], [name], [], group_size, strict)
+    out = _build([lf], [name], [], group_size, strict)
+    if written:
+        out.notes.insert(0, dropped_note(name, written))
+    return out
 
 
 def _build(
