@@ -339,10 +339,24 @@ def main() -> None:
         _task(*args.task)
         return
     if args.startup:
-        print("| command | wall seconds | note |")
-        print("|---|---:|---|")
-        for name, seconds, note in startup_rows(max(args.repeat, 5)):
-            print(f"| {name} | {seconds:.2f} | {note} |")
+        rows = startup_rows(max(args.repeat, 5))
+        walls = {name: seconds for name, seconds, _ in rows}
+        # Ratios to the imports each command cannot avoid, measured in the same run, so that
+        # they survive a loaded machine and a disabled bytecode cache (PYTHONDONTWRITEBYTECODE).
+        bounds = {
+            "replay-cli --help": "bound: import typer.rich_utils, pydantic (what --help needs)",
+            "replay-cli replay data_samples/rollouts_small.parquet": (
+                "bound: import polars, numpy (what any replay needs)"
+            ),
+        }
+        print(
+            f"writing .pyc: {'off' if sys.flags.dont_write_bytecode else 'on'} (existing ones are read)"
+        )
+        print("| command | wall seconds | × its import bound |")
+        print("|---|---:|---:|")
+        for name, seconds, _ in rows:
+            ratio = f"{seconds / walls[bounds[name]]:.2f}" if name in bounds else ""
+            print(f"| {name} | {seconds:.2f} | {ratio} |")
         return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     sweeps = [] if args.sweeps == "none" else [int(s) for s in args.sweeps.split(",")]

@@ -1,0 +1,143 @@
+"""The report stage's share of a sweep (issue 27): what a sweep spends after the replay (findings,
+charts, index.html, the table writes), in process and as whole commands.
+
+    uv run python benchmarks/bench_report_stage.py [--cases 1000000x24,100000x100] [--repeat 3]
+
+Per case (rollouts x configs, groups of 16 from `synth`): the in-process split of one
+`replay_to_report(..., charts=True, rows="none")` into load + replay and the report stage
+(`finish_report`), and the wall time of the whole `replay-cli sweep --rows none` with and without
+`--no-charts`. Each figure is the fastest of `--repeat` runs, each in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LAMBDAS = ["0", "1/480", "1/240", "1/120", "1/90", "1/60", "1/45", "1/30", "1/20", "1/15"]
+FLOORS = ["none", "0.05", "-0.5", "0", "0.1"]
+
+
+def grid(configs: int) -> dict[str, list[str]]:
+    """A sweep grid of `configs` points, lambda x apply_to x floor (2 x lambdas x floors must
+    equal `configs`, with up to 10 lambdas and 5 floors)."""
+    for floors in range(1, len(FLOORS) + 1):
+        lambdas, rest = divmod(configs, 2 * floors)
+        if not rest and lambdas <= len(LAMBDAS):
+            return {
+                "lambda-time": LAMBDAS[:lambdas],
+                "apply-to": ["all", "correct"],
+                "floor": FLOORS[:floors],
+            }
+    raise SystemExit(f"no lambda x apply_to x floor grid has {configs} configs")
+
+
+def flags(configs: int) -> list[str]:
+    return [x for k, v in grid(configs).items() for x in (f"--{k}", ",".join(v))]
+
+
+INPROCESS = """
+import json, sys, time
+t0 = time.perf_counter()
+import replay_cli.api as api
+from replay_cli.parameters import expand, parse_value
+from replay_cli.report import write
+g = json.loads(sys.argv[2])
+configs = expand({}, {k.replace("-", "_"): [parse_value(k.replace("-", "_"), v) for v in vs]
+                      for k, vs in g.items()})
+marks = {}
+finish = write.finish_report
+def timed(*a, **k):
+    marks["start"] = time.perf_counter(); finish(*a, **k); marks["end"] = time.perf_counter()
+api.finish_report = timed
+t1 = time.perf_counter()
+api.replay_to_report([sys.argv[1]], configs, sys.argv[3], charts=True, force=True, rows="none")
+print(json.dumps({"configs": len(configs), "imports": t1 - t0, "replay": marks["start"] - t1,
+                  "report": marks["end"] - marks["start"]}))
+"""
+
+
+def in_process(path: Path, configs: int, out: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", INPROCESS, str(path), json.dumps(grid(configs)), str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def wall(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="1000000x24,100000x100")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    cli = [sys.executable, "-m", "replay_cli"]
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"writing .pyc {'off' if sys.flags.dont_write_bytecode else 'on'}"
+    )
+    print(
+        "| rollouts | configs | in process: load + replay s | report stage s | report share | "
+        "whole sweep s | with --no-charts s | charts' share of the command |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in args.cases.split(","):
+            rows, configs = (int(float(x)) for x in case.split("x"))
+            data = Path(tmp) / f"in{rows}.parquet"
+            steps = max(1, rows // 10_000)
+            subprocess.run(
+                [
+                    *cli,
+                    "synth",
+                    str(data),
+                    "--steps",
+                    str(steps),
+                    "--groups",
+                    "625",
+                    "--group-size",
+                    "16",
+                    "--force",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            runs = [in_process(data, configs, Path(tmp) / "r") for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r["replay"] + r["report"])
+            sweep = [
+                *cli,
+                "sweep",
+                str(data),
+                "--out",
+                str(Path(tmp) / "s"),
+                "--force",
+                "--rows",
+                "none",
+                *flags(configs),
+            ]
+            with_charts = min(wall(sweep) for _ in range(args.repeat))
+            without = min(wall([*sweep, "--no-charts"]) for _ in range(args.repeat))
+            share = best["report"] / (best["imports"] + best["replay"] + best["report"])
+            print(
+                f"| {rows:,} | {best['configs']} | {best['replay']:.2f} | {best['report']:.2f} | "
+                f"{share:.0%} | {with_charts:.2f} | {without:.2f} | "
+                f"{(with_charts - without) / with_charts:.0%} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
