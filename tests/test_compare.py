@@ -119,11 +119,24 @@ def test_compare_unknown_reference(synth_path, tmp_path):
 
 
 def test_plot_command_rerenders(synth_path, tmp_path):
+    """`plot` redraws the charts from the report's tables: the same PNG bytes as the replay drew
+    for every chart read from those tables, and the page still embeds each of them."""
     report = tmp_path / "rep"
-    api.replay_to_report([synth_path], [config(), config({"lambda_time": 1 / 30})], report)
+    cfgs = [config(), config({"lambda_time": 1 / 30})]
+    api.replay_to_report([synth_path], cfgs, report, charts=True)
+    charts = report / "charts"
+    drawn = {p.name: p.read_bytes() for p in charts.glob("*.png")}
+    for p in charts.glob("*.png"):
+        p.unlink()
     result = runner.invoke(app, ["plot", str(report)])
     assert result.exit_code == 0, result.output
-    assert (report / "charts" / "signal_vs_lambda.png").exists()
+    again = {p.name: p.read_bytes() for p in charts.glob("*.png")}
+    from_tables = ["signal_vs_lambda.png", "inversion_vs_lambda.png", "advantage_distribution.png"]
+    for name in from_tables:
+        assert again[name] == drawn[name], name
+    assert set(again) <= set(drawn)
+    page = (report / "index.html").read_text()
+    assert page.count("data:image/png;base64,") >= len(again)
 
 
 def test_plot_rejects_a_non_report(tmp_path):

@@ -1,5 +1,7 @@
 """Tests for replay_cli.engine.run: chunking by whole steps and streaming rows change no number."""
 
+import json
+
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -79,8 +81,31 @@ def test_rows_sample_keeps_whole_groups(synth_path, tmp_path):
     assert written.height < full.height
 
 
-def test_rows_none_writes_no_row_table(synth_path, tmp_path):
-    api.replay_to_report([synth_path], [config()], tmp_path / "r", rows="none", charts=True)
-    assert not (tmp_path / "r" / "rollouts.parquet").exists()
-    assert (tmp_path / "r" / "summary.parquet").exists()
-    assert (tmp_path / "r" / "charts" / "advantage_distribution.png").exists()
+def test_rows_none_writes_no_row_table_and_the_same_numbers(synth_path, tmp_path):
+    """rows=none leaves out rollouts.parquet only: every other table is the rows=all report's,
+    and the summary's quantiles are those of the rows that were not written."""
+    cfgs = [config(), config({"apply_to": "correct", "floor": 0.05})]
+    api.replay_to_report([synth_path], cfgs, tmp_path / "none", rows="none", charts=True)
+    api.replay_to_report([synth_path], cfgs, tmp_path / "all", rows="all")
+    none, full = tmp_path / "none", tmp_path / "all"
+    assert not (none / "rollouts.parquet").exists()
+    assert (none / "charts" / "advantage_distribution.png").exists()
+    manifest = json.loads((none / "manifest.json").read_text())
+    assert manifest["rows"] == "none"
+    assert "rollouts" not in manifest["tables"]
+    for table in ("summary", "steps", "groups", "findings", "recommendation"):
+        assert_frame_equal(
+            pl.read_parquet(none / f"{table}.parquet"), pl.read_parquet(full / f"{table}.parquet")
+        )
+    rows = pl.read_parquet(full / "rollouts.parquet")
+    summary = pl.read_parquet(none / "summary.parquet")
+    for cfg in cfgs:
+        trained = rows.filter(
+            pl.col("config_id") == cfg.config_id,
+            pl.col("split") == "train",
+            ~pl.col("masked"),
+            pl.col("kept"),
+        )["advantage"]
+        mine = summary.filter(pl.col("config_id") == cfg.config_id)
+        assert mine["adv/p50"].item() == pytest.approx(trained.quantile(0.5, "linear"), rel=1e-12)
+        assert mine["adv/max"].item() == trained.max()

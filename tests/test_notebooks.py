@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
@@ -26,5 +27,15 @@ def test_notebook_runs(path, monkeypatch):
         best = namespace["best"]
         assert best["role"] == "recommended"
         values, _ = parse_overrides(best["overrides"].split())
-        assert to_config(values).config_id == best["config_id"]
+        launched = to_config(values)
+        assert launched.config_id == best["config_id"]
         assert best["config_id"] in [c.config_id for c in result.configs]
+        # What the notebook shows for the config it recommends is what that config gives when
+        # launched alone: the same summary row as in the sweep.
+        from polars.testing import assert_frame_equal
+
+        from replay_cli.engine.run import run_replay
+
+        alone = run_replay(namespace["rollouts"], [launched]).summary
+        in_sweep = result.summary.filter(pl.col("config_id") == launched.config_id)
+        assert_frame_equal(alone, in_sweep)

@@ -1,0 +1,293 @@
+"""Mutation testing of the modules that carry correctness: plant one small bug at a time and check
+that the tests catch it (issue 28; docs/testing.md records the results).
+
+    uv run python scripts/mutate.py [MODULE ...] [--per-module 30] [--seed 0] [--jobs 2]
+        [--json results.json] [--list]
+
+Mutants are single-point changes found in each module's syntax tree: a comparison flipped or
+loosened (< ↔ <=, == ↔ !=), `and` ↔ `or`, `&` ↔ `|`, a `not` or `~` dropped, `+` ↔ `-`,
+`*` ↔ `/`, min ↔ max (also numpy's minimum/maximum, argmin/argmax), True ↔ False, an integer
+constant ± 1 and a float constant scaled by 1.5. A seeded sample of `--per-module` mutants per
+module is run; each runs the module's test files (MODULES below, chosen as the tests that exercise
+it) in a private copy of the tree, stopping at the first failure. A mutant is killed when the
+tests fail or time out, and survives when they pass. Run it by hand, not in CI: a full run takes
+tens of minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MODULES: dict[str, list[str]] = {
+    "replay_cli/maths/shaping.py": ["test_shaping", "test_reference", "test_properties"],
+    "replay_cli/maths/grpo_arrays.py": [
+        "test_advantages",
+        "test_reference",
+        "test_batched",
+        "test_rounding",
+    ],
+    "replay_cli/maths/exact_moments.py": ["test_exact_moments", "test_advantages"],
+    "replay_cli/maths/segments.py": ["test_segments", "test_advantages", "test_tables"],
+    "replay_cli/maths/rounding.py": ["test_rounding"],
+    "replay_cli/maths/peers.py": ["test_peers"],
+    "replay_cli/maths/filters.py": ["test_filters"],
+    "replay_cli/engine/tables.py": ["test_tables", "test_reference", "test_engine"],
+    "replay_cli/engine/diagnostics.py": ["test_tables", "test_findings", "test_reference"],
+    "replay_cli/engine/pushes.py": ["test_tables", "test_reference", "test_recommendation"],
+    "replay_cli/advice/findings.py": ["test_findings"],
+    "replay_cli/advice/recommendation.py": ["test_recommendation"],
+    "replay_cli/analysis/verify.py": ["test_verify", "test_rounding"],
+    "replay_cli/rollouts/value_checks.py": ["test_validation", "test_reliability"],
+}
+"""Each module under test and the test files (in tests/) that exercise it."""
+
+FLIPS = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.And: ast.Or,
+    ast.Or: ast.And,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+}
+NAMES = {
+    "min": "max",
+    "max": "min",
+    "minimum": "maximum",
+    "maximum": "minimum",
+    "argmin": "argmax",
+    "argmax": "argmin",
+}
+
+
+@dataclass
+class Mutant:
+    module: str
+    index: int  # the n-th mutation point of the module, in walk order
+    line: int
+    what: str
+    status: str = ""
+    seconds: float = 0.0
+
+
+def _skipped(tree: ast.AST) -> set[int]:
+    """Ids of nodes never mutated: docstrings and annotations (unevaluated strings here)."""
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            out.add(id(first.value))
+        for field in ("annotation", "returns"):
+            sub = getattr(node, field, None)
+            if isinstance(sub, ast.AST):
+                out.update(id(n) for n in ast.walk(sub))
+    return out
+
+
+def points(tree: ast.AST) -> list[tuple[ast.AST, str, object]]:
+    """Every mutation point of a tree: (node, description, how to apply it)."""
+    skip = _skipped(tree)
+    out: list[tuple[ast.AST, str, object]] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                if type(op) in FLIPS:
+                    new = FLIPS[type(op)].__name__
+                    out.append((node, f"{type(op).__name__} -> {new}", ("cmp", k)))
+        elif isinstance(node, (ast.BoolOp, ast.BinOp)) and type(node.op) in FLIPS:
+            out.append((node, f"{type(node.op).__name__} -> {FLIPS[type(node.op)].__name__}", "op"))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert)):
+            out.append((node, f"drop {type(node.op).__name__}", "unary"))
+        elif isinstance(node, ast.Name) and node.id in NAMES and isinstance(node.ctx, ast.Load):
+            out.append((node, f"{node.id} -> {NAMES[node.id]}", "name"))
+        elif isinstance(node, ast.Attribute) and node.attr in NAMES:
+            out.append((node, f".{node.attr} -> .{NAMES[node.attr]}", "attr"))
+        elif isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                out.append((node, f"{v} -> {not v}", "bool"))
+            elif isinstance(v, int):
+                out.append((node, f"{v} -> {v + 1}", "int"))
+            elif isinstance(v, float) and v != 0.0:
+                out.append((node, f"{v!r} -> {v * 1.5!r}", "float"))
+    return out
+
+
+def mutated_source(source: str, index: int) -> str:
+    """The module's source with mutation point `index` applied (unparsed from the tree)."""
+    tree = ast.parse(source)
+    node, _, how = points(tree)[index]
+    if isinstance(how, tuple):
+        node.ops[how[1]] = FLIPS[type(node.ops[how[1]])]()
+    elif how == "op":
+        node.op = FLIPS[type(node.op)]()
+    elif how == "unary":  # `not x` -> `x`, `~mask` -> `mask`
+        tree = _Replace(node, node.operand).visit(tree)
+    elif how == "name":
+        node.id = NAMES[node.id]
+    elif how == "attr":
+        node.attr = NAMES[node.attr]
+    elif how == "bool":
+        node.value = not node.value
+    elif how == "int":
+        node.value = node.value + 1
+    elif how == "float":
+        node.value = node.value * 1.5
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+class _Replace(ast.NodeTransformer):
+    """Replace one node (by identity) with another."""
+
+    def __init__(self, old: ast.AST, new: ast.AST) -> None:
+        self.old, self.new = old, new
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        return self.new if node is self.old else super().generic_visit(node)
+
+
+def plan(modules: list[str], per_module: int, seed: int) -> list[Mutant]:
+    """A seeded sample of mutants per module (all of them when there are fewer)."""
+    out = []
+    for module in modules:
+        tree = ast.parse((ROOT / module).read_text())
+        found = points(tree)
+        chosen = sorted(
+            random.Random(f"{seed}:{module}").sample(range(len(found)), min(per_module, len(found)))
+        )
+        out.extend(Mutant(module, i, found[i][0].lineno, found[i][1]) for i in chosen)
+    return out
+
+
+def workspace(base: Path) -> Path:
+    """A private copy of the parts of the tree the tests read."""
+    for name in (
+        "replay_cli",
+        "tests",
+        "data_samples",
+        "notebooks",
+        "docs",
+        "pyproject.toml",
+        "README.md",
+    ):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, base / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, base / name)
+    return base
+
+
+def run_one(m: Mutant, base: Path, timeout: float) -> Mutant:
+    target = base / m.module
+    original = (ROOT / m.module).read_text()
+    target.write_text(mutated_source(original, m.index))
+    tests = [f"tests/{t}.py" for t in MODULES[m.module]]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            cwd=base,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        m.status = "survived" if done.returncode == 0 else "killed"
+    except subprocess.TimeoutExpired:
+        m.status = "killed (timeout)"
+    finally:
+        target.write_text(original)
+    m.seconds = round(time.perf_counter() - start, 1)
+    return m
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", default=list(MODULES))
+    ap.add_argument("--per-module", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
+    args = ap.parse_args()
+    mutants = plan(args.modules, args.per_module, args.seed)
+    if args.list:
+        for m in mutants:
+            print(f"{m.module}:{m.line} #{m.index} {m.what}")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        bases = [workspace(Path(tmp) / f"w{k}") for k in range(args.jobs)]
+        for module in args.modules:  # the unmutated tree must pass, or every mutant is "killed"
+            tests = [f"tests/{t}.py" for t in MODULES[module]]
+            clean = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                cwd=bases[0],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if clean.returncode != 0:
+                raise SystemExit(
+                    f"the tests of {module} fail without a mutant:\n{clean.stdout[-2000:]}"
+                )
+        free = list(bases)
+        results: list[Mutant] = []
+
+        def job(m: Mutant) -> Mutant:
+            base = free.pop()
+            try:
+                return run_one(m, base, args.timeout)
+            finally:
+                free.append(base)
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for m in pool.map(job, mutants):
+                results.append(m)
+                print(
+                    f"{m.status:16s} {m.seconds:6.1f}s {m.module}:{m.line} #{m.index} {m.what}",
+                    flush=True,
+                )
+    print()
+    print("| module | mutants | killed | survived |")
+    print("|---|---:|---:|---:|")
+    for module in args.modules:
+        mine = [m for m in results if m.module == module]
+        killed = sum(m.status.startswith("killed") for m in mine)
+        print(f"| {module} | {len(mine)} | {killed} | {len(mine) - killed} |")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(m) for m in results], indent=1))
+
+
+if __name__ == "__main__":
+    main()
