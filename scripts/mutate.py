@@ -2,7 +2,7 @@
 that the tests catch it (issue 28; docs/testing.md records the results).
 
     uv run python scripts/mutate.py [MODULE ...] [--per-module 30] [--seed 0] [--jobs 2]
-        [--json results.json] [--list]
+        [--json results.json] [--list] [--rerun results.json]
 
 Mutants are single-point changes found in each module's syntax tree: a comparison flipped or
 loosened (< ↔ <=, == ↔ !=), `and` ↔ `or`, `&` ↔ `|`, a `not` or `~` dropped, `+` ↔ `-`,
@@ -240,8 +240,19 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
+    ap.add_argument(
+        "--rerun", type=Path, help="run again the mutants that survived in this --json file"
+    )
     args = ap.parse_args()
-    mutants = plan(args.modules, args.per_module, args.seed)
+    if args.rerun:
+        earlier = [Mutant(**m) for m in json.loads(args.rerun.read_text())]
+        mutants = [
+            Mutant(m.module, m.index, m.line, m.what)
+            for m in earlier
+            if m.status == "survived" and m.module in args.modules
+        ]
+    else:
+        mutants = plan(args.modules, args.per_module, args.seed)
     if args.list:
         for m in mutants:
             print(f"{m.module}:{m.line} #{m.index} {m.what}")

@@ -134,3 +134,22 @@ def test_advantage_raw_ignores_shaping():
     rows = replay_frame(frame, {"lambda_time": 1 / 60}).rows.sort("rollout_index")
     assert rows["advantage_raw"].to_list() == [0.0, 0.0, 0.0, 0.0]
     assert rows["advantage"][0] > 0 > rows["advantage"][3]
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_the_toggled_baseline_drops_or_adds_the_masked_rows_votes(precision):
+    """`baseline_masking_toggled` is the baseline under the other masking choice. A group of three
+    with one masked row: with masked rows voting (default), the toggle leaves two valid rows, so
+    each valid row's LOO baseline is the other valid row's reward, and the masked row's is the
+    mean of both (it divides by n - 1 = 1 as the trainer does); with exclude_masked, the toggle
+    lets all three vote."""
+    frame = rollouts(
+        reward=[1.0, 0.0, 0.5], mask_sample=[False, False, True], resolved=[True, False, False]
+    )
+    voting = replay_frame(frame, {"enabled": False}, {"precision": precision}).rows
+    assert voting.sort("rollout_index")["baseline_masking_toggled"].to_list() == [0.0, 1.0, 1.0]
+    excluded = replay_frame(
+        frame, {"enabled": False}, {"precision": precision, "exclude_masked": True}
+    ).rows.sort("rollout_index")
+    assert excluded["baseline_masking_toggled"].to_list() == [0.25, 0.75, 0.5]
+    assert excluded["baseline"].to_list() == [0.0, 1.0, 1.0]

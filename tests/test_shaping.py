@@ -225,3 +225,25 @@ def test_validation_shaped_label_sweep_and_stable_ids():
     configs = expand({}, {"validation_shaped": parse_list("validation_shaped", "false,true")})
     assert [c.label for c in configs] == ["λ=1/60 all", "λ=1/60 all val-shaped"]
     assert configs[0].config_id == "fa32cd605d" != configs[1].config_id
+
+
+def test_a_row_landing_exactly_on_the_floor_is_charged_but_not_floored():
+    """`floored` counts the clamp (the PR's metric): a row whose shaped reward is exactly the floor
+    was not moved by it; one just below is clamped up to it."""
+    rows = shaped(
+        {"lambda_time": 0.5, "floor": 0.5}, reward=[1.0, 1.0], openhands_run_time=[60.0, 61.2]
+    )
+    assert rows["reward_shaped"].to_list() == [0.5, 0.5]
+    assert rows["charged"].to_list() == [True, True]
+    assert rows["floored"].to_list() == [False, True]
+    assert rows["deduction"].to_list() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("mask_flagged", [True, False])
+def test_the_polars_plans_mask_exactly_the_flagged_rows(mask_flagged):
+    """The filters' path (row_plans) computes `masked` itself: flagged and masking on."""
+    frame = rollouts(reward=[1.0, 0.0, 1.0, 0.0], mask_sample=[True, False, False, True])
+    for advantage in ({}, {"filter": "nemo-rl"}):
+        rows = replay_frame(frame, {"mask_flagged": mask_flagged}, advantage).rows
+        want = [True, False, False, True] if mask_flagged else [False] * 4
+        assert rows.sort("rollout_index")["masked"].to_list() == want

@@ -118,3 +118,43 @@ def test_rollouts_of_other_steps_are_an_error_naming_both(synth_path, tmp_path):
     assert result.exit_code == 2
     assert "share no step: the dumps have steps 1, 2" in result.output
     assert "the rollouts 101, 102" in result.output
+
+
+def _unclipped(synth_path, cfg) -> list[float]:
+    rows = api.replay(api.load([synth_path]), cfg).rows.filter(pl.col("split") == "train")
+    return sorted(rows["advantage_unclipped"].to_list())
+
+
+@pytest.mark.parametrize("side", ["low", "high"])
+def test_a_one_sided_clip_with_two_rows_on_its_bound_is_found(synth_path, tmp_path, side):
+    """Only one bound binds, on exactly two rows: verify names that bound and no other."""
+    shaping = {"lambda_time": 1 / 60}
+    values = _unclipped(synth_path, config(shaping))
+    if side == "low":
+        bound = (values[1] + values[2]) / 2  # the two lowest rows end on it
+        advantage, want = {"clip_low": bound}, (bound, None)
+    else:
+        bound = (values[-2] + values[-3]) / 2
+        advantage, want = {"clip_high": bound}, (None, bound)
+    paths = dumps(synth_path, tmp_path, config(shaping, advantage))
+    result = verify(read_train_data(paths))
+    assert result.best["differing_rows"] == 0
+    # The dump holds float32 advantages: the bound as the log has it.
+    logged = [
+        pl.Series([x], dtype=pl.Float32).cast(pl.Float64)[0] if x is not None else None
+        for x in want
+    ]
+    assert (result.best["clip_low"], result.best["clip_high"]) == tuple(logged)
+
+
+def test_no_clip_is_named_when_each_extreme_is_a_single_row(synth_path, tmp_path):
+    """An unclipped run's extremes are single rows: no candidate carries a clip."""
+    values = _unclipped(synth_path, config({"lambda_time": 1 / 60}))
+    assert values[0] < values[1]
+    assert values[-2] < values[-1]
+    paths = dumps(synth_path, tmp_path, config({"lambda_time": 1 / 60}))
+    result = verify(read_train_data(paths))
+    assert result.best["clip_low"] is None
+    assert result.best["clip_high"] is None
+    assert result.candidates["clip_low"].null_count() == result.candidates.height == 16
+    assert result.candidates["clip_high"].null_count() == 16
