@@ -7,6 +7,11 @@ Per case (rollouts x configs, groups of 16 from `synth`): the in-process split o
 `replay_to_report(..., charts=True, rows="none")` into load + replay and the report stage
 (`finish_report`), and the wall time of the whole `replay-cli sweep --rows none` with and without
 `--no-charts`. Each figure is the fastest of `--repeat` runs, each in its own process.
+
+A second table (issue 27, item 2) gives the whole-process cost of each extra config: the sweep's
+wall time minus that of `replay-cli replay` of one config on the same input, divided by the
+configs added, beside the floor (scan + one grouped aggregation, timed in process as in
+bench_replay.py), with and without charts.
 """
 
 from __future__ import annotations
@@ -74,6 +79,25 @@ def in_process(path: Path, configs: int, out: Path) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+FLOOR = """
+import sys, time
+import polars as pl
+start = time.perf_counter()
+pl.scan_parquet(sys.argv[1]).group_by("step", "group_id").agg(
+    pl.col("reward").sum(), pl.len()
+).collect(engine="in-memory")
+print(time.perf_counter() - start)
+"""
+
+
+def floor(path: Path) -> float:
+    """The floor's own work in a fresh process (as bench_replay.py times it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(path)], check=True, capture_output=True, text=True
+    )
+    return float(done.stdout.strip())
+
+
 def wall(command: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -95,6 +119,7 @@ def main() -> None:
         "whole sweep s | with --no-charts s | charts' share of the command |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_config: list[tuple] = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
             rows, configs = (int(float(x)) for x in case.split("x"))
@@ -136,6 +161,30 @@ def main() -> None:
                 f"| {rows:,} | {best['configs']} | {best['replay']:.2f} | {best['report']:.2f} | "
                 f"{share:.0%} | {with_charts:.2f} | {without:.2f} | "
                 f"{(with_charts - without) / with_charts:.0%} |"
+            )
+            one = [*cli, "replay", str(data), "--out", str(Path(tmp) / "o"), "--force"]
+            one += ["--rows", "none"]
+            per_config.append(
+                (
+                    rows,
+                    configs,
+                    min(floor(data) for _ in range(args.repeat)),
+                    (with_charts, min(wall(one) for _ in range(args.repeat))),
+                    (without, min(wall([*one, "--no-charts"]) for _ in range(args.repeat))),
+                )
+            )
+    print()
+    print(
+        "| rollouts | configs | floor s | charts | sweep s | replay of 1 s | per extra config s | "
+        "× floor |"
+    )
+    print("|---:|---:|---:|---|---:|---:|---:|---:|")
+    for rows, configs, floor_s, *pairs in per_config:
+        for label, (sweep_s, one_s) in zip(("yes", "no"), pairs, strict=True):
+            extra = (sweep_s - one_s) / (configs - 1)
+            print(
+                f"| {rows:,} | {configs} | {floor_s:.3f} | {label} | {sweep_s:.2f} | {one_s:.2f} | "
+                f"{extra:.3f} | {extra / floor_s:.1f} |"
             )
 
 

@@ -258,6 +258,9 @@ def main() -> None:
             print(f"{m.module}:{m.line} #{m.index} {m.what}")
         return
     with tempfile.TemporaryDirectory() as tmp:
+        shared = ROOT.parent / "shared"  # the tests find ../shared beside the tree, else skip
+        if shared.is_dir():
+            (Path(tmp) / "shared").symlink_to(shared)
         bases = [workspace(Path(tmp) / f"w{k}") for k in range(args.jobs)]
         for module in args.modules:  # the unmutated tree must pass, or every mutant is "killed"
             tests = [f"tests/{t}.py" for t in MODULES[module]]

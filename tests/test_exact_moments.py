@@ -100,3 +100,84 @@ def test_mean_baseline_and_masked_rows_in_float64():
     assert loo["baseline"][3] == pytest.approx(b)
     assert loo["std"][3] == pytest.approx(math.sqrt(max((q - b * b) * 2, 0.0)))
     assert loo.filter(pl.col("masked"))["advantage"][0] == pytest.approx(0.0 - b)
+
+
+def trainer_moments(values, valid, loo):
+    """Exact (baseline, std) per row of one group, as the trainer defines them: a valid row's
+    peers are the other valid rows (LOO) or all of them (mean); an invalid row's sums run over all
+    valid rows but are divided by the peer count m of a valid row, std = sqrt((q - b²)·m/(m-1))."""
+    x = [Fraction(v) for v in values]
+    n = sum(valid)
+    out = []
+    for i, r in enumerate(x):
+        if n <= 1:
+            out.append((float(r), 0.0))
+            continue
+        m = n - 1 if loo else n
+        if valid[i] or not loo:
+            peers = [p for j, p in enumerate(x) if valid[j] and (j != i or not loo)]
+            b = sum(peers) / m
+            var = sum((p - b) ** 2 for p in peers) / (m - 1) if m > 1 else Fraction(0)
+        else:
+            peers = [p for j, p in enumerate(x) if valid[j]]
+            b = sum(peers) / m
+            var = (sum(p * p for p in peers) / m - b * b) * m / (m - 1) if m > 1 else Fraction(0)
+        out.append((float(b), math.sqrt(max(float(var), 0.0))))
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(st.tuples(st.floats(-3.0, 3.0), st.booleans()), min_size=1, max_size=6),
+        min_size=1,
+        max_size=6,
+    ),
+    loo=st.booleans(),
+)
+def test_float64_moments_of_many_groups_with_masked_rows_match_the_trainer(groups, loo):
+    # Several groups share a length (one block), with masked rows excluded from the votes: every
+    # row's baseline and std equal the exact ones of its own group, masked rows included.
+    values = [v for g in groups for v, _ in g]
+    masked = [m for g in groups for _, m in g]
+    gids = [k for k, g in enumerate(groups) for _ in g]
+    frame = rollouts(
+        reward=values, resolved=[False] * len(values), mask_sample=masked, group_id=gids
+    )
+    rows = replay_frame(
+        frame,
+        {"enabled": False},
+        {"precision": "float64", "exclude_masked": True, "baseline": "loo" if loo else "mean"},
+    ).rows.sort("source_row")
+    want = [
+        moment
+        for g in groups
+        for moment in trainer_moments([v for v, _ in g], [not m for _, m in g], loo)
+    ]
+    for i, (b, sd) in enumerate(want):
+        assert rows["baseline"][i] == pytest.approx(b, rel=1e-12, abs=1e-12), (i, groups)
+        # An invalid row's std is the trainer's subtraction, a residue of ~1e-8 where exact is 0.
+        assert rows["std"][i] == pytest.approx(sd, rel=1e-9, abs=1e-7), (i, groups)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    peer=st.floats(-3.0, 3.0),
+    odd=st.floats(-3.0, 3.0),
+    length=st.integers(3, 9),
+    where=st.integers(0, 8),
+    other=st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=9),
+)
+def test_a_rows_equal_peers_give_exactly_zero_std_wherever_it_sits(peer, odd, length, where, other):
+    # The shift that makes equal peers exact zeros must be one of the row's own peers whichever
+    # position the odd row holds (first, second or later), beside another group of any values.
+    group = [peer] * length
+    group[where % length] = odd
+    values = group + other
+    gids = [0] * length + [1] * len(other)
+    frame = rollouts(reward=values, resolved=[False] * len(values), group_id=gids)
+    rows = replay_frame(
+        frame, {"enabled": False}, {"precision": "float64", "std_guard": "legacy"}
+    ).rows.sort("source_row")
+    assert rows["std"][where % length] == 0.0
+    assert rows["baseline"][where % length] == peer

@@ -108,3 +108,13 @@ def test_statistics_are_taken_over_the_kept_rows(estimator, scale, filter_):
     key = ["step", "group_id", "rollout_index"]
     got = kept.sort(key)["advantage"].to_list()
     assert got == pytest.approx(alone.sort(key)["advantage"].to_list(), abs=1e-12)
+
+
+def test_nemo_rl_legacy_and_trivial_rules_part_on_a_float32_residue():
+    # Row 0's peers are all 0.03: the trivial rule (PR #4158) drops it; in float32 its std is a
+    # rounding residue (~1e-5, not 0), which the legacy rule keeps, as the trainer does.
+    frame = rollouts(reward=[0.0, 0.03, 0.03, 0.03], resolved=[False] * 4)
+    legacy = run(frame, filter="nemo-rl", std_guard="legacy", precision="float32").rows
+    trivial = run(frame, filter="nemo-rl", std_guard="trivial", precision="float32").rows
+    assert legacy.sort("rollout_index")["kept"].to_list() == [True] * 4
+    assert trivial.sort("rollout_index")["kept"].to_list() == [False, True, True, True]

@@ -167,3 +167,93 @@ def test_reinforce_pp_without_tokens_warns_and_the_manifest_says_so(tmp_path, to
         assert warned in result.stderr
         assert manifest["whitening_weights"] == "one per rollout"
         assert manifest["notes"][0].startswith("reinforce-pp-baseline: the input has no")
+
+
+def peer_columns(rewards, groups, estimator, validation=None, **params):
+    """Every output column of the estimator: baseline, std, unclipped, flags."""
+    frame = pl.LazyFrame(
+        {
+            "r": rewards,
+            "_gid": groups,
+            "_bid": [0] * len(rewards),
+            "_is_validation": validation or [False] * len(rewards),
+        },
+        schema={"r": pl.Float64, "_gid": pl.Int64, "_bid": pl.Int64, "_is_validation": pl.Boolean},
+    )
+    p = AdvantageParams(estimator=estimator, precision="float64", **params)
+    return add_peer_advantages(frame, "r", "_gid", "_bid", p, OUT).collect()
+
+
+TWO_GROUPS = ([1.0, 0.0, 0.0, 0.0, 0.2, 0.2, 0.2, 0.2], [0] * 4 + [1] * 4)
+MEAN = [0.25] * 4 + [0.2] * 4
+GROUP_STD = [0.5] * 4 + [0.0] * 4
+LOO = [0.0, 1 / 3, 1 / 3, 1 / 3] + [0.2] * 4
+STEP_STD = pl.Series(TWO_GROUPS[0]).std()  # the step's std over all eight rewards
+WHITE_STD = math.sqrt(0.75 / 7)  # x = r - group mean over the step: mu 0, var 0.75 / 7
+
+
+@pytest.mark.parametrize(
+    ("estimator", "params", "baseline", "std", "normalized"),
+    [
+        ("verl-grpo", {}, MEAN, GROUP_STD, True),
+        ("verl-grpo", {"normalize": False}, MEAN, None, False),
+        ("verl-rloo", {}, LOO, None, False),
+        ("trl-grpo", {}, MEAN, GROUP_STD, True),
+        ("trl-grpo", {"scale_rewards": "batch"}, MEAN, [STEP_STD] * 8, True),
+        ("trl-grpo", {"scale_rewards": "none"}, MEAN, None, False),
+        ("openrlhf-group-norm", {}, MEAN, GROUP_STD, True),
+        ("openrlhf-rloo", {}, LOO, None, False),
+        ("dr-grpo", {}, MEAN, None, False),
+        ("reinforce-pp-baseline", {}, MEAN, [WHITE_STD] * 8, True),
+    ],
+)
+def test_each_estimators_baseline_std_and_flags(estimator, params, baseline, std, normalized):
+    # A group with a signal beside a group of equal rewards: the baseline, std, normalised flag
+    # and equal-peers flag of every row, not only the advantage.
+    got = peer_columns(*TWO_GROUPS, estimator, **params)
+    assert got["b"].to_list() == pytest.approx(baseline, rel=1e-12, abs=1e-15)
+    if std is None:
+        assert got["s"].null_count() == 8
+    else:
+        assert got["s"].to_list() == pytest.approx(std, rel=1e-12, abs=1e-15)
+    assert got["norm"].to_list() == [normalized] * 8
+    assert got["eq"].to_list() == [False] * 4 + [True] * 4
+    assert got["u"].to_list() == got["a"].to_list()
+    assert got["u"][4:].to_list() == pytest.approx([0.0] * 4, abs=1e-12)
+
+
+def test_verl_rloo_only_a_group_of_one_keeps_its_reward():
+    got = peer_columns([0.7, 1.0, 0.0], [0, 1, 1], "verl-rloo")
+    assert got["u"].to_list() == pytest.approx([0.7, 1.0, -1.0])
+    assert got["b"].to_list() == pytest.approx([0.0, 0.0, 1.0])
+
+
+def test_trl_all_nan_group_counts_as_equal_peers_and_gets_zero():
+    got = peer_columns([float("nan"), float("nan"), 1.0, 0.0], [0, 0, 1, 1], "trl-grpo")
+    assert got["eq"].to_list() == [True, True, False, False]
+    assert got["u"][:2].to_list() == [0.0, 0.0]
+
+
+def test_reinforce_pp_whitening_adds_exactly_1e_8_to_the_variance():
+    # A step whose spread is itself ~1e-8: the epsilon is a visible part of the denominator.
+    got = peer_columns([0.0, 2e-4, 5.0, 5.0], [0, 0, 1, 1], "reinforce-pp-baseline")
+    var = (2 * 1e-8) / 4 * 4 / 3
+    want = [-1e-4 / math.sqrt(var + 1e-8), 1e-4 / math.sqrt(var + 1e-8), 0.0, 0.0]
+    assert got["u"].to_list() == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("estimator", ["openrlhf-group-norm", "openrlhf-rloo", "dr-grpo"])
+def test_openrlhf_checks_only_the_training_rows(estimator):
+    # Singleton and uneven groups among validation rows are not the training batch's shape; a
+    # step with no training rows at all passes the check and still gets its values.
+    rewards, groups = [1.0, 0.0, 0.5, 0.3, 0.1], [0, 0, 1, 2, 2]
+    got = peer_columns(rewards, groups, estimator, validation=[False, False, True, True, True])
+    assert got["u"][:2].to_list() == pytest.approx(
+        [1.0, -1.0]
+        if estimator == "openrlhf-rloo"
+        else [0.5 / 0.5**0.5, -0.5 / 0.5**0.5]
+        if estimator == "openrlhf-group-norm"
+        else [0.5, -0.5]
+    )
+    only_validation = peer_columns([1.0, 0.0, 0.5], [0, 0, 1], estimator, validation=[True] * 3)
+    assert only_validation.height == 3

@@ -92,11 +92,13 @@ class Runs:
 
 
 def masked_fill(x: np.ndarray, where: np.ndarray | None, fill: float) -> np.ndarray:
-    """x where `where` holds, else `fill` (±inf). A mask shared by every config (one row) is
-    added as a 0/±inf penalty, which is cheaper than a 2-D `np.where`."""
+    """x where `where` holds, else `fill`. A mask shared by every config (one row) with an
+    infinite fill is added as a 0/±inf penalty, cheaper than a 2-D `np.where`; that needs x finite
+    where the mask is off (inf - inf is nan), as advantages, rewards and deductions are."""
     if where is None:
         return x
-    if x.ndim > 1 and (where.ndim == 1 or where.shape[0] == 1) and x.shape[0] > 1:
+    shared = where.ndim == 1 or where.shape[0] == 1
+    if np.isinf(fill) and x.ndim > 1 and x.shape[0] > 1 and shared:
         return x + np.where(where, 0.0, fill).astype(x.dtype)
     return np.where(where, x, x.dtype.type(fill))
 
