@@ -5,6 +5,8 @@ from the per-row report with plain numpy, the headline rows and the order of the
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay_cli import api, findings, highlights
 from replay_cli.advice.findings import KINDS
@@ -418,3 +420,38 @@ def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
     assert top_groups(pl.concat(pieces)).equals(whole)
     values = whole.filter(pl.col("config_id") == configs[0].config_id)
     assert values["max_abs_advantage_unclipped"].is_sorted(descending=True)
+
+
+# ---- clean configs: nothing to warn about is never warned about ---------------------------------
+
+ONLY_WHEN_EXPLODING = {"explosion_unbounded"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(st.tuples(st.booleans(), st.integers(1, 60)), min_size=2, max_size=8),
+        min_size=1,
+        max_size=5,
+    ),
+    lam=st.sampled_from([1 / 480, 1 / 120, 1 / 30]),
+    precision=st.sampled_from(["float64", "float32"]),
+)
+def test_clean_configs_get_no_findings(groups, lam, precision):
+    # Binary rewards. Shaping off, and time shaping where every rollout of a group took the same
+    # minutes (a constant shift per group): nothing is inverted, tied on a floor, pushed to fail
+    # faster, gained or lost, charged on validation or signalled by uncharged rows alone. Only a
+    # genuine explosion (a lone success among many failures: |A| > 3 with binary rewards) may show.
+    resolved = [ok for g in groups for ok, _ in g]
+    minutes = [float(g[0][1]) for g in groups for _ in g]
+    gids = [k for k, g in enumerate(groups) for _ in g]
+    frame = rollouts(
+        reward=[1.0 if ok else 0.0 for ok in resolved],
+        resolved=resolved,
+        group_id=gids,
+        openhands_run_time=[60.0 * m for m in minutes],
+    )
+    for shaping in ({"enabled": False}, {"lambda_time": lam}):
+        result = replay_frame(frame, shaping, {"precision": precision})
+        fired = set(kinds(result)) & set(KINDS) - ONLY_WHEN_EXPLODING
+        assert not fired, (shaping, fired, result.findings["text"].to_list())
