@@ -3,14 +3,21 @@ float32 advantages from three platforms (../shared/fixtures/float32_platforms) f
 every config, in float32 and in float64 mode, and is tight where the platforms agree."""
 
 import json
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from replay_cli.config import AdvantageParams
 from replay_cli.engine.run import run_replay
+from replay_cli.maths.grpo_arrays import peers_all_equal
+from replay_cli.maths.rounding import f32_bound
+from replay_cli.maths.segments import Runs
 from replay_cli.parameters import parse_value, to_config
 from replay_cli.rollouts.validation import rollouts_from_frame
 
@@ -178,3 +185,125 @@ def test_platform_dependent_rows_in_the_summary(fixture):
     undecided = s["adv/explosion_possible_frac"] - s["adv/explosion_certain_frac"]
     assert undecided * rows.height == pytest.approx(1)
     assert s["adv/abs_max_high"] > 1000
+
+
+# ---- the bound's value, row by row, against a scalar re-derivation ------------------------------
+# Containment above is checked against real platforms; these pin each term of the derivation
+# (docs/semantics.md), so a bound made looser or tighter by a slip is caught, not only one that
+# stops containing the fixture.
+
+U = 2.0**-24
+
+
+def _gamma(j):
+    j = max(j, 0)
+    return j * U / (1 - j * U)
+
+
+def _ulp32(x):
+    return 2.0 ** (math.floor(math.log2(x)) - 23) if x > 0 else 0.0
+
+
+def scalar_bound(r, valid, i, loo, guard, normalize, emitted, peers_equal, rounded):
+    """Row i's bound, in plain Python from the derivation."""
+    n = sum(valid)
+    if n <= 1:
+        return 0.0
+    rv = [x if ok else 0.0 for x, ok in zip(r, valid, strict=True)]
+    mine = loo and valid[i]
+    k = n - (1 if mine else 0)
+    m = n - 1 if loo else n
+    s = sum(rv) - (rv[i] if loo else 0.0)
+    a_sum = sum(abs(x) for x in rv) - (abs(rv[i]) if loo else 0.0)
+    q = sum(x * x for x in rv) - (rv[i] ** 2 if loo else 0.0)
+    integral = all(x == round(x) for x, ok in zip(r, valid, strict=True) if ok)
+    exact = integral and sum(abs(x) for x in rv) < 2**24 and sum(x * x for x in rv) < 2**24
+    e_s = 0.0 if exact else _gamma(k - 1) * a_sum
+    e_q = 0.0 if exact else _gamma(k) * q
+    if rounded:
+        e_s += U * a_sum
+        e_q += 2.01 * U * q
+    mm = max(m, 1)
+    b, qm = s / mm, q / mm
+    e_b = (e_s + U * (abs(s) + e_s)) / mm
+    e_qm = (e_q + U * (q + e_q)) / mm
+    e_bsq = e_b * (2 * abs(b) + e_b) + U * (abs(b) + e_b) ** 2
+    d = max(qm - b * b, 0.0)
+    e_d = e_qm + e_bsq + U * (qm + e_qm + b * b + e_bsq)
+    c = mm / max(mm - 1, 1)
+    var = d * c
+    e_var = (c * e_d + c * (d + e_d) * 2.01 * U) * 1.001
+    smallest = max(min(qm - e_qm, (abs(b) - e_b) ** 2), 0.0)
+    var_min = c * (1 - 3 * U) * (_ulp32(smallest) if smallest > 0 else 2.0**-149)
+    zero_possible = var - e_var <= 0
+    std_lo = math.sqrt(var_min if zero_possible else var - e_var) * (1 - U)
+    std_hi = math.sqrt(var + e_var) * (1 + U)
+    a = r[i] - b
+    e_a = (e_b + U * (abs(r[i]) + abs(b) + e_b) * (2 if rounded else 1)) * 1.001
+    a_lo, a_hi = a - e_a, a + e_a
+    den_lo, den_hi = (std_lo + 1e-6) * (1 - U), (std_hi + 1e-6) * (1 + U)
+    quotients = [a_lo / den_lo, a_lo / den_hi, a_hi / den_lo, a_hi / den_hi]
+    lo_q, hi_q = min(quotients), max(quotients)
+    n_lo = lo_q * (1 - math.copysign(1, lo_q) * 2 * U if lo_q else 1)
+    n_hi = hi_q * (1 + math.copysign(1, hi_q) * 2 * U if hi_q else 1)
+    exactly_zero = (loo and m == 1) or (exact and peers_equal) or not var + e_var > 0
+    trivial = peers_equal and guard == "trivial"
+    lo, hi = math.inf, -math.inf
+    if not normalize or exactly_zero or zero_possible or trivial:
+        lo, hi = a_lo, a_hi
+    if normalize and not exactly_zero and not trivial:
+        lo, hi = min(lo, n_lo), max(hi, n_hi)
+    return max(abs(emitted - lo), abs(hi - emitted))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(
+            st.tuples(
+                st.one_of(
+                    st.integers(-3, 3).map(float),  # exact sums
+                    st.floats(-3.0, 3.0, width=32),
+                    st.sampled_from([0.95, 0.3, 0.7]),  # equal peers
+                ),
+                st.booleans(),
+            ),
+            min_size=1,
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    loo=st.booleans(),
+    guard=st.sampled_from(["legacy", "trivial"]),
+    normalize=st.booleans(),
+    rounded=st.booleans(),
+)
+def test_the_bound_of_every_row_equals_the_derivation(groups, loo, guard, normalize, rounded):
+    r = np.array([x for g in groups for x, _ in g], dtype=np.float32)
+    valid = np.array([not masked for g in groups for _, masked in g])
+    runs = Runs(np.array([k for k, g in enumerate(groups) for _ in g]))
+    p = AdvantageParams(
+        baseline="loo" if loo else "mean", std_guard=guard, normalize=normalize, precision="float32"
+    )
+    emitted = np.linspace(-1.0, 1.0, len(r))  # any value: the bound is measured from it
+    peers_equal = peers_all_equal(r, valid, runs, p)
+    got = f32_bound(r, valid, runs, p, emitted, peers_equal, rounded_inputs=rounded)
+    start = 0
+    for g in groups:
+        rows = [float(x) for x in r[start : start + len(g)]]
+        ok = [bool(v) for v in valid[start : start + len(g)]]
+        for j in range(len(g)):
+            want = scalar_bound(
+                rows,
+                ok,
+                j,
+                loo,
+                guard,
+                normalize,
+                emitted[start + j],
+                peers_equal[start + j],
+                rounded,
+            )
+            assert got[start + j] == pytest.approx(want, rel=1e-9, abs=1e-300), (g, j)
+        start += len(g)

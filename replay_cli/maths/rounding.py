@@ -44,7 +44,7 @@ def f32_bound(
     emitted: np.ndarray,
     peers_equal: np.ndarray,
     *,
-    rounded_inputs: bool = False,
+    rounded_inputs: bool,
 ) -> np.ndarray:
     """Per row, a bound B such that every float32 evaluation of the trainer's (unclipped)
     advantage lies within emitted ± B; `reward` holds the float32 rewards (configs × rows or
