@@ -256,3 +256,49 @@ def test_pushes_split_the_minutes_covariance_and_vanish_among_tied_outcomes(reso
     assert parts == pytest.approx(whole, rel=1e-9, abs=1e-9)
     assert group["push_minutes_fail_off"] == pytest.approx(0.0, abs=1e-12)
     assert group["push_minutes_pass_off"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_group_has_signal_counts_the_unmasked_rows_whose_deductions_differ():
+    # Two unmasked rows with different deductions beside a masked one: a signal, in either
+    # semantics (the internal one looks at any spread of minutes).
+    frame = rollouts(
+        reward=[0.0, 0.0, 0.0], openhands_run_time=[60.0, 1800.0, 600.0], mask_sample=[0, 0, 1]
+    )
+    for semantics in ("nemo-rl", "internal"):
+        step = replay_frame(frame, {"semantics": semantics}).steps.row(0, named=True)
+        assert step["time_efficiency/group_has_signal"] == 1.0, semantics
+
+
+@pytest.mark.parametrize(("seconds", "signal"), [(6e-5, 0.0), (1.2e-4, 1.0)])
+def test_a_spread_of_exactly_the_signal_epsilon_is_no_signal(seconds, signal):
+    # lambda 1 per minute: deductions 0 and 1e-6 (exactly SIGNAL_EPS) or 2e-6.
+    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[0.0, seconds])
+    for semantics in ("nemo-rl", "internal"):
+        shaping = {"semantics": semantics, "lambda_time": 1.0}
+        step = replay_frame(frame, shaping).steps.row(0, named=True)
+        assert step["time_efficiency/group_has_signal"] == signal, semantics
+
+
+def test_a_tie_in_the_raw_rewards_is_no_inversion_with_shaping_off():
+    frame = rollouts(
+        reward=[0.5, 0.5, 1.0, 0.5], resolved=[True, False, True, False], group_id=[0, 0, 1, 1]
+    )
+    groups = replay_frame(frame, {"enabled": False}).groups.sort("group_id")
+    assert groups["inverted_off"].to_list() == [False, False]
+    inverted = rollouts(reward=[0.4, 0.5], resolved=[True, False])
+    assert replay_frame(inverted, {"enabled": False}).groups["inverted_off"].to_list() == [True]
+
+
+def test_explosion_frac_is_the_share_of_trainable_rows_beyond_three():
+    frame = rollouts(
+        reward=[1.0] * 4 + [1.0, 0.0, 0.0, 0.0, 0.0],
+        group_id=[0] * 4 + [1] * 5,
+        openhands_run_time=[600.0, 610.0, 620.0, 3000.0] + [600.0] * 5,
+        mask_sample=[False] * 8 + [True],
+    )
+    result = replay_frame(frame, {}, {"precision": "float64"})
+    trainable = result.rows.filter(~pl.col("masked") & pl.col("kept"))
+    want = (trainable["advantage_unclipped"].abs() > 3).sum() / trainable.height
+    assert 0 < want < 0.5
+    assert result.steps["adv/explosion_frac"][0] == pytest.approx(want)
+    assert result.summary["adv/explosion_frac"][0] == pytest.approx(want)

@@ -24,7 +24,6 @@ GAIN_EPS = 1e-9
 """A signal-rate gain over shaping off below this is no gain."""
 PUSH_EPS = 1e-9
 """A behaviour push (advantage × property per group) nearer 0 than this is rounding, not a push."""
-"""A signal-rate gain over shaping off below this is no gain."""
 
 
 def above(x: np.ndarray, threshold: float) -> np.ndarray:
