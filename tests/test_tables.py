@@ -302,3 +302,18 @@ def test_explosion_frac_is_the_share_of_trainable_rows_beyond_three():
     assert 0 < want < 0.5
     assert result.steps["adv/explosion_frac"][0] == pytest.approx(want)
     assert result.summary["adv/explosion_frac"][0] == pytest.approx(want)
+
+
+def test_uncharged_only_signal_when_the_uncharged_rows_mirror_the_floor():
+    # Raw rewards all 0.25 (no signal); charged rows floored to -0.25, the masked row (voting)
+    # keeps 0.25: the only spread is between charged and uncharged rows, whatever their signs.
+    frame = rollouts(
+        reward=[0.25] * 4,
+        resolved=[False] * 4,
+        mask_sample=[False, False, False, True],
+        openhands_run_time=[600.0, 1200.0, 1800.0, 600.0],
+    )
+    result = replay_frame(frame, {"lambda_time": 1 / 10, "floor": -0.25}, {"exclude_masked": False})
+    assert result.rows["reward_shaped"].to_list() == [-0.25, -0.25, -0.25, 0.25]
+    assert result.groups["time_only_signal"].to_list() == [True]
+    assert result.groups["uncharged_only_signal"].to_list() == [True]
