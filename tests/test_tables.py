@@ -7,8 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_cli.engine.diagnostics import quantiles
+from replay_cli.engine.pushes import length_bucket, length_edges
+from replay_cli.engine.run import run_replay
+from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import replay_frame, rollouts
+from factories import config, replay_frame, rollouts
 
 
 def one_group():
@@ -317,3 +320,114 @@ def test_uncharged_only_signal_when_the_uncharged_rows_mirror_the_floor():
     assert result.rows["reward_shaped"].to_list() == [-0.25, -0.25, -0.25, 0.25]
     assert result.groups["time_only_signal"].to_list() == [True]
     assert result.groups["uncharged_only_signal"].to_list() == [True]
+
+
+# ---- summary diagnostics recomputed from the per-row report -------------------------------------
+
+
+def trainable_rows(result):
+    return result.rows.filter(
+        ~pl.col("masked") & pl.col("kept") & (pl.col("split") != "validation")
+    )
+
+
+def platform_sides(rows):
+    """Per row, the least and largest |A| any platform can give (numpy, from the row's bound)."""
+    adv = rows["advantage"].to_numpy()
+    unc = rows["advantage_unclipped"].to_numpy()
+    bound = rows["advantage_f32_bound"].to_numpy()
+    free = adv == unc
+    low = np.where(free, np.maximum(np.abs(adv) - bound, 0.0), np.abs(adv))
+    high = np.where(free, np.abs(adv) + bound, np.abs(adv))
+    return low, high
+
+
+def test_extremes_over_chunks_are_the_extremes_of_all_rows():
+    # Four steps replayed one chunk each: the summary's min, max and platform sides are those
+    # of every trainable row, not of one chunk.
+    rng = np.random.default_rng(3)
+    n = 4 * 3 * 6
+    frame = rollouts(
+        reward=rng.choice([0.0, 1.0], n).tolist(),
+        openhands_run_time=rng.uniform(60, 3600, n).tolist(),
+        step=np.repeat(np.arange(1, 5), 18).tolist(),
+        group_id=np.repeat(np.arange(12), 6).tolist(),
+        mask_sample=(rng.random(n) < 0.1).tolist(),
+    )
+    cfg = config({"lambda_time": 1 / 30})
+    result = run_replay(rollouts_from_frame(frame), [cfg], chunk_rows=18)
+    rows = trainable_rows(result)
+    low, high = platform_sides(rows)
+    s = result.summary.row(0, named=True)
+    adv = rows["advantage"]
+    assert s["adv/min"] == adv.min()
+    assert s["adv/max"] == adv.max()
+    assert s["adv/abs_max"] == adv.abs().max()
+    assert s["adv/abs_max_low"] == pytest.approx(low.max(), rel=1e-12)
+    assert s["adv/abs_max_high"] == pytest.approx(high.max(), rel=1e-12)
+    per_step = rows.group_by("step").agg(pl.col("advantage").abs().max())["advantage"]
+    assert per_step.n_unique() > 1  # the chunks' extremes differ, so a wrong fold shows
+
+
+@pytest.mark.parametrize("clip", [None, 3.0])
+def test_explosions_certain_and_possible_from_the_rounding_bound(clip):
+    # Two successes among 14 failures (each success |A| 3.6, exact sums: bound 0) and, under the
+    # legacy guard, the residue group [0] + [0.95]*7 (a bound of thousands): certain counts rows
+    # past 3 on every platform, possible rows past 3 on some; a clip bounds the side it caps.
+    frame = rollouts(
+        reward=[1.0, 1.0] + [0.0] * 14 + [0.0] + [0.95] * 7,
+        resolved=[True, True] + [False] * 22,
+        group_id=[0] * 16 + [1] * 8,
+    )
+    advantage = {"std_guard": "legacy"}
+    if clip is not None:
+        advantage |= {"clip_low": -clip, "clip_high": clip}
+    result = replay_frame(frame, {"enabled": False}, advantage)
+    rows = trainable_rows(result)
+    low, high = platform_sides(rows)
+    s = result.summary.row(0, named=True)
+    assert s["adv/explosion_certain_frac"] == pytest.approx((low > 3).mean())
+    assert s["adv/explosion_possible_frac"] == pytest.approx((high > 3).mean())
+    assert s["adv/abs_max_low"] == pytest.approx(low.max())
+    assert s["adv/abs_max_high"] == pytest.approx(high.max())
+    assert (low > 3).sum() == (0 if clip else 2)
+    assert (high > 3).sum() == (low > 3).sum() + 1  # the residue row
+
+
+def test_gained_lost_and_floor_tie_rates():
+    # Group 0: all pass at different times (gained). Group 1: a success and a failure that both
+    # end on the floor (lost, and a tie in a mixed group). Group 2: all pass on the floor.
+    frame = rollouts(
+        reward=[1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
+        group_id=[0, 0, 1, 1, 2, 2],
+        openhands_run_time=[6.0, 30.0, 6000.0, 60.0, 600.0, 600.0],
+    )
+    result = replay_frame(frame, {"lambda_time": 1.0, "floor": 0.0}, {"precision": "float64"})
+    groups = result.groups.sort("group_id")
+    s = result.summary.row(0, named=True)
+    assert groups["floor_tie"].to_list() == [False, True, False]
+    assert s["signal/gained_rate"] == pytest.approx(1 / 3)
+    assert s["signal/lost_rate"] == pytest.approx(1 / 3)
+    assert s["floor/tie_group_rate"] == pytest.approx(1 / 3)
+    assert s["floor/tie_mixed_rate"] == 1.0
+
+
+def test_resolve_push_as_a_share_of_shaping_offs():
+    frame = rollouts(
+        reward=[1.0, 0.0, 0.0, 1.0, 1.0, 0.0],
+        group_id=[0, 0, 0, 1, 1, 1],
+        openhands_run_time=[3000.0, 60.0, 600.0, 60.0, 2400.0, 600.0],
+    )
+    s = replay_frame(frame, {"lambda_time": 1 / 60}, {"precision": "float64"}).summary
+    s = s.row(0, named=True)
+    assert s["push/resolve_off"] > 0
+    assert s["push/resolve"] != pytest.approx(s["push/resolve_off"])
+    assert s["push/resolve_vs_off"] == pytest.approx(s["push/resolve"] / s["push/resolve_off"])
+
+
+def test_length_buckets_put_a_median_on_an_edge_in_the_lower_bucket():
+    medians = np.array([1.0, 2.0, 3.0, 4.0])
+    edges = length_edges(medians)
+    assert edges == (2.0, 3.0)
+    assert length_bucket(medians, edges).tolist() == [0, 0, 1, 2]
+    assert length_edges(np.array([])) == (0.0, 0.0)
