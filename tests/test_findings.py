@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_cli import api, findings, highlights
-from replay_cli.advice.findings import KINDS
+from replay_cli.advice.findings import KINDS, Context, explosion_unbounded, signal_change
+from replay_cli.advice.recommendation import Rule
 from replay_cli.engine.run import run_replay
+from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, replay_frame, rollouts
@@ -168,7 +170,9 @@ def test_one_sided_clip_bounds_its_own_side():
     assert upward.summary["adv/explosion_frac"][0] > 0
     assert upward.summary["adv/explosion_trained_frac"][0] == 0.0
     assert "explosion_unbounded" not in kinds(upward)
-    assert texts(upward, "explosion_bounded")
+    (bounded,) = texts(upward, "explosion_bounded")
+    top = upward.groups["max_abs_advantage_unclipped"].max()
+    assert f", up to {top:.4g} unclipped inside it" in bounded
     downward = replay_frame(lone_failure(), {}, {"precision": "float64", "clip_high": 3.0})
     trained = downward.rows.filter(~pl.col("masked"))["advantage"].abs()
     assert downward.summary["adv/explosion_trained_frac"][0] == pytest.approx(
@@ -274,6 +278,11 @@ def test_charged_validation_is_not_comparable():
     found = internal.findings.filter(pl.col("kind") == "validation_not_comparable")
     assert found["value"][0] == pytest.approx(-20 / 60)
     assert "2 validation rows are charged (internal item 4)" in found["text"][0]
+    total, acc = row["validation/total_reward/mean"], row["validation/accuracy"]
+    assert (
+        f"validation/total_reward/mean is {total:.4g} against a raw accuracy of {acc:.4g}"
+        in (found["text"][0])
+    )
 
 
 def test_validation_not_charged_says_nothing():
@@ -310,6 +319,7 @@ def test_signal_gained_and_lost_are_both_stated():
     assert "gained in 50% of groups (ties the shaping breaks) and lost in 50%" in text
     (tie,) = texts(result, "floor_tie")
     assert "both end on the floor -0.5" in tie
+    assert "in 50% of groups (100% of mixed groups)" in tie
 
 
 # ---- the verdict first, kinds in decision order, headlines, labels -----------------------------
@@ -455,3 +465,53 @@ def test_clean_configs_get_no_findings(groups, lam, precision):
         result = replay_frame(frame, shaping, {"precision": precision})
         fired = set(kinds(result)) & set(KINDS) - ONLY_WHEN_EXPLODING
         assert not fired, (shaping, fired, result.findings["text"].to_list())
+
+
+def test_shaping_that_only_gains_signal_is_stated():
+    frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[300.0, 600.0])
+    (text,) = texts(replay_frame(frame, {}), "signal_change")
+    assert "gained in 100% of groups (ties the shaping breaks) and lost in 0%" in text
+
+
+def test_the_internal_reset_is_named_among_the_terms_that_reorder():
+    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
+    result = replay_frame(frame, {"semantics": "internal", "lambda_time": 1 / 30})
+    (text,) = texts(result, "inversion_introduced")
+    assert "(the time charge and internal item 2's reset to 0 reorder them)" in text
+
+
+def test_the_verdict_rows_are_headlines():
+    result = replay_frame(rollouts(reward=[1.0, 0.0]), {})
+    verdict = result.findings.filter(pl.col("severity") == "decision")
+    assert verdict.height >= 1
+    assert verdict["headline"].to_list() == [True] * verdict.height
+
+
+def bare_context():
+    return Context(pl.DataFrame(), {}, Rule())
+
+
+def test_a_rate_at_the_gain_epsilon_is_no_change():
+    row = {"signal/gained_rate": GAIN_EPS, "signal/lost_rate": GAIN_EPS}
+    assert signal_change(row, bare_context()) is None
+    row = {"signal/gained_rate": 2 * GAIN_EPS, "signal/lost_rate": 0.0}
+    row |= {"signal/group_rate_raw": 0.5, "signal/group_rate": 0.5}
+    assert signal_change(row, bare_context()) is not None
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "quoted"),
+    [(998.8, 1000.0, True), (999.0, 1000.0, False), (9.995, 10.0, False), (9.98, 10.0, True)],
+)
+def test_the_platform_range_is_quoted_beyond_1e_3_relative(low, high, quoted):
+    row = {
+        "config_id": "c",
+        "label": "c",
+        "adv/explosion_trained_frac": 0.1,
+        "adv/abs_max": high,
+        "adv/abs_max_low": low,
+        "adv/abs_max_high": high,
+        "adv/explosion_certain_frac": 0.05,
+    }
+    found = explosion_unbounded(row, bare_context())
+    assert (f"({low:.4g} to {high:.4g} by platform, " in found.text) == quoted
