@@ -8,7 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_cli import api
-from replay_cli.advice.recommendation import CRITERIA, Rule, decision, launch_overrides, recommend
+from replay_cli.advice.recommendation import (
+    CRITERIA,
+    NEEDED,
+    Rule,
+    decision,
+    launch_overrides,
+    recommend,
+    shaping_off,
+)
+from replay_cli.maths.thresholds import PUSH_EPS
 from replay_cli.parameters import parse_overrides, to_config
 
 from factories import config
@@ -227,3 +236,55 @@ def test_the_recommended_config_passes_every_criterion_and_is_the_strongest(rows
         assert all(best <= by_id[c]["push/minutes_pass"] + 1e-9 for c in eligible)
     else:
         assert "recommended" not in roles
+
+
+def test_lambda_zero_without_bonus_or_floor_counts_as_shaping_off():
+    rows = summary(
+        {"lambda_time": 0.0},
+        {"lambda_time": 0.0, "floor": 0.05},
+        {"lambda_time": 0.0, "lambda_call_bonus": 0.1, "call_bonus_ref": 40.0},
+        {"lambda_time": 1.0},
+        {"enabled": False},
+    )
+    assert shaping_off(rows).to_list() == [True, False, False, False, True]
+
+
+def test_a_solve_push_within_push_eps_ties_with_none():
+    # c0's push is exactly PUSH_EPS (rounding, counts as 0) and ties c1's 0: the smaller lambda
+    # wins. A push just past it ranks by strength.
+    tied = recommend(
+        summary(
+            {"lambda_time": 1 / 30, "push/minutes_pass": -PUSH_EPS},
+            {"lambda_time": 1 / 60, "push/minutes_pass": 0.0},
+        )
+    )
+    assert tied["config_id"][0] == "c1"
+    stronger = recommend(
+        summary(
+            {"lambda_time": 1 / 30, "push/minutes_pass": -2 * PUSH_EPS},
+            {"lambda_time": 1 / 60, "push/minutes_pass": 0.0},
+        )
+    )
+    assert stronger["config_id"][0] == "c0"
+
+
+def test_the_decision_lists_every_avoided_config_and_orders_the_rest_by_rank():
+    rows = summary(
+        FAILING["inversion"],
+        {"push/minutes_pass": -0.2},
+        FAILING["explosion"],
+        {"push/minutes_pass": -0.6},
+        {"push/minutes_pass": -0.4},
+    )
+    verdict = recommend(rows)
+    d = decision(verdict)
+    assert sorted(a["config_id"] for a in d["avoid"]) == ["c0", "c2"]
+    assert verdict.filter(pl.col("rank").is_not_null())["config_id"].to_list() == ["c3", "c4", "c1"]
+    assert verdict["rank"].to_list()[:3] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("missing", "ellipsis"), [(3, False), (4, True)])
+def test_an_unrated_report_names_up_to_three_missing_columns(missing, ellipsis):
+    rows = summary({}).drop(NEEDED[:missing])
+    (reason,) = recommend(rows)["reasons"].to_list()
+    assert ("…" in reason) == ellipsis
