@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.analysis.verify import verify
+from replay_cli.analysis.verify import compare_rewards, rewards_match, verify
 from replay_cli.cli.app import app
 from replay_cli.errors import InputFileError
 from replay_cli.io.train_data import read_train_data
@@ -158,3 +158,23 @@ def test_no_clip_is_named_when_each_extreme_is_a_single_row(synth_path, tmp_path
     assert result.best["clip_high"] is None
     assert result.candidates["clip_low"].null_count() == result.candidates.height == 16
     assert result.candidates["clip_high"].null_count() == 16
+
+
+@pytest.mark.parametrize(
+    ("diffs", "ok"),
+    [([0.0, 1e-5], True), ([0.0, 1.2e-5], False), ([None, 0.0], False), ([], False)],
+)
+def test_rewards_match_within_1e_5_on_every_step(diffs, ok):
+    # A step whose row counts differ has no difference (null): that is no match either.
+    rewards = pl.DataFrame({"max_abs_diff": diffs}, schema={"max_abs_diff": pl.Float64})
+    assert rewards_match(rewards) == (ok, max((d for d in diffs if d is not None), default=None))
+
+
+@pytest.mark.parametrize("n", [8, 9])
+def test_steps_without_overlap_are_listed_up_to_eight(n):
+    logged = pl.DataFrame({"step": list(range(1, n + 1)), "reward": [0.0] * n})
+    replayed = pl.DataFrame({"step": [100], "split": ["train"], "reward_shaped": [0.0]})
+    with pytest.raises(InputFileError) as err:
+        compare_rewards(logged, replayed)
+    shown = ", ".join(str(s) for s in range(1, 9))
+    assert f"the dumps have steps {shown}{' … (9 in all)' if n == 9 else ','}" in str(err.value)
