@@ -189,3 +189,32 @@ def test_a_reports_rollouts_replay_again_from_their_own_inputs(tmp_path):
     mapped = load_rollouts([path], mapping={"config_id": "group_id"})
     assert not any("ignored" in note for note in mapped.notes)
     assert mapped.frame.select("group_id").collect()["group_id"].to_list() == [7, 7]
+
+
+def test_duplicate_keys_are_found_in_an_unordered_input(tmp_path):
+    path = write(
+        tmp_path,
+        group_id=[2, 1, 2],
+        rollout_index=[0, 0, 0],
+        reward=[1.0, 0.0, 0.0],
+        openhands_run_time=[1.0] * 3,
+    )
+    with pytest.raises(SchemaError) as err:
+        load_rollouts([path])
+    assert f"duplicate key in 2 row(s), first: {path} row 0; {path} row 2" in str(err.value)
+
+
+def test_a_run_time_of_exactly_a_week_is_allowed_and_five_rows_are_shown(tmp_path):
+    week = 7 * 24 * 3600.0
+    ok = write(tmp_path, "week.parquet", group_id=[1], reward=[1.0], openhands_run_time=[week])
+    load_rollouts([ok])  # no problem raised
+    path = write(
+        tmp_path,
+        group_id=[1] * 7,
+        reward=[1.0] * 7,
+        openhands_run_time=[week + 1.0] * 7,
+    )
+    with pytest.raises(SchemaError) as err:
+        load_rollouts([path])
+    shown = "; ".join(f"{path} row {i}" for i in range(5))
+    assert f"in 7 row(s), first: {shown}\n" in str(err.value)

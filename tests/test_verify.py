@@ -7,12 +7,13 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import api
-from replay_cli.analysis.verify import compare_rewards, rewards_match, verify
+from replay_cli.analysis.verify import compare_rewards, group_rows, rewards_match, verify
 from replay_cli.cli.app import app
-from replay_cli.errors import InputFileError
+from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.io.train_data import read_train_data
+from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import config
+from factories import config, rollouts
 from writers import write_train_data
 
 
@@ -28,15 +29,24 @@ def dumps(synth_path, tmp_path, cfg):
         ({"baseline": "mean"}, {"baseline": "mean", "normalize": True}),
         ({"normalize": False}, {"normalize": False}),
         ({"clip_low": -1.0, "clip_high": 1.0}, {"clip_low": -1.0, "clip_high": 1.0}),
+        ({"exclude_masked": True}, {"exclude_masked": True}),
     ],
 )
 def test_finds_the_settings_that_made_the_log(synth_path, tmp_path, advantage, expected):
     paths = dumps(synth_path, tmp_path, config({"lambda_time": 1 / 60}, advantage))
     result = verify(read_train_data(paths))
     assert result.best["differing_rows"] == 0
+    assert result.best["rows_within_bound"] == 0  # our own float32 values: no bound needed
     for key, value in expected.items():
         assert result.best[key] == value
     assert result.grouping == "identical prompt tokens (as the trainer)"
+    # Among equally good settings the first in candidate order is named.
+    c = result.candidates
+    tied = c.filter(
+        (pl.col("differing_rows") == result.best["differing_rows"])
+        & (pl.col("max_abs_diff") == result.best["max_abs_diff"])
+    )
+    assert result.best["candidate"] == tied["candidate"].min()
 
 
 def test_reports_differing_rows(synth_path, tmp_path):
@@ -48,6 +58,11 @@ def test_reports_differing_rows(synth_path, tmp_path):
     result = verify(read_train_data(paths))
     assert result.best["differing_rows"] == 1
     assert result.differing["logged_advantage"].to_list() == [123.0]
+    moved = abs(123.0 - result.differing["recomputed"][0])
+    assert result.best["max_abs_diff"] == pytest.approx(moved)
+    first_step = result.steps.row(0, named=True)
+    assert first_step["differing_rows"] == 1
+    assert first_step["max_abs_diff"] == pytest.approx(moved)
 
 
 def test_group_size_blocks(synth_path, tmp_path):
@@ -178,3 +193,22 @@ def test_steps_without_overlap_are_listed_up_to_eight(n):
         compare_rewards(logged, replayed)
     shown = ", ".join(str(s) for s in range(1, 9))
     assert f"the dumps have steps {shown}{' … (9 in all)' if n == 9 else ','}" in str(err.value)
+
+
+def test_groups_of_one_row_are_allowed_and_zero_is_not(synth_path, tmp_path):
+    rows = read_train_data(dumps(synth_path, tmp_path, config()))
+    assert group_rows(rows, 1)[1] == "blocks of 1 rows"
+    with pytest.raises(ConfigError, match="--group-size must be at least 1, got 0"):
+        group_rows(rows, 0)
+
+
+def test_a_row_moved_by_exactly_the_tolerance_still_reproduces(tmp_path):
+    # Mean baseline without normalisation on binary rewards: A = ±0.5, and a logged value moved by
+    # exactly 2^-16 sits on the tolerance (2^-16 x max(1, |A|)): not past it.
+    frame = rollouts(reward=[1.0, 1.0, 0.0, 0.0])
+    cfg = config({"enabled": False}, {"baseline": "mean", "normalize": False})
+    rows = api.replay(rollouts_from_frame(frame), cfg).rows
+    rows = rows.with_columns(pl.col("advantage") + pl.Series([2.0**-16, 0.0, 0.0, 0.0]))
+    log = read_train_data(write_train_data(rows, tmp_path / "dumps"))
+    assert verify(log, tolerance=2.0**-16).best["differing_rows"] == 0
+    assert verify(log, tolerance=2.0**-17).best["differing_rows"] == 1
