@@ -7,6 +7,7 @@ import pytest
 
 from replay_cli.errors import InputFileError, SchemaError
 from replay_cli.rollouts.validation import load_rollouts
+from replay_cli.rollouts.value_checks import problems_message
 
 
 def write(tmp_path, name="in.parquet", **columns):
@@ -218,3 +219,26 @@ def test_a_run_time_of_exactly_a_week_is_allowed_and_five_rows_are_shown(tmp_pat
         load_rollouts([path])
     shown = "; ".join(f"{path} row {i}" for i in range(5))
     assert f"in 7 row(s), first: {shown}\n" in str(err.value)
+
+
+def test_group_size_blocks_within_one_step_load(tmp_path):
+    path = write(
+        tmp_path, step=[1, 1, 2, 2], reward=[1.0, 0.0, 0.0, 1.0], openhands_run_time=[1.0] * 4
+    )
+    load_rollouts([path], group_size=2)  # no problem raised
+
+
+def test_a_null_run_time_is_no_value_problem(tmp_path):
+    path = write(
+        tmp_path,
+        group_id=[1, 1],
+        reward=[1.0, 0.0],
+        openhands_run_time=[None, 60.0],
+        calls=[None, 3],
+    )
+    load_rollouts([path])  # counted in the summary's input/run_time_null, not refused
+
+
+@pytest.mark.parametrize(("n", "head"), [(1, "1 problem in"), (2, "2 problems in")])
+def test_the_problem_count_is_singular_or_plural(n, head):
+    assert problems_message(["a", "b"][:n]).startswith(f"{head} the rollout input:")
