@@ -2,7 +2,7 @@
 that the tests catch it (issue 28; docs/testing.md records the results).
 
     uv run python scripts/mutate.py [MODULE ...] [--per-module 30] [--seed 0] [--jobs 2]
-        [--json results.json] [--list] [--rerun results.json]
+        [--json results.json] [--list] [--rerun results.json [--every-test]]
 
 Mutants are single-point changes found in each module's syntax tree: a comparison flipped or
 loosened (< ↔ <=, == ↔ !=), `and` ↔ `or`, `&` ↔ `|`, a `not` or `~` dropped, `+` ↔ `-`,
@@ -44,11 +44,17 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/maths/exact_moments.py": ["test_exact_moments", "test_advantages"],
     "replay_cli/maths/segments.py": ["test_segments", "test_advantages", "test_tables"],
     "replay_cli/maths/rounding.py": ["test_rounding"],
+    "replay_cli/maths/advantages.py": ["test_advantages", "test_filters", "test_batched"],
     "replay_cli/maths/torch_grpo.py": ["test_torch_precision"],
     "replay_cli/maths/peers.py": ["test_peers"],
     "replay_cli/maths/filters.py": ["test_filters"],
     "replay_cli/engine/tables.py": ["test_tables", "test_reference", "test_engine"],
-    "replay_cli/engine/diagnostics.py": ["test_tables", "test_findings", "test_reference"],
+    "replay_cli/engine/diagnostics.py": [
+        "test_tables",
+        "test_findings",
+        "test_reference",
+        "test_rounding",
+    ],
     "replay_cli/engine/pushes.py": ["test_tables", "test_reference", "test_recommendation"],
     "replay_cli/advice/findings.py": ["test_findings"],
     "replay_cli/advice/recommendation.py": ["test_recommendation"],
@@ -189,6 +195,21 @@ def plan(modules: list[str], per_module: int, seed: int) -> list[Mutant]:
     return out
 
 
+def locate(m: Mutant) -> Mutant | None:
+    """The earlier mutant in today's source: its index may have moved with edits above it, so it
+    is found again by its line and description (None, with a note, when it is gone)."""
+    found = points(ast.parse((ROOT / m.module).read_text()))
+    same = [
+        i for i, (node, what, _) in enumerate(found) if what == m.what and node.lineno == m.line
+    ]
+    if m.index in same:
+        return Mutant(m.module, m.index, m.line, m.what)
+    if len(same) == 1:
+        return Mutant(m.module, same[0], m.line, m.what)
+    print(f"gone or ambiguous after edits: {m.module}:{m.line} #{m.index} {m.what}", flush=True)
+    return None
+
+
 def workspace(base: Path) -> Path:
     """A private copy of the parts of the tree the tests read."""
     for name in (
@@ -208,12 +229,13 @@ def workspace(base: Path) -> Path:
     return base
 
 
-def run_one(m: Mutant, base: Path, timeout: float) -> Mutant:
+def run_one(m: Mutant, base: Path, timeout: float, every_test: bool) -> Mutant:
     target = base / m.module
     original = (ROOT / m.module).read_text()
     target.write_text(mutated_source(original, m.index))
-    tests = [f"tests/{t}.py" for t in MODULES[m.module]]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    tests = ["tests"] if every_test else [f"tests/{t}.py" for t in MODULES[m.module]]
+    # Hypothesis draws the same examples in every run, so a run can be repeated exactly.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HYPOTHESIS_PROFILE": "derandomized"}
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -245,13 +267,20 @@ def main() -> None:
     ap.add_argument(
         "--rerun", type=Path, help="run again the mutants that survived in this --json file"
     )
+    ap.add_argument(
+        "--every-test",
+        action="store_true",
+        help="run the whole suite against each mutant (to confirm survivors), not its module's tests",
+    )
     args = ap.parse_args()
     if args.rerun:
         earlier = [Mutant(**m) for m in json.loads(args.rerun.read_text())]
         mutants = [
-            Mutant(m.module, m.index, m.line, m.what)
+            found
             for m in earlier
             if m.status == "survived" and m.module in args.modules
+            for found in [locate(m)]
+            if found is not None
         ]
     else:
         mutants = plan(args.modules, args.per_module, args.seed)
@@ -264,18 +293,23 @@ def main() -> None:
         if shared.is_dir():
             (Path(tmp) / "shared").symlink_to(shared)
         bases = [workspace(Path(tmp) / f"w{k}") for k in range(args.jobs)]
-        for module in args.modules:  # the unmutated tree must pass, or every mutant is "killed"
-            tests = [f"tests/{t}.py" for t in MODULES[module]]
+        # The unmutated tree must pass, or every mutant is "killed".
+        suites = {
+            ("tests",) if args.every_test else tuple(f"tests/{t}.py" for t in MODULES[m.module])
+            for m in mutants
+        }
+        for tests in sorted(suites):
             clean = subprocess.run(
                 [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
                 cwd=bases[0],
+                env={**os.environ, "HYPOTHESIS_PROFILE": "derandomized"},
                 capture_output=True,
                 text=True,
                 check=False,
             )
             if clean.returncode != 0:
                 raise SystemExit(
-                    f"the tests of {module} fail without a mutant:\n{clean.stdout[-2000:]}"
+                    f"{' '.join(tests)} fail without a mutant:\n{clean.stdout[-2000:]}"
                 )
         free = list(bases)
         results: list[Mutant] = []
@@ -283,7 +317,7 @@ def main() -> None:
         def job(m: Mutant) -> Mutant:
             base = free.pop()
             try:
-                return run_one(m, base, args.timeout)
+                return run_one(m, base, args.timeout, args.every_test)
             finally:
                 free.append(base)
 

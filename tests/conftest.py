@@ -1,8 +1,16 @@
-"""Shared fixtures."""
+"""Shared fixtures, and a derandomized hypothesis profile for repeatable mutation runs
+(scripts/mutate.py sets HYPOTHESIS_PROFILE=derandomized)."""
+
+import os
 
 import pytest
+from hypothesis import settings
 
 from replay_cli.rollouts.synth import synth_rollouts
+
+settings.register_profile("derandomized", derandomize=True, database=None)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture

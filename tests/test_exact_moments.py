@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from factories import replay_frame, rollouts
@@ -161,6 +161,9 @@ def test_float64_moments_of_many_groups_with_masked_rows_match_the_trainer(group
 
 
 @settings(max_examples=80, deadline=None)
+@example(peer=0.3, odd=2.5, length=3, where=1, other=[0.0, 1.0, 2.0])  # the odd row second
+@example(peer=0.7, odd=0.1, length=4, where=1, other=[0.0, 1.0, 2.0])
+@example(peer=0.3, odd=0.0, length=4, where=0, other=[0.5, 0.5, 0.5])  # the odd row first
 @given(
     peer=st.floats(-3.0, 3.0),
     odd=st.floats(-3.0, 3.0),

@@ -30,6 +30,7 @@ def test_the_reductions_of_every_run():
     assert hi.tolist() == [[5.0, -np.inf, 0.5], [2.0, -np.inf, 6.0]]
     assert runs.rows(np.array([10, 20, 30])).tolist() == [10, 10, 10, 20, 30, 30]
     assert runs.extreme("min", x[0]).to_list() == [-2.0, 4.0, 0.25]
+    assert runs.extreme("max", x[0], where).to_list() == [5.0, None, 0.5]
 
 
 def test_bounds_keep_float32_and_take_integers_as_float64():
