@@ -44,7 +44,12 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/maths/exact_moments.py": ["test_exact_moments", "test_advantages"],
     "replay_cli/maths/segments.py": ["test_segments", "test_advantages", "test_tables"],
     "replay_cli/maths/rounding.py": ["test_rounding"],
-    "replay_cli/maths/advantages.py": ["test_advantages", "test_filters", "test_batched"],
+    "replay_cli/maths/advantages.py": [
+        "test_advantages",
+        "test_filters",
+        "test_batched",
+        "test_peers",
+    ],
     "replay_cli/maths/torch_grpo.py": ["test_torch_precision"],
     "replay_cli/maths/peers.py": ["test_peers"],
     "replay_cli/maths/filters.py": ["test_filters"],

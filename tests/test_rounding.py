@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay_cli.config import AdvantageParams
@@ -256,7 +256,48 @@ def scalar_bound(r, valid, i, loo, guard, normalize, emitted, peers_equal, round
     return max(abs(emitted - lo), abs(hi - emitted))
 
 
+# The residue group (equal non-integral peers: the guard may pass), a row near its baseline (the
+# normalised interval straddles 0), and integers whose squares pass 2^24 (no longer exact).
+RESIDUE = [(0.0, False)] + [(0.95, False)] * 7
+
+
 @settings(max_examples=150, deadline=None)
+@example(groups=[RESIDUE], loo=True, guard="legacy", normalize=True, rounded=False)
+@example(groups=[RESIDUE], loo=False, guard="legacy", normalize=True, rounded=True)
+@example(
+    groups=[[(0.3, False), (0.30001, False), (0.29999, False), (0.7, False)]],
+    loo=True,
+    guard="legacy",
+    normalize=True,
+    rounded=False,
+)
+@example(
+    groups=[[(4096.0, False), (4097.0, False), (1.0, False)]],
+    loo=True,
+    guard="legacy",
+    normalize=True,
+    rounded=False,
+)
+@example(  # near 1: the least variance a subtraction can leave sits across a binade
+    groups=[
+        [(x, False) for x in (1.0002312660217285, 0.9999825954437256, 1.0003223419189453)]
+        + [(0.9996989369392395, False), (0.9997661113739014, False)]
+    ],
+    loo=False,
+    guard="legacy",
+    normalize=True,
+    rounded=False,
+)
+@example(
+    groups=[
+        [(x, False) for x in (1.000033974647522, 1.0000423192977905, 1.000037074089050)]
+        + [(1.0000382661819458, False), (1.0000319480895996, False)]
+    ],
+    loo=True,
+    guard="legacy",
+    normalize=True,
+    rounded=True,
+)
 @given(
     groups=st.lists(
         st.lists(
