@@ -59,6 +59,7 @@ MODULES: dict[str, list[str]] = {
         "test_findings",
         "test_reference",
         "test_rounding",
+        "test_filters",
     ],
     "replay_cli/engine/pushes.py": ["test_tables", "test_reference", "test_recommendation"],
     "replay_cli/advice/findings.py": ["test_findings"],

@@ -263,13 +263,20 @@ def test_pushes_split_the_minutes_covariance_and_vanish_among_tied_outcomes(reso
 
 def test_group_has_signal_counts_the_unmasked_rows_whose_deductions_differ():
     # Two unmasked rows with different deductions beside a masked one: a signal, in either
-    # semantics (the internal one looks at any spread of minutes).
+    # semantics (the internal one looks at any spread of minutes), per group and per batch (the
+    # validation group makes the batch a subset of the step's rows).
     frame = rollouts(
-        reward=[0.0, 0.0, 0.0], openhands_run_time=[60.0, 1800.0, 600.0], mask_sample=[0, 0, 1]
+        reward=[0.0] * 5,
+        openhands_run_time=[60.0, 1800.0, 600.0, 60.0, 60.0],
+        mask_sample=[0, 0, 1, 0, 0],
+        group_id=[0, 0, 0, 1, 1],
+        split=["train"] * 3 + ["validation"] * 2,
     )
     for semantics in ("nemo-rl", "internal"):
-        step = replay_frame(frame, {"semantics": semantics}).steps.row(0, named=True)
-        assert step["time_efficiency/group_has_signal"] == 1.0, semantics
+        for by in ("group", "batch"):
+            result = replay_frame(frame, {"semantics": semantics}, metrics_by=by)
+            step = result.steps.row(0, named=True)
+            assert step["time_efficiency/group_has_signal"] == 1.0, (semantics, by)
 
 
 @pytest.mark.parametrize(("seconds", "signal"), [(6e-5, 0.0), (1.2e-4, 1.0)])
