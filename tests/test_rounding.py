@@ -217,7 +217,7 @@ def scalar_bound(r, valid, i, loo, guard, normalize, emitted, peers_equal, round
     a_sum = sum(abs(x) for x in rv) - (abs(rv[i]) if loo else 0.0)
     q = sum(x * x for x in rv) - (rv[i] ** 2 if loo else 0.0)
     integral = all(x == round(x) for x, ok in zip(r, valid, strict=True) if ok)
-    exact = integral and sum(abs(x) for x in rv) < 2**24 and sum(x * x for x in rv) < 2**24
+    exact = integral and sum(x * x for x in rv) < 2**24
     e_s = 0.0 if exact else _gamma(k - 1) * a_sum
     e_q = 0.0 if exact else _gamma(k) * q
     if rounded:

@@ -64,9 +64,9 @@ def f32_bound(
     s = total - (rv if loo else 0.0)
     a_sum = total_abs - (np.abs(rv) if loo else 0.0)
     q = total_sq - (rv * rv if loo else 0.0)
-    # Sums of small integers are exact in float32, whatever the order.
+    # Sums of small integers are exact in float32, whatever the order (|x| <= x² for integers).
     integral = runs.rows(runs.sum(np.where(v, r != np.round(r), False)) == 0)
-    exact = integral & (total_abs < 2**24) & (total_sq < 2**24)
+    exact = integral & (total_sq < 2**24)
     e_s = np.where(exact, 0.0, _gamma(k - 1) * a_sum)
     e_q = np.where(exact, 0.0, _gamma(k) * q)
     if rounded_inputs:  # each reward moved by up to u|r| when the trainer made it float32
