@@ -107,6 +107,7 @@ class Mutant:
     what: str
     status: str = ""
     seconds: float = 0.0
+    col: int = -1  # the node's column: tells apart two alike mutations on one line
 
 
 def _skipped(tree: ast.AST) -> set[int]:
@@ -197,7 +198,10 @@ def plan(modules: list[str], per_module: int, seed: int) -> list[Mutant]:
         chosen = sorted(
             random.Random(f"{seed}:{module}").sample(range(len(found)), min(per_module, len(found)))
         )
-        out.extend(Mutant(module, i, found[i][0].lineno, found[i][1]) for i in chosen)
+        out.extend(
+            Mutant(module, i, found[i][0].lineno, found[i][1], col=found[i][0].col_offset)
+            for i in chosen
+        )
     return out
 
 
@@ -206,12 +210,14 @@ def locate(m: Mutant) -> Mutant | None:
     is found again by its line and description (None, with a note, when it is gone)."""
     found = points(ast.parse((ROOT / m.module).read_text()))
     same = [
-        i for i, (node, what, _) in enumerate(found) if what == m.what and node.lineno == m.line
+        i
+        for i, (node, what, _) in enumerate(found)
+        if what == m.what and node.lineno == m.line and m.col in (-1, node.col_offset)
     ]
     if m.index in same:
-        return Mutant(m.module, m.index, m.line, m.what)
+        return Mutant(m.module, m.index, m.line, m.what, col=m.col)
     if len(same) == 1:
-        return Mutant(m.module, same[0], m.line, m.what)
+        return Mutant(m.module, same[0], m.line, m.what, col=m.col)
     print(f"gone or ambiguous after edits: {m.module}:{m.line} #{m.index} {m.what}", flush=True)
     return None
 
