@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from replay_cli.errors import InputFileError, SchemaError
+from replay_cli.rollouts import value_checks
 from replay_cli.rollouts.validation import load_rollouts
 from replay_cli.rollouts.value_checks import problems_message
 
@@ -228,15 +229,31 @@ def test_group_size_blocks_within_one_step_load(tmp_path):
     load_rollouts([path], group_size=2)  # no problem raised
 
 
-def test_a_null_run_time_is_no_value_problem(tmp_path):
+def test_null_values_are_no_value_problem(tmp_path):
+    # A null reward (read as 0), run time (input/run_time_null) or call count is not refused.
     path = write(
         tmp_path,
         group_id=[1, 1],
-        reward=[1.0, 0.0],
+        reward=[None, 0.0],
         openhands_run_time=[None, 60.0],
         calls=[None, 3],
     )
-    load_rollouts([path])  # counted in the summary's input/run_time_null, not refused
+    load_rollouts([path])
+
+
+def test_at_most_five_offending_rows_are_shown_over_many_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(value_checks, "CHECK_CHUNK_ROWS", 1)  # one step per chunk
+    path = write(
+        tmp_path,
+        step=list(range(7)),
+        group_id=list(range(7)),
+        reward=[1.0] * 7,
+        openhands_run_time=[1e9] * 7,
+    )
+    with pytest.raises(SchemaError) as err:
+        load_rollouts([path])
+    shown = "; ".join(f"{path} row {i}" for i in range(5))
+    assert f"in 7 row(s), first: {shown}\n" in str(err.value)
 
 
 @pytest.mark.parametrize(("n", "head"), [(1, "1 problem in"), (2, "2 problems in")])
