@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from replay_cli import api
+from replay_cli.analysis.verify import candidate_params
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import replay_frame
@@ -121,3 +122,56 @@ def test_in_memory_and_file_inputs_agree(synth_path):
     from_file = api.replay(api.load([synth_path])).rows.drop("source_file")
     from_frame = api.replay(rollouts_from_frame(data)).rows.drop("source_file")
     assert_frame_equal(from_file, from_frame)
+
+
+@SETTINGS
+@given(
+    groups=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from([0.0, 1.0, 0.5]),
+                st.booleans(),
+                st.sampled_from([0.0, 600.0, 1800.0, 3600.0]),  # few values: many exact ties
+                st.booleans(),
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    floor=st.sampled_from([None, 0.0, -0.5]),
+    lam=st.sampled_from([0.0, 1 / 60, 1 / 30]),
+)
+def test_a_group_is_inverted_exactly_when_a_success_ends_strictly_below_a_failure(
+    groups, floor, lam
+):
+    # Ties (equal shaped rewards, both on the floor) are never inversions.
+    result = replay_frame(frame(groups), {"lambda_time": lam, "floor": floor})
+    trained = result.rows.filter(~pl.col("masked") & pl.col("kept"))
+    want = {
+        (step, gid): bool(
+            part.filter(pl.col("resolved")).height
+            and part.filter(~pl.col("resolved")).height
+            and part.filter(pl.col("resolved"))["reward_shaped"].min()
+            < part.filter(~pl.col("resolved"))["reward_shaped"].max()
+        )
+        for (step, gid), part in trained.group_by("step", "group_id")
+    }
+    got = {(r["step"], r["group_id"]): r["inverted"] for r in result.groups.iter_rows(named=True)}
+    assert {k: got[k] for k in want} == want
+    assert not any(v for k, v in got.items() if k not in want)  # no trainable rows: no inversion
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.sampled_from([-3.0, -1.5, 0.0, 0.25, 1.5, 3.0]), min_size=1, max_size=12))
+def test_a_clip_verify_tries_is_one_the_log_can_show(values):
+    # A clip bound is tried only at a logged extreme that two or more rows sit on.
+    rows = pl.DataFrame({"logged_advantage": values})
+    for p in candidate_params(rows, None):
+        for bound, extreme in ((p.clip_low, min(values)), (p.clip_high, max(values))):
+            if bound is not None:
+                assert bound == extreme
+                assert values.count(bound) >= 2
+    two_at_an_end = values.count(min(values)) >= 2 or values.count(max(values)) >= 2
+    assert any(p.clips for p in candidate_params(rows, None)) == two_at_an_end
