@@ -9,6 +9,10 @@ from replay_cli.parameters import expand
 from replay_cli.report import plots
 from replay_cli.report.facets import layout
 
+pytestmark = (
+    pytest.mark.slow
+)  # every chart drawn at three sweep sizes: `-m "not slow"` skips it, CI runs it
+
 GRIDS = {
     2: {"lambda_time": [0.0, 1 / 60]},
     12: {

@@ -211,6 +211,7 @@ def test_synth_writes_parquet(tmp_path):
     assert run("synth", out).exit_code == 2
 
 
+@pytest.mark.slow
 def test_demo_writes_report_and_charts(tmp_path):
     out = tmp_path / "demo"
     result = run("demo", "--out", out)

@@ -99,6 +99,7 @@ def test_guide_worked_example_is_real(tmp_path, monkeypatch):
     assert "Recommended: λ=1/60 correct clip[-3,3]" in result.output
 
 
+@pytest.mark.slow
 def test_readme_demo_output_is_real(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["demo"])

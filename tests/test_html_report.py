@@ -14,6 +14,10 @@ from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.parameters import expand
 
+pytestmark = (
+    pytest.mark.slow
+)  # a real browser and whole reports: `-m "not slow"` skips it, CI runs it
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -16,6 +16,8 @@ from replay_cli.parameters import expand
 
 from factories import config
 
+pytestmark = pytest.mark.slow  # a Ray cluster per test: `-m "not slow"` skips it, CI runs it
+
 SAMPLE = Path(__file__).resolve().parent.parent / "data_samples" / "rollouts_small.parquet"
 TABLES = ("rollouts", "groups", "steps", "summary")
 

@@ -20,6 +20,8 @@ from replay_cli.cli.app import app
 from replay_cli.io.tensorboard import read_scalars, runs_of
 from replay_cli.report.tensorboard import REPLAY_TAGS, run_name, trainer_tag
 
+pytestmark = pytest.mark.slow  # a real TensorBoard server: `-m "not slow"` skips it, CI runs it
+
 runner = CliRunner()
 
 
