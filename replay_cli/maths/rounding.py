@@ -84,20 +84,32 @@ def f32_bound(
         c = mm / np.maximum(mm - 1, 1)
         variance = d * c
         e_var = (c * e_d + c * (d + e_d) * 2.01 * U) * SAFETY
-        # The smallest positive variance a subtraction of two float32 numbers can leave.
-        smallest = np.maximum(np.minimum(qm - e_qm, (np.abs(b) - e_b) ** 2), 0.0)
-        var_min = c * (1 - 3 * U) * np.where(smallest > 0, _ulp32(smallest), 2.0**-149)
         zero_possible = variance - e_var <= 0
-        std_lo = np.sqrt(np.where(zero_possible, var_min, variance - e_var)) * (1 - U)
+        low_var = variance - e_var
+        if zero_possible.any():  # usually few rows: the transcendental part only there
+            at = np.nonzero(zero_possible)
+
+            def part(x: np.ndarray) -> np.ndarray:
+                return np.broadcast_to(x, zero_possible.shape)[at]
+
+            # The smallest positive variance a subtraction of two float32 numbers can leave.
+            smallest = np.maximum(
+                np.minimum(part(qm) - part(e_qm), (np.abs(part(b)) - part(e_b)) ** 2), 0.0
+            )
+            ulp = np.where(smallest > 0, _ulp32(smallest), 2.0**-149)
+            low_var[at] = part(c) * (1 - 3 * U) * ulp
+        std_lo = np.sqrt(low_var) * (1 - U)
         std_hi = np.sqrt(variance + e_var) * (1 + U)
         a = r - b
         e_a = (e_b + U * (np.abs(r) + np.abs(b) + e_b) * (2 if rounded_inputs else 1)) * SAFETY
         a_lo, a_hi = a - e_a, a + e_a
         den_lo = (std_lo + EPS) * (1 - U)
         den_hi = (std_hi + EPS) * (1 + U)
-        quotients = np.stack([a_lo / den_lo, a_lo / den_hi, a_hi / den_lo, a_hi / den_hi])
-        n_lo = quotients.min(axis=0) * (1 + np.sign(-quotients.min(axis=0)) * 2 * U)
-        n_hi = quotients.max(axis=0) * (1 + np.sign(quotients.max(axis=0)) * 2 * U)
+        q1, q2, q3, q4 = a_lo / den_lo, a_lo / den_hi, a_hi / den_lo, a_hi / den_hi
+        q_lo = np.minimum(np.minimum(q1, q2), np.minimum(q3, q4))
+        q_hi = np.maximum(np.maximum(q1, q2), np.maximum(q3, q4))
+        n_lo = q_lo * (1 + np.sign(-q_lo) * 2 * U)
+        n_hi = q_hi * (1 + np.sign(q_hi) * 2 * U)
     two = loo & (m == 1)  # a single peer: its variance is exactly 0, never normalised
     # Exact sums over equal peers leave exactly 0: the guard fails on every platform.
     exactly_zero = two | (exact & peers_equal) | ~(variance + e_var > 0)
