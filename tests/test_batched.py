@@ -6,7 +6,7 @@ included; the float64 maths to the exact reference in test_reference.py."""
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from test_reference import _frame, row
@@ -136,7 +136,38 @@ def test_float32_thresholds_compare_as_float64(threshold):
     assert below(x, threshold).tolist() == (wide < threshold).tolist()
 
 
+def _sums_exact_in_any_order(rewards: list[float]) -> bool:
+    """Whether every float64 partial sum of the float32 rewards and of their float32 squares is
+    exact: all the values' bits fit in float64's 53 whatever the order."""
+    import math
+
+    import numpy as np
+
+    for values in (
+        [np.float32(r) for r in rewards],
+        [np.float32(r) * np.float32(r) for r in rewards],
+    ):
+        exponents = [math.frexp(float(v))[1] for v in values if v != 0]
+        if exponents:
+            carry = math.ceil(math.log2(len(values))) + 1
+            if max(exponents) - min(exponents) + 24 + carry > 53:
+                return False
+    return True
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(
+    rewards=[-0.25, 1e-07, 1e-07],
+    masked=[False] * 12,
+    advantage_params={
+        "baseline": "loo",
+        "normalize": False,
+        "exclude_masked": False,
+        "std_guard": "legacy",
+        "clip_low": None,
+        "precision": "float32",
+    },
+)
 @given(
     rewards=st.lists(
         st.sampled_from([0.0, 1.0, 0.95, 0.9, 0.875, -0.25, 0.3333333333333333, 1e-7]),
@@ -157,6 +188,16 @@ def test_float32_emulation_equals_a_scalar_float32_reference(rewards, masked, ad
     rows = _both_paths(frame, [cfg])[0][0].rows
     valid = [not m for m in masked[:n]] if advantage_params["exclude_masked"] else [True] * n
     want = float32_grpo_group(rewards, valid, advantage_params)
+    if not _sums_exact_in_any_order(rewards):
+        # The float64 group totals depend on the summation order (maths/segments.py): the
+        # reference's row order and numpy's pairwise order may differ in the last bit, which the
+        # float32 residues can magnify; both lie within the row's rounding bound.
+        got = rows[S.ADV_UNCLIPPED].to_numpy()
+        bound = rows["advantage_f32_bound"].to_numpy()
+        assert all(
+            abs(g - float(w["unclipped"])) <= b for g, w, b in zip(got, want, bound, strict=True)
+        )
+        return
     for column, key in [
         (S.BASELINE, "baseline"),
         (S.STD, "std"),
