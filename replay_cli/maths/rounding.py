@@ -105,9 +105,10 @@ def f32_bound(
         a_lo, a_hi = a - e_a, a + e_a
         den_lo = (std_lo + EPS) * (1 - U)
         den_hi = (std_hi + EPS) * (1 + U)
-        q1, q2, q3, q4 = a_lo / den_lo, a_lo / den_hi, a_hi / den_lo, a_hi / den_hi
-        q_lo = np.minimum(np.minimum(q1, q2), np.minimum(q3, q4))
-        q_hi = np.maximum(np.maximum(q1, q2), np.maximum(q3, q4))
+        # The quotient's extremes over the box: a_lo <= a_hi and 0 < den_lo <= den_hi, so the
+        # least has a_lo over the two denominators and the largest a_hi over them.
+        q_lo = np.minimum(a_lo / den_lo, a_lo / den_hi)
+        q_hi = np.maximum(a_hi / den_lo, a_hi / den_hi)
         n_lo = q_lo * (1 + np.sign(-q_lo) * 2 * U)
         n_hi = q_hi * (1 + np.sign(q_hi) * 2 * U)
     two = loo & (m == 1)  # a single peer: its variance is exactly 0, never normalised
