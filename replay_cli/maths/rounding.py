@@ -36,36 +36,21 @@ def _ulp32(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, np.exp2(exponent - 23), 0.0)
 
 
-def f32_bound(
-    reward: np.ndarray,
-    valid: np.ndarray,
-    runs: Runs,
-    p: AdvantageParams,
-    emitted: np.ndarray,
-    peers_equal: np.ndarray,
-    *,
-    rounded_inputs: bool,
-) -> np.ndarray:
-    """Per row, a bound B such that every float32 evaluation of the trainer's (unclipped)
-    advantage lies within emitted ± B; `reward` holds the float32 rewards (configs × rows or
-    rows), `emitted` our unclipped advantages. `rounded_inputs`: `emitted` was computed from the
-    float64 rewards (`--precision float64`), so the rounding of each reward to float32 is added."""
-    r = reward.astype(np.float64)
+def _peer_sums(
+    r: np.ndarray, valid: np.ndarray, runs: Runs, loo: bool, rounded_inputs: bool
+) -> tuple[np.ndarray, ...]:
+    """Per row: valid count n, the trainer's denominator m, the peer sums s and q (of r and r²),
+    their error bounds e_s and e_q, and whether the sums are exact."""
     v = np.broadcast_to(valid, r.shape)
     rv = np.where(v, r, 0.0)
     n = runs.rows(runs.sum(v))
-    total = runs.rows(runs.sum(rv))
-    rv_abs, rv_sq = (
-        np.abs(rv),
-        rv * rv,
-    )  # each array pass once: the bound is most of a config's time
+    rv_abs, rv_sq = np.abs(rv), rv * rv
     total_abs = runs.rows(runs.sum(rv_abs))
     total_sq = runs.rows(runs.sum(rv_sq))
-    loo = p.baseline == "loo"
     own = np.where(v, 1, 0) if loo else 0
     k = n - own  # terms of the row's sums
-    m = (n - 1) if loo else n  # the trainer's denominator
-    s = total - (rv if loo else 0.0)
+    m = (n - 1) if loo else n
+    s = runs.rows(runs.sum(rv)) - (rv if loo else 0.0)
     a_sum = total_abs - (rv_abs if loo else 0.0)
     q = total_sq - (rv_sq if loo else 0.0)
     # Sums of small integers are exact in float32, whatever the order (|x| <= x² for integers).
@@ -76,6 +61,14 @@ def f32_bound(
     if rounded_inputs:  # each reward moved by up to u|r| when the trainer made it float32
         e_s = e_s + U * a_sum
         e_q = e_q + 2.01 * U * q
+    return n, m, s, q, e_s, e_q, exact
+
+
+def _std_interval(
+    m: np.ndarray, s: np.ndarray, q: np.ndarray, e_s: np.ndarray, e_q: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Per row: the baseline b and its error e_b, the least and largest std any platform can
+    compute, whether the variance may round to zero or below, and whether it is surely 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mm = np.maximum(m, 1)
         b = s / mm
@@ -105,20 +98,47 @@ def f32_bound(
             low_var[at] = part(c) * (1 - 3 * U) * ulp
         std_lo = np.sqrt(low_var) * (1 - U)
         std_hi = np.sqrt(high_var) * (1 + U)
+    return b, e_b, std_lo, std_hi, zero_possible, ~(high_var > 0)
+
+
+def f32_bound(
+    reward: np.ndarray,
+    valid: np.ndarray,
+    runs: Runs,
+    p: AdvantageParams,
+    emitted: np.ndarray,
+    peers_equal: np.ndarray,
+    *,
+    rounded_inputs: bool,
+) -> np.ndarray:
+    """Per row, a bound B such that every float32 evaluation of the trainer's (unclipped)
+    advantage lies within emitted ± B; `reward` holds the float32 rewards (configs × rows or
+    rows), `emitted` our unclipped advantages. `rounded_inputs`: `emitted` was computed from the
+    float64 rewards (`--precision float64`), so the rounding of each reward to float32 is added.
+    Computed in stages whose temporaries (each a configs × rows float64 array) die on return."""
+    r = reward.astype(np.float64)
+    loo = p.baseline == "loo"
+    n, m, s, q, e_s, e_q, exact = _peer_sums(r, valid, runs, loo, rounded_inputs)
+    b, e_b, std_lo, std_hi, zero_possible, surely_zero = _std_interval(m, s, q, e_s, e_q)
+    del s, q, e_s, e_q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e_a = (e_b + U * (np.abs(r) + np.abs(b) + e_b) * (2 if rounded_inputs else 1)) * SAFETY
         a = r - b
-        e_a = (e_b + U * (np.abs(r) + b_abs + e_b) * (2 if rounded_inputs else 1)) * SAFETY
         a_lo, a_hi = a - e_a, a + e_a
+        del a, e_a, b, e_b
         den_lo = (std_lo + EPS) * (1 - U)
         den_hi = (std_hi + EPS) * (1 + U)
+        del std_lo, std_hi
         # The quotient's extremes over the box: a_lo <= a_hi and 0 < den_lo <= den_hi, so the
         # least has a_lo over the two denominators and the largest a_hi over them.
         q_lo = np.minimum(a_lo / den_lo, a_lo / den_hi)
         q_hi = np.maximum(a_hi / den_lo, a_hi / den_hi)
+        del den_lo, den_hi
         n_lo = q_lo * (1 + np.sign(-q_lo) * 2 * U)
         n_hi = q_hi * (1 + np.sign(q_hi) * 2 * U)
     two = loo & (m == 1)  # a single peer: its variance is exactly 0, never normalised
     # Exact sums over equal peers leave exactly 0: the guard fails on every platform.
-    exactly_zero = two | (exact & peers_equal) | ~(high_var > 0)
+    exactly_zero = two | (exact & peers_equal) | surely_zero
     trivial = peers_equal if p.std_guard == "trivial" else np.zeros_like(peers_equal)
     if p.normalize:
         may_normalize = ~exactly_zero & ~trivial
