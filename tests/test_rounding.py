@@ -353,5 +353,5 @@ def test_the_bound_of_every_row_equals_the_derivation(groups, loo, guard, normal
                 peers_equal[start + j],
                 rounded,
             )
-            assert got[start + j] == pytest.approx(want, rel=1e-9, abs=1e-300), (g, j)
+            assert got[start + j] == pytest.approx(want, rel=1e-12, abs=1e-300), (g, j)
         start += len(g)
