@@ -61,6 +61,7 @@ def replay(
         configs = [configs]
     result = run_replay(rollouts, configs)
     result.notes = replay_notes(rollouts, configs)
+    result.input_notes = list(rollouts.notes)
     return result
 
 
@@ -197,6 +198,7 @@ def _replay_into(
                 sink.close()
                 group_sink.close()
         result.notes = replay_notes(rollouts, configs)
+        result.input_notes = list(rollouts.notes)
         finish_report(
             tmp,
             result,

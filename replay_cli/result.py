@@ -33,6 +33,9 @@ class ReplayResult:
     """`advice.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
+    input_notes: list[str] = field(default_factory=list)
+    """How the input was read (groups derived from row order, resolved taken from the reward,
+    replay-written columns dropped): printed with the report, and in the manifest."""
     computed_by: list[str] = field(default_factory=list)
     """Where arithmetic other than replay_cli's own kernels ran (`--precision torch`: torch's
     version and device), for the manifest and the terminal."""

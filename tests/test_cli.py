@@ -284,3 +284,17 @@ def test_package_names_resolve_lazily():
     assert callable(run_replay)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         replay_cli.nope  # noqa: B018
+
+
+def test_replay_prints_how_the_input_was_read(tmp_path):
+    # An input without a resolved column: the assumption the replay makes is said, not only
+    # written to the manifest.
+    path = tmp_path / "in.parquet"
+    pl.DataFrame(
+        {"group_id": [1, 1], "reward": [1.0, 0.0], "openhands_run_time": [60.0, 120.0]}
+    ).write_parquet(path)
+    result = runner.invoke(app, ["replay", str(path), "--out", str(tmp_path / "r"), "--no-charts"])
+    assert result.exit_code == 0, result.output
+    assert "Note: no 'resolved' column: resolved = reward > 0" in result.output
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert "no 'resolved' column: resolved = reward > 0" in manifest["notes"]

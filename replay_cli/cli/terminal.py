@@ -97,6 +97,8 @@ def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = Non
     typer.echo(f"Report: {Path(out) / 'index.html'}")
     for note in result.notes:
         typer.echo(f"Warning: {note}", err=True)
+    for line in result.input_notes:
+        typer.echo(f"Note: {line}", err=True)
     for line in result.computed_by:
         typer.echo(f"Note: {line}", err=True)
     print_decision(result.recommendation)
