@@ -15,19 +15,25 @@ from factories import replay_frame, rollouts
 OUT = AdvColumns("b", "s", "u", "a", "eq", "norm")
 
 
-def peer(rewards, estimator, groups=None, **params):
-    """Advantages straight from the estimator (so NaN rewards can be fed in)."""
+def peer_columns(rewards, groups, estimator, validation=None, **params):
+    """Every output column of the estimator (baseline, std, unclipped, advantage, flags), straight
+    from it (so NaN rewards can be fed in)."""
     frame = pl.LazyFrame(
         {
             "r": rewards,
-            "_gid": groups or [0] * len(rewards),
+            "_gid": groups,
             "_bid": [0] * len(rewards),
-            "_is_validation": [False] * len(rewards),
+            "_is_validation": validation or [False] * len(rewards),
         },
         schema={"r": pl.Float64, "_gid": pl.Int64, "_bid": pl.Int64, "_is_validation": pl.Boolean},
     )
     p = AdvantageParams(estimator=estimator, precision="float64", **params)
-    return add_peer_advantages(frame, "r", "_gid", "_bid", p, OUT).collect()["a"].to_list()
+    return add_peer_advantages(frame, "r", "_gid", "_bid", p, OUT).collect()
+
+
+def peer(rewards, estimator, groups=None, **params):
+    """The advantages alone, one group unless `groups` is given."""
+    return peer_columns(rewards, groups or [0] * len(rewards), estimator, **params)["a"].to_list()
 
 
 def test_verl_grpo_unbiased_std_and_eps():
@@ -167,21 +173,6 @@ def test_reinforce_pp_without_tokens_warns_and_the_manifest_says_so(tmp_path, to
         assert warned in result.stderr
         assert manifest["whitening_weights"] == "one per rollout"
         assert manifest["notes"][0].startswith("reinforce-pp-baseline: the input has no")
-
-
-def peer_columns(rewards, groups, estimator, validation=None, **params):
-    """Every output column of the estimator: baseline, std, unclipped, flags."""
-    frame = pl.LazyFrame(
-        {
-            "r": rewards,
-            "_gid": groups,
-            "_bid": [0] * len(rewards),
-            "_is_validation": validation or [False] * len(rewards),
-        },
-        schema={"r": pl.Float64, "_gid": pl.Int64, "_bid": pl.Int64, "_is_validation": pl.Boolean},
-    )
-    p = AdvantageParams(estimator=estimator, precision="float64", **params)
-    return add_peer_advantages(frame, "r", "_gid", "_bid", p, OUT).collect()
 
 
 TWO_GROUPS = ([1.0, 0.0, 0.0, 0.0, 0.2, 0.2, 0.2, 0.2], [0] * 4 + [1] * 4)
