@@ -60,15 +60,16 @@ def replay(
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
     result = run_replay(rollouts, configs)
-    result.notes = replay_notes(rollouts, configs)
-    result.input_notes = list(rollouts.notes)
+    add_notes(result, rollouts, configs)
     return result
 
 
-def replay_notes(rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> list[str]:
-    """Warnings about replaying these configs on this input (printed, and kept in the manifest)."""
+def add_notes(result: ReplayResult, rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> None:
+    """Give the result how its input was read (loading notes) and the warnings about replaying
+    these configs on it; both are printed and kept in the manifest."""
     columns = rollouts.frame.collect_schema().names()
-    return estimator_notes(columns, {c.advantage.estimator for c in configs})
+    result.notes = estimator_notes(columns, {c.advantage.estimator for c in configs})
+    result.input_notes = list(rollouts.notes)
 
 
 def replay_to_report(
@@ -197,8 +198,7 @@ def _replay_into(
             finally:
                 sink.close()
                 group_sink.close()
-        result.notes = replay_notes(rollouts, configs)
-        result.input_notes = list(rollouts.notes)
+        add_notes(result, rollouts, configs)
         finish_report(
             tmp,
             result,
