@@ -241,23 +241,34 @@ def workspace(base: Path) -> Path:
     return base
 
 
+def test_files(module: str, every_test: bool) -> tuple[str, ...]:
+    """The tests run against a mutant of `module`: its mapped files, or the whole suite."""
+    return ("tests",) if every_test else tuple(f"tests/{t}.py" for t in MODULES[module])
+
+
+def pytest(
+    tests: tuple[str, ...], cwd: Path, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """Run the tests in a workspace, stopping at the first failure. Hypothesis draws the same
+    examples in every run, so a run can be repeated exactly."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=cwd,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HYPOTHESIS_PROFILE": "derandomized"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def run_one(m: Mutant, base: Path, timeout: float, every_test: bool) -> Mutant:
     target = base / m.module
     original = (ROOT / m.module).read_text()
     target.write_text(mutated_source(original, m.index))
-    tests = ["tests"] if every_test else [f"tests/{t}.py" for t in MODULES[m.module]]
-    # Hypothesis draws the same examples in every run, so a run can be repeated exactly.
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HYPOTHESIS_PROFILE": "derandomized"}
     start = time.perf_counter()
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-            cwd=base,
-            env=env,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = pytest(test_files(m.module, every_test), base, timeout)
         m.status = "survived" if done.returncode == 0 else "killed"
     except subprocess.TimeoutExpired:
         m.status = "killed (timeout)"
@@ -306,19 +317,8 @@ def main() -> None:
             (Path(tmp) / "shared").symlink_to(shared)
         bases = [workspace(Path(tmp) / f"w{k}") for k in range(args.jobs)]
         # The unmutated tree must pass, or every mutant is "killed".
-        suites = {
-            ("tests",) if args.every_test else tuple(f"tests/{t}.py" for t in MODULES[m.module])
-            for m in mutants
-        }
-        for tests in sorted(suites):
-            clean = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                cwd=bases[0],
-                env={**os.environ, "HYPOTHESIS_PROFILE": "derandomized"},
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+        for tests in sorted({test_files(m.module, args.every_test) for m in mutants}):
+            clean = pytest(tests, bases[0])
             if clean.returncode != 0:
                 raise SystemExit(
                     f"{' '.join(tests)} fail without a mutant:\n{clean.stdout[-2000:]}"
