@@ -307,7 +307,7 @@ def test_explosion_frac_is_the_share_of_trainable_rows_beyond_three():
         mask_sample=[False] * 8 + [True],
     )
     result = replay_frame(frame, {}, {"precision": "float64"})
-    trainable = result.rows.filter(~pl.col("masked") & pl.col("kept"))
+    trainable = trainable_rows(result)
     want = (trainable["advantage_unclipped"].abs() > 3).sum() / trainable.height
     assert 0 < want < 0.5
     assert result.steps["adv/explosion_frac"][0] == pytest.approx(want)
