@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from replay_cli.config import AdvantageParams
 from replay_cli.engine.run import run_replay
+from replay_cli.maths import rounding
 from replay_cli.maths.grpo_arrays import peers_all_equal
 from replay_cli.maths.rounding import f32_bound
 from replay_cli.maths.segments import Runs
@@ -355,3 +356,31 @@ def test_the_bound_of_every_row_equals_the_derivation(groups, loo, guard, normal
             )
             assert got[start + j] == pytest.approx(want, rel=1e-12, abs=1e-300), (g, j)
         start += len(g)
+
+
+@pytest.mark.parametrize("block_values", [1, 5, 23])
+@pytest.mark.parametrize("baseline", ["loo", "mean"])
+def test_the_bound_by_slices_of_whole_groups_equals_the_bound_over_all_rows(
+    monkeypatch, block_values, baseline
+):
+    # Ragged groups, three configs, masked rows and exactly-equal peers: every slice width
+    # cuts the rows somewhere else, and no value may move by a single bit.
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 9, 60)
+    runs = Runs(np.repeat(np.arange(len(lengths)), lengths))
+    rows = int(lengths.sum())
+    r = rng.normal(0.3, 0.4, (3, rows)).astype(np.float32)
+    r[:, : lengths[0] + lengths[1]] = 0.5  # two groups of equal peers
+    valid = rng.random(rows) > 0.15
+    p = AdvantageParams(baseline=baseline, precision="float32")
+    emitted = rng.normal(0.0, 1.0, (3, rows))
+    peers_equal = peers_all_equal(r, valid, runs, p)
+    args = (r, valid, runs, p, emitted, peers_equal)
+    monkeypatch.setattr(rounding, "BLOCK_VALUES", 10**9)
+    whole = f32_bound(*args, rounded_inputs=True)
+    monkeypatch.setattr(rounding, "BLOCK_VALUES", block_values)
+    sliced = f32_bound(*args, rounded_inputs=True)
+    assert len(list(runs.blocks(max(1, block_values // 3)))) > 1
+    assert np.array_equal(whole.view(np.int64), sliced.view(np.int64))
+    assert np.isfinite(whole).all()
+    assert (whole > 0).any()

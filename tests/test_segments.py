@@ -1,6 +1,8 @@
 """Tests for replay_cli.maths.segments: per-run reductions over rows sorted by group."""
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replay_cli.maths.segments import Runs, masked_fill
 
@@ -63,3 +65,26 @@ def test_masked_fill_with_a_shared_mask_equals_the_plain_where_for_every_fill():
             want = np.where(np.broadcast_to(where, x.shape), x, fill)
             assert masked_fill(x, where, fill).tolist() == want.tolist(), (where, fill)
     assert masked_fill(x, None, 0.0) is x
+
+
+@given(
+    lengths=st.lists(st.integers(1, 9), max_size=12),
+    width=st.integers(1, 20),
+)
+def test_blocks_cover_every_run_once_in_order_and_never_cut_one(lengths, width):
+    ids = np.repeat(np.arange(len(lengths)), lengths)
+    runs = Runs(ids)
+    covered, seen = 0, []
+    for rows, block in runs.blocks(width):
+        assert rows.start == covered  # back to back from row 0
+        assert (
+            block.starts.tolist()
+            == (runs.starts[len(seen) : len(seen) + len(block)] - covered).tolist()
+        )
+        seen += block.lengths.tolist()
+        size = rows.stop - rows.start
+        assert size == block.lengths.sum()
+        assert size <= width or len(block) == 1  # over the width only for a single long run
+        covered = rows.stop
+    assert covered == len(ids)
+    assert seen == lengths

@@ -22,6 +22,10 @@ from replay_cli.maths.segments import Runs
 U = 2.0**-24
 EPS = 1e-6  # the trainer's std epsilon
 SAFETY = 1.001  # the bound is evaluated in float64: a margin for its own rounding
+BLOCK_VALUES = 65536
+"""f32_bound works on slices of whole groups of about this many values (configs × rows): its
+hundred-odd float64 passes then stay in the CPU's cache instead of streaming from memory
+(docs/benchmarks.md, ninth session)."""
 
 
 def _gamma(k: np.ndarray) -> np.ndarray:
@@ -115,7 +119,33 @@ def f32_bound(
     advantage lies within emitted ± B; `reward` holds the float32 rewards (configs × rows or
     rows), `emitted` our unclipped advantages. `rounded_inputs`: `emitted` was computed from the
     float64 rewards (`--precision float64`), so the rounding of each reward to float32 is added.
-    Computed in stages whose temporaries (each a configs × rows float64 array) die on return."""
+    Elementwise within a group, so computed slice by slice of whole groups (BLOCK_VALUES)."""
+    out = np.empty(np.broadcast_shapes(reward.shape, emitted.shape), np.float64)
+    configs = out.shape[0] if out.ndim > 1 else 1
+    for rows, block_runs in runs.blocks(max(1, BLOCK_VALUES // configs)):
+        out[..., rows] = _block_bound(
+            reward[..., rows],
+            valid[..., rows],
+            block_runs,
+            p,
+            emitted[..., rows],
+            peers_equal[..., rows],
+            rounded_inputs=rounded_inputs,
+        )
+    return out
+
+
+def _block_bound(
+    reward: np.ndarray,
+    valid: np.ndarray,
+    runs: Runs,
+    p: AdvantageParams,
+    emitted: np.ndarray,
+    peers_equal: np.ndarray,
+    *,
+    rounded_inputs: bool,
+) -> np.ndarray:
+    """f32_bound over rows holding whole groups, in stages whose temporaries die on return."""
     r = reward.astype(np.float64)
     loo = p.baseline == "loo"
     n, m, s, q, e_s, e_q, exact = _peer_sums(r, valid, runs, loo, rounded_inputs)

@@ -9,6 +9,7 @@ exact either way unless the values span more than 29 bits of magnitude.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
@@ -23,8 +24,28 @@ class Runs:
         self.starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else ids[:0]
         self.lengths = np.diff(np.r_[self.starts, len(ids)]).astype(np.int64)
 
+    @classmethod
+    def of_lengths(cls, lengths: np.ndarray) -> Runs:
+        """The runs of the given lengths, back to back from row 0."""
+        runs = cls.__new__(cls)
+        runs.lengths = np.asarray(lengths, dtype=np.int64)
+        runs.starts = np.r_[0, np.cumsum(runs.lengths)[:-1]] if len(lengths) else runs.lengths
+        return runs
+
     def __len__(self) -> int:
         return len(self.starts)
+
+    def blocks(self, width: int) -> Iterator[tuple[slice, Runs]]:
+        """Consecutive slices of whole runs of about `width` rows (at least one run each), with
+        each slice's own runs: per-run work over a slice that fits the CPU's caches gives the same
+        values as over all rows, since no run is cut."""
+        ends = self.starts + self.lengths
+        first = 0
+        while first < len(self):
+            lo = int(self.starts[first])
+            last = max(first + 1, int(np.searchsorted(ends, lo + width, "right")))
+            yield slice(lo, int(ends[last - 1])), Runs.of_lengths(self.lengths[first:last])
+            first = last
 
     def sum(self, x: np.ndarray) -> np.ndarray:
         """Per-run sums along the last axis (float64 for floats, int64 for booleans and
