@@ -1,10 +1,14 @@
-"""How the advice writes its numbers, the same in every sentence: shares as percentages with the
-digits they need, pushes to three digits (rounding-sized ones as 0), a missing value as 0."""
+"""How numbers are written for a reader, the same in every sentence, table and chart label: shares
+as percentages with the digits they need, pushes to three digits (rounding-sized ones as 0), a
+missing summary value as 0, table cells to 4 significant digits, parameters as the user writes
+them."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import PUSH_EPS
 
 
@@ -22,3 +26,37 @@ def num(row: dict[str, Any], key: str) -> float:
 def push_text(x: float) -> str:
     """A push for a reader: 0 within PUSH_EPS (rounding), else 3 significant digits."""
     return "0" if abs(x) <= PUSH_EPS else f"{x:.3g}"
+
+
+def fmt(value: Any) -> str:
+    """A number as a reader wants it in a table: 4 significant digits, '-' for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 1e5 or abs(value) < 1e-3:
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def param_text(name: str, value: Any) -> str:
+    """A parameter value as the user writes it: 'none' for an unset one, lambda_time as 1/60
+    where it is one over whole minutes."""
+    if value is None or value == "":
+        return "none"
+    if name == "lambda_time" and isinstance(value, float):
+        return lambda_text(value)
+    return fmt(value)
+
+
+def share(value: Any) -> str:
+    """A share as a percentage ('-' for missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.1%}" if abs(value) < 10 else f"{value:.0%}"

@@ -16,8 +16,8 @@ from itertools import product
 import polars as pl
 
 from replay_cli.advice.findings import PARAMS
+from replay_cli.advice.words import param_text
 from replay_cli.parameters import registry
-from replay_cli.report.text import param_text
 
 MAX_OVERLAID = 8
 MAX_PANELS = 12

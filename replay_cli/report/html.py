@@ -21,7 +21,7 @@ from replay_cli.advice.findings import PARAMS, findings
 from replay_cli.advice.frontier import frontier, rated
 from replay_cli.advice.recommendation import Rule, decision, recommend
 from replay_cli.advice.top_groups import top_groups
-from replay_cli.advice.words import push_text
+from replay_cli.advice.words import fmt, param_text, push_text, share
 from replay_cli.io.files import atomic_path
 from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGN_FLIP_CELL, TIME_ONLY_CELL
 from replay_cli.report import facets
@@ -30,7 +30,6 @@ from replay_cli.report.html_parts import cell, frontier_svg, page, png_image, ta
 from replay_cli.report.plots import CHARTS
 from replay_cli.report.roles import STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
-from replay_cli.report.text import fmt, param_text, share
 
 INDEX = "index.html"
 REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings", "recommendation")

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from replay_cli.report.text import fmt
+from replay_cli.advice.words import fmt
 
 
 def cell(value: Any, css: str = "", title: str = "", shown: str | None = None) -> str:

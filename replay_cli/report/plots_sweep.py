@@ -13,9 +13,9 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
+from replay_cli.advice.words import param_text
 from replay_cli.report.facets import Layout, describe, layout, varying
 from replay_cli.report.roles import STYLES, point_groups
-from replay_cli.report.text import param_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

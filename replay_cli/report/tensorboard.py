@@ -19,10 +19,10 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import recommend
+from replay_cli.advice.words import param_text
 from replay_cli.errors import ConfigError
 from replay_cli.io.files import staged_directory
 from replay_cli.report.facets import varying
-from replay_cli.report.text import param_text
 
 EXTRA = "replay-cli[tensorboard]"
 REPLAY_TAGS = (
