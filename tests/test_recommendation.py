@@ -11,6 +11,7 @@ from replay_cli import api
 from replay_cli.advice.recommendation import (
     CRITERIA,
     NEEDED,
+    SAME_NUMBERS_NEEDED,
     Rule,
     decision,
     launch_overrides,
@@ -291,3 +292,143 @@ def test_an_unrated_report_names_up_to_three_missing_columns(missing, ellipsis):
     rows = summary({}).drop(NEEDED[:missing])
     (reason,) = recommend(rows)["reasons"].to_list()
     assert ("…" in reason) == ellipsis
+
+
+# What the shaped rewards and advantages look like: with these columns present, two configs whose
+# every metric is equal are the same to a reader.
+NUMBERS = dict.fromkeys(SAME_NUMBERS_NEEDED, 0.25)
+NO_FLOOR = {**NUMBERS, "lambda_time": 1 / 120}
+FLOOR_NEVER_BINDS = {**NO_FLOOR, "floor": -10.0}
+WEAKER = {**NUMBERS, "lambda_time": 1 / 240, "push/minutes_pass": -0.4, "adv/std": 0.3}
+
+
+def test_a_config_with_the_recommended_configs_numbers_is_not_the_runner_up():
+    verdict = recommend(summary(NO_FLOOR, FLOOR_NEVER_BINDS, WEAKER))
+    roles = dict(verdict.select("config_id", "role").rows())
+    assert roles == {"c0": "recommended", "c1": "eligible", "c2": "runner-up"}
+    assert verdict["config_id"].to_list() == ["c0", "c2", "c1"]
+    assert verdict["rank"].to_list() == [0, 1, 2]
+    twin = verdict.filter(pl.col("config_id") == "c1")["reasons"][0]
+    assert twin == (
+        "no alternative to the recommended 'config 0': it differs only in floor=-10 and every "
+        "summary metric of this replay is the same"
+    )
+    assert decision(verdict)["runner_up"]["config_id"] == "c2"
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_among_configs_with_the_same_numbers_the_simpler_one_is_recommended(order):
+    pair = [NO_FLOOR, FLOOR_NEVER_BINDS]
+    verdict = recommend(summary(*(pair[i] for i in order)))
+    recommended = verdict.row(0, named=True)
+    assert recommended["role"] == "recommended"
+    assert recommended["config_id"] == f"c{order.index(0)}"  # the one without a floor
+    assert verdict["role"].to_list() == ["recommended", "eligible"]  # no runner-up
+
+
+def test_a_config_with_shaping_offs_numbers_is_not_the_runner_up_to_it():
+    off = {**NUMBERS, "enabled": False, "push/minutes_pass": 0.0}
+    same = {**off, "enabled": True, "lambda_time": 0.0, "floor": -1.0}  # a floor alone, unbound
+    slower = {**NUMBERS, "push/minutes_pass": 0.1, "adv/std": 0.5}
+    verdict = recommend(summary(same, slower, off))
+    assert verdict["config_id"].to_list() == ["c2", "c1", "c0"]
+    assert verdict["role"].to_list() == ["recommended", "runner-up", "eligible"]
+    assert "differs only in enabled=yes lambda_time=0 floor=-1" in verdict["reasons"][2]
+
+
+def test_one_differing_metric_or_a_missing_column_is_not_the_same_numbers():
+    differs = {**FLOOR_NEVER_BINDS, "time_efficiency/floored_frac": 0.01}
+    assert recommend(summary(NO_FLOOR, differs))["role"].to_list() == ["recommended", "runner-up"]
+    sparse = summary(NO_FLOOR, FLOOR_NEVER_BINDS).drop(SAME_NUMBERS_NEEDED[-1])
+    assert recommend(sparse)["role"].to_list() == ["recommended", "runner-up"]
+
+
+def test_nan_metrics_count_as_equal_and_nulls_as_equal():
+    nan = {"adv/explosion_frac": float("nan"), "push/resolve_vs_off@long": None}
+    verdict = recommend(summary({**NO_FLOOR, **nan}, {**FLOOR_NEVER_BINDS, **nan}))
+    assert verdict["role"].to_list() == ["recommended", "eligible"]
+
+
+def test_a_null_resolve_ratio_is_written_as_both_pushes_not_as_0_percent():
+    no_long = {"push/resolve_vs_off@long": None, "push/resolve@long": 0.0}
+    no_long["push/resolve_off@long"] = 0.0
+    (reason,) = recommend(summary(no_long))["reasons"].to_list()
+    assert (
+        "resolve push 100% of shaping off's (pushes 0 against shaping off's 0 on long problems);"
+        in (reason)
+    )
+    assert "0% on long problems" not in reason
+
+
+def test_a_floor_that_never_binds_gives_a_replays_twin_and_one_that_binds_does_not():
+    # rollouts_small: agent runs under an hour, so under apply_to=correct a success keeps
+    # 1 - minutes/120 > 0.5 and neither floor binds; under apply_to=all a failure goes below 0.
+    results = api.replay(
+        api.load(["data_samples/rollouts_small.parquet"]),
+        [
+            config({"lambda_time": 1 / 120, "apply_to": "correct", "floor": -10.0}),
+            config({"lambda_time": 1 / 120, "apply_to": "correct"}),
+            config({"lambda_time": 1 / 120, "apply_to": "correct", "floor": 0.5}),
+            config({"lambda_time": 1 / 120, "apply_to": "all", "floor": 0.0}),
+        ],
+    )
+    assert results.summary["time_efficiency/floored_frac"].to_list()[:3] == [0.0, 0.0, 0.0]
+    assert results.summary["time_efficiency/floored_frac"][3] > 0
+    loose = Rule(min_resolve_vs_off=0.0, min_resolve_vs_off_long=0.0, max_fail_faster=10.0)
+    verdict = recommend(results.summary, loose)
+    reasons = dict(verdict.select("label", "reasons").rows())
+    assert verdict["label"][0] == "λ=1/120 correct"
+    assert reasons["λ=1/120 correct floor=-10"].startswith("no alternative to the recommended")
+    assert reasons["λ=1/120 correct floor=0.5"].startswith("no alternative to the recommended")
+    assert not reasons["λ=1/120 all floor=0"].startswith("no alternative")
+
+
+behaviours = [
+    {**NUMBERS, "push/minutes_pass": -0.5},
+    {**NUMBERS, "push/minutes_pass": -0.5, "adv/std": 0.7},  # same push, other numbers
+    {**NUMBERS, "push/minutes_pass": -0.2, "total_reward/mean": 0.6},
+]
+settings_rows = st.lists(
+    st.tuples(
+        st.sampled_from(range(len(behaviours))),
+        st.fixed_dictionaries(
+            {
+                "lambda_time": st.sampled_from([1 / 120, 1 / 60]),
+                "floor": st.sampled_from([None, -10.0]),
+                "apply_to": st.sampled_from(["all", "correct"]),
+                "signal/uncharged_only_rate": st.sampled_from([0.0, 0.0, 0.2]),
+            }
+        ),
+    ),
+    min_size=1,
+    max_size=7,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=settings_rows)
+def test_the_runner_up_is_the_first_config_that_is_not_the_recommended_in_other_words(rows):
+    frame = summary(*({**behaviours[b], **params} for b, params in rows))
+    verdict = recommend(frame)
+    numbers = {r["config_id"]: {k: v for k, v in r.items() if "/" in k} for r in frame.to_dicts()}
+    ranked = verdict.filter(pl.col("rank").is_not_null())
+    assert ranked["rank"].to_list() == list(range(ranked.height))
+    if ranked.is_empty():
+        return
+    best = ranked["config_id"][0]
+    twins = [c for c in ranked["config_id"][1:] if numbers[c] == numbers[best]]
+    others = [c for c in ranked["config_id"][1:] if numbers[c] != numbers[best]]
+    roles = dict(verdict.select("config_id", "role").rows())
+    reasons = dict(verdict.select("config_id", "reasons").rows())
+    assert all(roles[c] == "eligible" for c in twins)
+    assert all(reasons[c].startswith("no alternative to the recommended") for c in twins)
+    assert [c for c in others if roles[c] == "runner-up"] == others[:1]
+    # Among configs with the recommended's push and lambda, none is simpler than it.
+    row = frame.filter(pl.col("config_id") == best).row(0, named=True)
+    for c in twins:
+        twin = frame.filter(pl.col("config_id") == c).row(0, named=True)
+        if twin["lambda_time"] == row["lambda_time"]:
+            assert (twin["floor"], twin["apply_to"]) != (None, "all") or (
+                row["floor"],
+                row["apply_to"],
+            ) == (None, "all")

@@ -8,8 +8,10 @@ curves' highlights, the terminal) reads its verdict instead of deciding again:
   introduces, no explosion left unbounded by the clip, resolve push kept overall and on long
   problems, no fail-faster push, little signal from uncharged rows);
 * among the eligible, the **recommended** config teaches solving faster most strongly (the most
-  negative `push/minutes_pass`), ties going to the smaller lambda_time; the next is the
-  **runner-up**, the rest stay **eligible**;
+  negative `push/minutes_pass`), ties going to the smaller lambda_time, then to shaping off, then
+  to the config with fewer settings away from their defaults; the next that does not give the
+  recommended config's numbers on every summary metric is the **runner-up** (a config that does,
+  such as one whose floor never binds, is no alternative to it), the rest stay **eligible**;
 * every other config is **avoid**, with each failed criterion and its number as the reason.
 
 Shaping off competes under the same rule: when it wins, the advice is to keep shaping off.
@@ -17,6 +19,7 @@ Shaping off competes under the same rule: when it wins, the advice is to keep sh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +28,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import schema as S
-from replay_cli.advice.words import num, pct, push_text
+from replay_cli.advice.words import num, param_text, pct, push_text
 from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
 from replay_cli.parameters import registry
 
@@ -43,6 +46,18 @@ NEEDED = (
     "signal/uncharged_only_rate",
 )
 """The summary columns the rule reads."""
+SAME_NUMBERS_NEEDED = (
+    "total_reward/mean",
+    "advantages/mean",
+    "adv/std",
+    "adv/min",
+    "adv/max",
+    "adv/p50",
+    "signal/group_rate",
+    "time_efficiency/deduction/mean",
+)
+"""Two configs are called the same only when the summary has at least these (what the shaped
+rewards and their advantages look like) and every metric column is equal."""
 SCHEMA = {
     S.CONFIG_ID: pl.String,
     "label": pl.String,
@@ -213,11 +228,47 @@ def launch_overrides(row: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float]:
+def _set_away(row: dict[str, Any]) -> list[str]:
+    """The parameters (besides lambda_time) a config sets away from their defaults."""
+    return [
+        name
+        for name, param in registry().items()
+        if name in row and name != "lambda_time" and row[name] != param.default
+    ]
+
+
+def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float, bool, int]:
     """Rank of an eligible config: the strongest solve-faster push first (pushes within PUSH_EPS
-    of 0 count as 0), then the smaller lambda (shaping off counts as lambda 0)."""
+    of 0 count as 0), then the smaller lambda (shaping off counts as lambda 0), then shaping off,
+    then the fewest settings away from their defaults (the simpler launch)."""
     push = num(row, "push/minutes_pass")
-    return (push if abs(push) > PUSH_EPS else 0.0, 0.0 if is_off else num(row, "lambda_time"))
+    return (
+        push if abs(push) > PUSH_EPS else 0.0,
+        0.0 if is_off else num(row, "lambda_time"),
+        not is_off,
+        len(_set_away(row)),
+    )
+
+
+def _same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two summary rows hold the same value in every metric column (NaN equal to NaN),
+    and the summary has the columns that describe the shaped rewards and advantages."""
+    if any(c not in a for c in SAME_NUMBERS_NEEDED):
+        return False
+    for column, value in a.items():
+        if "/" not in column:
+            continue
+        other = b.get(column)
+        both_nan = isinstance(value, float) and isinstance(other, float)
+        if not (value == other or (both_nan and math.isnan(value) and math.isnan(other))):
+            return False
+    return True
+
+
+def _differs_in(row: dict[str, Any], base: dict[str, Any]) -> str:
+    """The parameters in which `row` differs from `base`, as `name=value`."""
+    names = [n for n in registry() if n in row and row[n] != base.get(n)]
+    return " ".join(f"{n}={param_text(n, row[n])}" for n in names) or "no parameter"
 
 
 def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
@@ -233,14 +284,27 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
         failed = [c for c in CRITERIA if not c.passes(row, rule)]
         rows.append((i, row, failed, off[i]))
     eligible = sorted((r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3]), r[0]))
-    roles = {}
-    for place, (i, *_) in enumerate(eligible):
-        roles[i] = ROLES[min(place, 2)]
+    roles: dict[int, str] = {}
+    same_as_best: dict[int, str] = {}
+    for place, (i, row, *_) in enumerate(eligible):
+        best = eligible[0][1]
+        if place == 0:
+            roles[i] = "recommended"
+        elif _same_numbers(row, best):
+            roles[i] = "eligible"
+            same_as_best[i] = (
+                f"no alternative to the recommended '{best['label']}': it differs only in "
+                f"{_differs_in(row, best)} and every summary metric of this replay is the same"
+            )
+        else:
+            roles[i] = "eligible" if "runner-up" in roles.values() else "runner-up"
     out = []
     for i, row, failed, is_off in rows:
         role = roles.get(i, "avoid")
         if failed:
             reasons = "; ".join(c.why(row, rule) for c in failed)
+        elif i in same_as_best:
+            reasons = same_as_best[i]
         elif is_off:
             reasons = "shaping off: the reference every push is measured against"
         else:
@@ -258,7 +322,8 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
             }
         )
     order = {role: i for i, role in enumerate(ROLES)}
-    ranked = {i: place for place, (i, *_) in enumerate(eligible)}
+    by_role = sorted(enumerate(eligible), key=lambda pe: (order[roles[pe[1][0]]], pe[0]))
+    ranked = {i: place for place, (_, (i, *_)) in enumerate(by_role)}
     for i, item in enumerate(out):
         item["rank"] = ranked.get(i)
     out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
@@ -288,13 +353,23 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
 
 
 def _why_eligible(row: dict[str, Any]) -> str:
-    """The numbers an eligible config is ranked by."""
+    """The numbers an eligible config is ranked by. A resolve push is a share of shaping off's
+    where shaping off has one to keep; where the ratio is null both pushes are given (not 0%)."""
+    overall = row.get("push/resolve_vs_off")
+    long = row.get("push/resolve_vs_off@long")
+    kept = f"{pct(overall)} of shaping off's" if overall is not None else _pushes(row, "")
+    kept_long = f"{pct(long)}" if long is not None else f"pushes {_pushes(row, '@long')}"
     return (
         f"solve-time push {push_text(num(row, 'push/minutes_pass'))} (negative: teaches solving "
-        f"faster); resolve push {pct(num(row, 'push/resolve_vs_off'))} of shaping off's "
-        f"({pct(num(row, 'push/resolve_vs_off@long'))} on long problems); no fail-faster push, "
+        f"faster); resolve push {kept} ({kept_long} on long problems); no fail-faster push, "
         "introduced inversion or unbounded explosion"
     )
+
+
+def _pushes(row: dict[str, Any], where: str) -> str:
+    """A resolve push beside shaping off's, for where shaping off has none to keep."""
+    on, off = num(row, f"push/resolve{where}"), num(row, f"push/resolve_off{where}")
+    return f"{push_text(on)} against shaping off's {push_text(off)}"
 
 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:
