@@ -12,6 +12,11 @@ A second table (issue 27, item 2) gives the whole-process cost of each extra con
 wall time minus that of `replay-cli replay` of one config on the same input, divided by the
 configs added, beside the floor (scan + one grouped aggregation, timed in process as in
 bench_replay.py), with and without charts.
+
+With `--levers`, a third table times the charts alone, in process, three ways on the same replay:
+as the report draws them (constrained layout, one process), with the layout engine turned off
+before saving (what a layout computed once could save at most; the PNGs then differ), and saved
+by two forked processes after the replay (each saving half the figures the parent built).
 """
 
 from __future__ import annotations
@@ -79,6 +84,54 @@ def in_process(path: Path, configs: int, out: Path) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+LEVERS = """
+import io, json, os, sys, time
+from pathlib import Path
+import replay_cli.api as api
+from replay_cli.parameters import expand, parse_value
+from replay_cli.report.plots import report_figures
+g = json.loads(sys.argv[2])
+configs = expand({}, {k.replace("-", "_"): [parse_value(k.replace("-", "_"), v) for v in vs]
+                      for k, vs in g.items()})
+result = api.replay_to_report([sys.argv[1]], configs, sys.argv[3], charts=False, force=True,
+                              rows="none")
+def save(figures):
+    for fig in figures:
+        fig.savefig(io.BytesIO(), dpi=110, format="png")
+def timed(way):
+    start = time.perf_counter()
+    figures = list(report_figures(result).values())
+    if way == "no_layout":
+        for fig in figures:
+            fig.set_layout_engine("none")
+    if way == "forked":
+        pid = os.fork()
+        if pid == 0:
+            save(figures[1::2])
+            os._exit(0)
+        save(figures[0::2])
+        os.waitpid(pid, 0)
+    else:
+        save(figures)
+    return time.perf_counter() - start
+timed("serial")  # warm: fonts, caches
+ways = ("serial", "no_layout", "forked")
+best = {w: min(timed(w) for _ in range(int(sys.argv[4]))) for w in ways}
+print(json.dumps({"figures": len(report_figures(result)), **best}))
+"""
+
+
+def levers(path: Path, configs: int, out: Path, repeat: int) -> dict[str, float]:
+    """The chart stage three ways (module docstring), best of `repeat` each, in one process."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEVERS, str(path), json.dumps(grid(configs)), str(out), str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 FLOOR = """
 import sys, time
 import polars as pl
@@ -108,6 +161,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="1000000x24,100000x100")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--levers", action="store_true", help="also time the chart levers")
     args = ap.parse_args()
     cli = [sys.executable, "-m", "replay_cli"]
     print(
@@ -120,6 +174,7 @@ def main() -> None:
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     per_config: list[tuple] = []
+    lever_rows: list[tuple] = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
             rows, configs = (int(float(x)) for x in case.split("x"))
@@ -162,6 +217,8 @@ def main() -> None:
                 f"{share:.0%} | {with_charts:.2f} | {without:.2f} | "
                 f"{(with_charts - without) / with_charts:.0%} |"
             )
+            if args.levers:
+                lever_rows.append((rows, levers(data, configs, Path(tmp) / "l", args.repeat)))
             one = [*cli, "replay", str(data), "--out", str(Path(tmp) / "o"), "--force"]
             one += ["--rows", "none"]
             per_config.append(
@@ -185,6 +242,19 @@ def main() -> None:
             print(
                 f"| {rows:,} | {configs} | {floor_s:.3f} | {label} | {sweep_s:.2f} | {one_s:.2f} | "
                 f"{extra:.3f} | {extra / floor_s:.1f} |"
+            )
+    if lever_rows:
+        print()
+        print(
+            "| rollouts | figures | charts as drawn s | layout engine off s | two forked "
+            "processes s |"
+        )
+        print("|---:|---:|---:|---:|---:|")
+        for rows, t in lever_rows:
+            print(
+                f"| {rows:,} | {t['figures']} | {t['serial']:.2f} | {t['no_layout']:.2f} "
+                f"({t['no_layout'] / t['serial']:.0%}) | {t['forked']:.2f} "
+                f"({t['forked'] / t['serial']:.0%}) |"
             )
 
 
