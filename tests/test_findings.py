@@ -73,6 +73,24 @@ def test_fail_faster_is_the_fail_time_push_recomputed_from_the_rows():
     assert "fail_faster" not in kinds(replay_frame(frame, {"apply_to": "correct"}))
 
 
+def test_fail_faster_names_the_long_problems_push_only_where_there_are_long_problems():
+    # One group is no long problem (its bucket is empty, the @long push null): that is no 0.
+    one = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
+    (text,) = texts(replay_frame(one, {"apply_to": "all"}), "fail_faster")
+    assert "(advantage × minutes per group; no long problems in this input)" in text
+    # Three groups of rising length: the longest is the long bucket, with its own push.
+    times = [[60.0, 120.0, 180.0, 240.0], [600.0, 900.0, 1200.0, 1500.0], [3000.0, 3600.0] * 2]
+    three = pl.concat(
+        rollouts(group_id=[g] * 4, reward=[0.0] * 4, openhands_run_time=t)
+        for g, t in enumerate(times)
+    )
+    result = replay_frame(three, {"apply_to": "all"})
+    long = result.summary["push/minutes_fail@long"][0]
+    assert long < -0.05
+    (text,) = texts(result, "fail_faster")
+    assert f"on long problems {long:.3g})" in text
+
+
 def test_call_bonus_signal_is_not_called_fail_faster():
     # Equal run times, calls differ: the bonus breaks the tie, the time term cannot.
     frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0] * 4, calls=[5, 10, 20, 40])

@@ -432,3 +432,19 @@ def test_the_runner_up_is_the_first_config_that_is_not_the_recommended_in_other_
                 row["floor"],
                 row["apply_to"],
             ) == (None, "all")
+
+
+def test_an_input_without_long_problems_is_said_so_not_written_as_a_push():
+    none_long = {"push/resolve_vs_off@long": None, "push/resolve@long": None}
+    none_long["push/resolve_off@long"] = None
+    (reason,) = recommend(summary(none_long))["reasons"].to_list()
+    assert "resolve push 100% of shaping off's (no long problems in this input);" in reason
+
+
+def test_a_resolve_push_exactly_push_eps_below_shaping_offs_is_kept():
+    # Where shaping off has no push to keep, falling below it by rounding (PUSH_EPS) is no loss.
+    base = {"push/resolve_vs_off": None, "push/resolve_off": -0.1}
+    at_eps = summary({**base, "push/resolve": -0.1 - PUSH_EPS})
+    assert recommend(at_eps)["failed"].to_list() == [[]]
+    past = summary({**base, "push/resolve": -0.1 - 2 * PUSH_EPS})
+    assert recommend(past)["failed"].to_list() == [["resolve"]]

@@ -214,8 +214,14 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     return Found(
         push,
         f"teaches failures to give up sooner: fail-time push {push_text(push)} (advantage × "
-        f"minutes per group; on long problems {push_text(num(row, 'push/minutes_fail@long'))})"
-        f"{advice}.",
+        f"minutes per group; {_on_long(row.get('push/minutes_fail@long'))}){advice}.",
+    )
+
+
+def _on_long(push: float | None) -> str:
+    """A push on long problems, or that the input has none (a null push is no 0)."""
+    return (
+        "no long problems in this input" if push is None else f"on long problems {push_text(push)}"
     )
 
 

@@ -358,11 +358,16 @@ def _why_eligible(row: dict[str, Any]) -> str:
     overall = row.get("push/resolve_vs_off")
     long = row.get("push/resolve_vs_off@long")
     kept = f"{pct(overall)} of shaping off's" if overall is not None else _pushes(row, "")
-    kept_long = f"{pct(long)}" if long is not None else f"pushes {_pushes(row, '@long')}"
+    if long is not None:
+        kept_long = f"{pct(long)} on long problems"
+    elif row.get("push/resolve@long") is None:
+        kept_long = "no long problems in this input"
+    else:
+        kept_long = f"pushes {_pushes(row, '@long')} on long problems"
     return (
         f"solve-time push {push_text(num(row, 'push/minutes_pass'))} (negative: teaches solving "
-        f"faster); resolve push {kept} ({kept_long} on long problems); no fail-faster push, "
-        "introduced inversion or unbounded explosion"
+        f"faster); resolve push {kept} ({kept_long}); no fail-faster push, introduced inversion "
+        "or unbounded explosion"
     )
 
 
