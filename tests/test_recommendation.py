@@ -407,7 +407,7 @@ settings_rows = st.lists(
 
 @settings(max_examples=200, deadline=None)
 @given(rows=settings_rows)
-def test_the_runner_up_is_the_first_config_that_is_not_the_recommended_in_other_words(rows):
+def test_the_runner_up_is_the_first_eligible_config_with_other_numbers(rows):
     frame = summary(*({**behaviours[b], **params} for b, params in rows))
     verdict = recommend(frame)
     numbers = {r["config_id"]: {k: v for k, v in r.items() if "/" in k} for r in frame.to_dicts()}
