@@ -18,7 +18,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule, decision, recommend
 from replay_cli.advice.top_groups import top_groups
-from replay_cli.advice.words import num, pct, push_text
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, pct, push_text
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, PUSH_EPS
 from replay_cli.parameters import registry
@@ -220,9 +220,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
 
 def _on_long(push: float | None) -> str:
     """A push on long problems, or that the input has none (a null push is no 0)."""
-    return (
-        "no long problems in this input" if push is None else f"on long problems {push_text(push)}"
-    )
+    return NO_LONG_PROBLEMS if push is None else f"on long problems {push_text(push)}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:

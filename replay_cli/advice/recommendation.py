@@ -28,7 +28,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import schema as S
-from replay_cli.advice.words import num, param_text, pct, push_text
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, param_text, pct, push_text
 from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
 from replay_cli.parameters import registry
 
@@ -255,8 +255,9 @@ def _same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
     and the summary has the columns that describe the shaped rewards and advantages."""
     if any(c not in a for c in SAME_NUMBERS_NEEDED):
         return False
+    params = registry()
     for column, value in a.items():
-        if "/" not in column:
+        if column in params or column in (S.CONFIG_ID, "label"):
             continue
         other = b.get(column)
         both_nan = isinstance(value, float) and isinstance(other, float)
@@ -286,8 +287,8 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
     eligible = sorted((r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3]), r[0]))
     roles: dict[int, str] = {}
     same_as_best: dict[int, str] = {}
+    best = eligible[0][1] if eligible else {}
     for place, (i, row, *_) in enumerate(eligible):
-        best = eligible[0][1]
         if place == 0:
             roles[i] = "recommended"
         elif _same_numbers(row, best):
@@ -322,8 +323,9 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
             }
         )
     order = {role: i for i, role in enumerate(ROLES)}
-    by_role = sorted(enumerate(eligible), key=lambda pe: (order[roles[pe[1][0]]], pe[0]))
-    ranked = {i: place for place, (_, (i, *_)) in enumerate(by_role)}
+    # The ranking as shown: by role (a twin of the best after the runner-up), then by solve key.
+    by_role = sorted((i for i, *_ in eligible), key=lambda i: order[roles[i]])
+    ranked = {i: place for place, i in enumerate(by_role)}
     for i, item in enumerate(out):
         item["rank"] = ranked.get(i)
     out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
@@ -361,7 +363,7 @@ def _why_eligible(row: dict[str, Any]) -> str:
     if long is not None:
         kept_long = f"{pct(long)} on long problems"
     elif row.get("push/resolve@long") is None:
-        kept_long = "no long problems in this input"
+        kept_long = NO_LONG_PROBLEMS
     else:
         kept_long = f"pushes {_pushes(row, '@long')} on long problems"
     return (

@@ -11,6 +11,9 @@ from typing import Any
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import PUSH_EPS
 
+NO_LONG_PROBLEMS = "no long problems in this input"
+"""Said where a long-problem metric is null (the long bucket has no group): a null is no 0."""
+
 
 def pct(x: float) -> str:
     """A share as a percentage: 12%, 4.3%, 0.05%."""
