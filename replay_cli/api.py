@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig, build_config
+from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.verdict import judge
+from replay_cli.config import ReplayConfig, build_config
 from replay_cli.engine.run import run_replay
-from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.engine.sinks import replay_into
+from replay_cli.errors import InputFileError
 from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
-from replay_cli.io.parquet import ParquetRowSink, RowsMode, parse_mapping
+from replay_cli.io.parquet import ParquetRowSink, parse_mapping
 from replay_cli.maths.peers import estimator_notes
+from replay_cli.report.options import ReportOptions
 from replay_cli.report.plots import render_all
 from replay_cli.report.write import finish_report
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts
-
-Engine = Literal["local", "ray"]
 
 
 def load(
@@ -52,54 +54,72 @@ def inspect_input(
 
 
 def replay(
-    rollouts: Rollouts, configs: Sequence[ReplayConfig] | ReplayConfig | None = None
+    rollouts: Rollouts,
+    configs: Sequence[ReplayConfig] | ReplayConfig | None = None,
+    options: ReportOptions | None = None,
 ) -> ReplayResult:
-    """Replay one or more configs (default: NeMo-RL defaults with shaping on)."""
+    """Replay one or more configs in memory and judge them (default: NeMo-RL defaults with
+    shaping on); `options` gives the decision measure's settings and the rule."""
     if configs is None:
         configs = [ReplayConfig()]
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
-    result = run_replay(rollouts, configs)
-    add_notes(result, rollouts, configs)
-    return result
+    options = options or ReportOptions()
+    return judged(run_replay(rollouts, configs, settings=options.measure), rollouts, options.rule)
 
 
-def add_notes(result: ReplayResult, rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> None:
-    """Give the result how its input was read (loading notes) and the warnings about replaying
-    these configs on it; both are printed and kept in the manifest."""
+def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -> ReplayResult:
+    """The result with how its input was read (loading notes), the warnings about replaying its
+    configs on it, and its verdict (`judge`, once per report)."""
     columns = rollouts.frame.collect_schema().names()
-    result.notes = estimator_notes(columns, {c.advantage.estimator for c in configs})
-    result.input_notes = list(rollouts.notes)
+    return replace(
+        result,
+        notes=estimator_notes(columns, {c.advantage.estimator for c in result.configs}),
+        input_notes=list(rollouts.notes),
+        verdict=judge(result.summary, result.top_groups, result.resamples, rule),
+    )
+
+
+def report_options(options: ReportOptions | None = None, **fields: Any) -> ReportOptions:
+    """`options` with `fields` replaced (validated as ReportOptions): `charts=True`, `rows="none"`."""
+    base = (options or ReportOptions()).model_dump()
+    return ReportOptions.model_validate({**base, **fields})
+
+
+def check_outputs(out: Path, options: ReportOptions) -> None:
+    """Before any work: every output path can be written (the report directory, and the
+    TensorBoard directory with its extra installed)."""
+    check_out_dir(Path(out), options.force)
+    if options.tensorboard is not None:
+        from replay_cli.report.tensorboard import summary_writer
+
+        summary_writer()
+        check_out_dir(Path(options.tensorboard), True, "TensorBoard directory")
+        refuse_existing(Path(options.tensorboard), options.force, "TensorBoard directory")
 
 
 def replay_to_report(
     sources: Sequence[str | Path],
     configs: Sequence[ReplayConfig],
     out: Path,
+    options: ReportOptions | None = None,
     *,
-    force: bool = False,
-    charts: bool = False,
-    rows: RowsMode = "all",
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
-    argv: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    highlight: Sequence[str] | None = None,
-    tensorboard: Path | None = None,
+    **fields: Any,
 ) -> ReplayResult:
-    """Load, replay and write a report directory atomically; refuses an existing `out` unless force.
-    With `tensorboard`, also one TensorBoard run per config in that directory (export_tensorboard).
+    """Load, replay, judge and write a report directory atomically; refuses an existing `out`
+    unless `options.force`. Options may be given as one `ReportOptions` or as its fields
+    (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
 
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
     groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
-    (ray_engine.py) and gives the same report.
+    and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
     """
-    check_out_dir(Path(out), force)
-    _check_tensorboard(tensorboard, force)
+    options = report_options(options, **fields)
+    check_outputs(Path(out), options)
     pairs = parse_mapping(mapping or [])
     rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
     load_args = {
@@ -108,112 +128,49 @@ def replay_to_report(
         "group_size": group_size,
         "strict": strict,
     }
-    return _replay_into(
-        out,
-        rollouts,
-        configs,
-        force,
-        charts,
-        rows,
-        argv,
-        progress,
-        chunk_rows,
-        engine,
-        ray_address,
-        load_args,
-        highlight,
-        tensorboard,
-    )
-
-
-def _check_tensorboard(out: Path | None, force: bool) -> None:
-    """Before any work: the extra is installed and the run directory may be written."""
-    if out is not None:
-        from replay_cli.report.tensorboard import summary_writer
-
-        summary_writer()
-        refuse_existing(Path(out), force, "TensorBoard directory")
+    return _report(Path(out), rollouts, configs, options, load_args, progress)
 
 
 def export_tensorboard(report: Path, out: Path, *, force: bool = False) -> list[Path]:
     """One TensorBoard run per config of a written report (`replay-cli export tensorboard`)."""
     from replay_cli.report.read import load_report
-    from replay_cli.report.tensorboard import write_runs
+    from replay_cli.report.tensorboard import summary_writer, write_runs
 
-    _check_tensorboard(out, force)
+    summary_writer()
+    check_out_dir(Path(out), force, "TensorBoard directory")
     result = load_report(report)
-    return write_runs(result.steps, result.summary, out, force=force)
+    return write_runs(result, out, force=force)
 
 
-def _replay_into(
+def _report(
     out: Path,
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
-    force: bool,
-    charts: bool,
-    rows: RowsMode,
-    argv: list[str] | None,
+    options: ReportOptions,
+    load_args: dict[str, Any] | None,
     progress: Callable[[int, int], None] | None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    load_args: dict | None = None,
-    highlight: Sequence[str] | None = None,
-    tensorboard: Path | None = None,
 ) -> ReplayResult:
-    with staged_directory(Path(out), force) as tmp:
-        if engine == "ray":
-            from replay_cli.engine.ray_engine import merge_parts, run_replay_ray
-
-            if load_args is None:
-                raise ConfigError("--engine ray needs input files that the workers can read.")
-            group_sink = ParquetRowSink(tmp / "groups.parquet", statistics=S.CONFIG_GROUP_KEYS)
-            result, parts = run_replay_ray(
-                load_args,
-                rollouts,
-                configs,
-                progress,
-                chunk_rows=chunk_rows,
-                part_dir=tmp / "_parts",
-                rows_mode=rows,
-                address=ray_address,
-                group_sink=group_sink,
-            )
-            group_sink.close()
-            merge_parts(parts, tmp / "rollouts.parquet")
-            shutil.rmtree(tmp / "_parts", ignore_errors=True)
-        else:
-            sink = ParquetRowSink(tmp / "rollouts.parquet", rows, statistics=S.CONFIG_GROUP_KEYS)
-            group_sink = ParquetRowSink(tmp / "groups.parquet", statistics=S.CONFIG_GROUP_KEYS)
-            try:
-                result = run_replay(
-                    rollouts,
-                    configs,
-                    progress=progress,
-                    row_sink=sink,
-                    chunk_rows=chunk_rows,
-                    group_sink=group_sink,
-                    with_rows=rows != "none",
-                )
-            finally:
-                sink.close()
-                group_sink.close()
-        add_notes(result, rollouts, configs)
-        finish_report(
+    """load → replay → judge → write, into a staged directory renamed into place."""
+    with staged_directory(out, options.force) as tmp:
+        replayed = replay_into(
             tmp,
-            result,
             rollouts,
-            charts=render_all if charts else None,
-            argv=argv,
-            rows_mode=rows,
-            highlight=list(highlight) if highlight else None,
-            tensorboard=tensorboard,
+            configs,
+            rows=options.rows,
+            engine=options.engine,
+            ray_address=options.ray_address,
+            chunk_rows=options.chunk_rows,
+            settings=options.measure,
+            load_args=load_args,
+            progress=progress,
         )
-    if tensorboard is not None:
+        result = judged(replayed, rollouts, options.rule)
+        finish_report(tmp, result, rollouts, options)
+    if options.tensorboard is not None:
         from replay_cli.report.tensorboard import write_runs
 
-        # The caller checked the extra and the directory before replaying (_check_tensorboard).
-        write_runs(result.steps, result.summary, tensorboard, force=True)
+        # check_outputs checked the extra and the directory before replaying.
+        write_runs(result, options.tensorboard, force=True)
     return result
 
 
@@ -254,22 +211,21 @@ def demo_configs() -> list[ReplayConfig]:
 def run_demo(
     out: Path,
     scratch: Path,
-    argv: list[str] | None = None,
+    options: ReportOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
-    tensorboard: Path | None = None,
 ) -> ReplayResult:
-    """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to `out`
-    (and TensorBoard runs to `tensorboard`, replacing earlier demo runs there)."""
+    """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to
+    `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs)."""
     out = Path(out)
     force = out.is_dir() and (out / "manifest.json").exists()
+    options = report_options(options, force=force, charts=True)
     check_out_dir(out, force)
-    _check_tensorboard(tensorboard, force=True)
+    if options.tensorboard is not None:
+        check_outputs(out, report_options(options, force=True))
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
     rollouts = load([data])
-    return _replay_into(
-        out, rollouts, demo_configs(), force, True, "all", argv, progress, tensorboard=tensorboard
-    )
+    return _report(out, rollouts, demo_configs(), options, None, progress)
 
 
 def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
@@ -284,11 +240,12 @@ def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Pa
 
 
 def render_report(report: Path) -> Path:
-    """Rewrite a report's findings.parquet and index.html from its own tables; returns the page."""
+    """Judge a report again from its own tables (recommendation.parquet, findings.parquet) and
+    rewrite its index.html; returns the page."""
     from replay_cli.report.html import render_index
-    from replay_cli.report.read import refresh_findings
+    from replay_cli.report.read import refresh_verdict
 
-    refresh_findings(Path(report))
+    refresh_verdict(Path(report))
     return render_index(report)
 
 
@@ -344,7 +301,6 @@ def explain(
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
-    argv: list[str] | None = None,
 ) -> pl.DataFrame:
     """Attribution table for one config; written to out/attribution.parquet when out is given."""
     from replay_cli.analysis.attribution import attribute

@@ -352,6 +352,33 @@ class ReplayConfig(_Frozen):
         return " ".join(parts)
 
 
+class MeasureSettings(_Frozen):
+    """How the decision measure and its confidence are computed (docs/report.md, "The decision
+    measure"): one natural-gradient step of fixed size on the effort model, and a paired
+    bootstrap over problems. Report-wide, not a config parameter."""
+
+    step_kl: float = Field(
+        0.001,
+        gt=0,
+        description="the step's budget: the mean KL divergence (nats) of the problems' policies "
+        "after one step, the same for every config",
+    )
+    levels: int = Field(
+        4, ge=2, le=12, description="effort levels per length bucket (run-time bins + time limit)"
+    )
+    resamples: int = Field(
+        200, ge=0, description="bootstrap resamples over problems (0: no intervals)"
+    )
+    interval: float = Field(
+        0.90,
+        gt=0,
+        lt=1,
+        description="two-sided interval level; its low end is a one-sided bound at "
+        "(1 + interval) / 2",
+    )
+    seed: int = Field(0, description="seed of the bootstrap resamples")
+
+
 def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
     """Label per config_id, unique within `configs`: configs whose labels coincide (their
     difference is a parameter the label leaves out, e.g. lambda of a disabled config) get the

@@ -1,4 +1,5 @@
-"""What a replay returns: the report tables in memory (`ReplayResult`)."""
+"""What a replay returns: the report tables in memory and, once judged, their verdict
+(`ReplayResult`)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,19 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from replay_cli.advice.verdict import Verdict
 from replay_cli.config import ReplayConfig
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReplayResult:
-    """The report tables of spec §6 for one or more configs.
+    """The report tables of spec §6 for one or more configs, and their verdict.
 
-    `rows` and `groups` are None when they were streamed to sinks instead of kept in memory.
-    `advantages` (trainable rows) and `deductions` (charged rows) per config_id and the input's
-    `minutes` back the distribution charts and the quantiles.
+    The engine builds the tables; the API adds the notes and the verdict (`judge`) with
+    `dataclasses.replace`, so nothing fills a result after it is made. `rows` and `groups` are
+    None when they were streamed to sinks instead of kept in memory. `advantages` (trainable
+    rows) and `deductions` (charged rows) per config_id and the input's `minutes` back the
+    distribution charts and the quantiles.
     """
 
     rows: pl.DataFrame | None
@@ -26,11 +30,10 @@ class ReplayResult:
     advantages: dict[str, pl.Series] = field(default_factory=dict)
     deductions: dict[str, pl.Series] = field(default_factory=dict)
     minutes: pl.Series | None = None
-    findings: pl.DataFrame | None = None
-    recommendation: pl.DataFrame | None = None
-    """`advice.recommendation.recommend(summary)`: the role of every config and why."""
     top_groups: pl.DataFrame | None = None
-    """`advice.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
+    """`maths.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
+    resamples: pl.DataFrame | None = None
+    """The decision measure per bootstrap resample and config (engine/measure.RESAMPLED)."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
     input_notes: list[str] = field(default_factory=list)
@@ -39,3 +42,15 @@ class ReplayResult:
     computed_by: list[str] = field(default_factory=list)
     """Where arithmetic other than replay_cli's own kernels ran (`--precision torch`: torch's
     version and device), for the manifest and the terminal."""
+    verdict: Verdict | None = None
+    """The recommendation, findings and decision (`advice.verdict.judge`); None until judged."""
+
+    @property
+    def recommendation(self) -> pl.DataFrame | None:
+        """The role of every config and why (`verdict.recommendation`)."""
+        return None if self.verdict is None else self.verdict.recommendation
+
+    @property
+    def findings(self) -> pl.DataFrame | None:
+        """The findings in words (`verdict.findings`)."""
+        return None if self.verdict is None else self.verdict.findings

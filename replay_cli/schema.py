@@ -73,6 +73,7 @@ KEPT = "kept"  # survived the dynamic-sampling filter
 MASK_SOURCE = "mask_sample_source"
 
 # Optional inputs a rollout may carry.
+INSTANCE_ID = "instance_id"  # the problem a rollout was sampled for (NeMo-Gym SWE): pools groups
 TOKENS = "response_tokens"  # response token count: reinforce-pp-baseline whitens token-weighted
 
 # Working columns of a chunk (never written to the report).
@@ -104,6 +105,8 @@ G_FLOOR_TIE = "floor_tie"  # a resolved and an unresolved trainable row both end
 G_LENGTH = "length"  # problem-length bucket: short / medium / long (terciles of median run time)
 G_PUSH = "push_"  # prefix of the behaviour pushes (engine/pushes.py); `_off`: shaping off
 ALL_FAIL, MIXED, ALL_PASS = "all_fail", "mixed", "all_pass"  # values of resolved_pattern
+
+SHAPING_OFF = "shaping_off"  # recommendation.parquet: the config leaves every reward as it is
 
 GROUP_KEYS = (STEP, GROUP_ID)
 CONFIG_GROUP_KEYS = (CONFIG_ID, STEP, GROUP_ID)

@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli import ReplayConfig, build_config, run_replay
+from replay_cli import ReplayConfig, api, build_config
 from replay_cli import schema as S
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import rollouts_from_frame
@@ -45,7 +45,7 @@ def replay_frame(
 ) -> ReplayResult:
     """Replay one config over an in-memory frame."""
     config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
-    return run_replay(rollouts_from_frame(frame), [config])
+    return api.replay(rollouts_from_frame(frame), [config])
 
 
 def config(shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayConfig:

@@ -4,6 +4,7 @@ and every per-row column and every table they build must agree exactly. The floa
 itself is held to a row-at-a-time float32 reference (tests/reference_impl.py), residues
 included; the float64 maths to the exact reference in test_reference.py."""
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -14,7 +15,14 @@ from test_reference import _frame, row
 from replay_cli import schema as S
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_batch import RowBatch
-from replay_cli.engine.run import ChunkState, _polars_rows, config_pieces, read_chunk, replay_batch
+from replay_cli.engine.run import (
+    ChunkState,
+    InputShape,
+    _polars_rows,
+    config_pieces,
+    read_chunk,
+    replay_batch,
+)
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, rollouts
@@ -45,15 +53,19 @@ advantage = st.fixed_dictionaries(
 
 def _both_paths(frame: pl.DataFrame, configs):
     """The pieces of the batched path and of the polars plans for the same configs."""
-    chunk = read_chunk(rollouts_from_frame(frame), *_whole(frame))
-    state = ChunkState.of(chunk)
+    rollouts = rollouts_from_frame(frame)
+    shape = InputShape.of(rollouts, 4)
+    chunk = read_chunk(rollouts, *_whole(frame))
+    state = ChunkState.of(chunk, shape)
     batched = replay_batch(state, configs, chart_every=1)
-    frames = _polars_rows(ChunkState.of(chunk), configs)
+    frames = _polars_rows(ChunkState.of(chunk, shape), configs)
     planned = [
         config_pieces(
             RowBatch.from_frame(state.arrays, cfg, f),
             1,
             [f.drop(S.IS_VAL, S.TRAINABLE, S.GID)],
+            state.levels,
+            cfg.config_id,
         )[0]
         for cfg, f in zip(configs, frames, strict=True)
     ]
@@ -75,6 +87,12 @@ def _assert_same(batched, planned):
         assert_frame_equal(got.partials, want.partials, rel_tol=1e-12, abs_tol=1e-12)
         assert got.advantages.to_list() == want.advantages.to_list()
         assert got.deductions.to_list() == want.deductions.to_list()
+        # The decision measure's inputs: per-level advantage means, and what is trained.
+        for name in ("a", "ay", "a_off", "ay_off", "off_tied"):
+            np.testing.assert_allclose(
+                getattr(got.effort, name), getattr(want.effort, name), rtol=1e-12, atol=1e-12
+            )
+        assert got.digest == want.digest
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,6 +25,7 @@ def test_replay_writes_every_table(synth_path, tmp_path):
     assert result.exit_code == 0, result.output
     assert "λ=1/30 correct" in result.output
     assert {p.name for p in out.iterdir()} == {
+        "resamples.parquet",
         "rollouts.parquet",
         "groups.parquet",
         "steps.parquet",

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from replay_cli import api, findings, highlights
 from replay_cli.advice.findings import KINDS, Context, explosion_unbounded, signal_change
 from replay_cli.advice.recommendation import Rule
-from replay_cli.engine.run import run_replay
 from replay_cli.maths.thresholds import GAIN_EPS
+from replay_cli.report.read import tops_of
 from replay_cli.rollouts.validation import rollouts_from_frame
 
+import reference_step
 from factories import config, replay_frame, rollouts
 
 
@@ -58,37 +59,46 @@ def numpy_fail_push(group):
 # ---- fail faster: the push among failures, not the time-only signal -----------------------------
 
 
-def test_fail_faster_is_the_fail_time_push_recomputed_from_the_rows():
+def fail_minutes_vs_off(result, scope: str = "") -> float:
+    """The fail-minute change of the step against shaping off's, from the slow reference."""
+    rows = result.rows
+    return (
+        reference_step.measure(rows)[f"fail_minutes{scope}"]
+        - reference_step.measure(rows, "advantage_raw")[f"fail_minutes{scope}"]
+    )
+
+
+def test_fail_faster_is_the_fail_minute_change_recomputed_from_the_rows():
     frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
     result = replay_frame(frame, {"apply_to": "all"})
-    (group,) = by_group(result.rows)
-    push = numpy_fail_push(group)
-    assert push < -0.05  # faster failures get the larger advantage
-    assert kinds(result)["fail_faster"] == pytest.approx(push, rel=1e-12)
-    assert result.summary["push/minutes_fail"][0] == pytest.approx(push, rel=1e-12)
+    change = fail_minutes_vs_off(result)
+    assert change < -0.02  # faster failures get the larger advantage: the step favours them
+    assert kinds(result)["fail_faster"] == pytest.approx(change, rel=1e-9)
+    assert result.summary["step/fail_minutes_vs_off"][0] == pytest.approx(change, rel=1e-9)
     (text,) = texts(result, "fail_faster")
-    assert text.startswith("λ=1/60 all: teaches failures to give up sooner")
+    assert text.startswith("λ=1/60 all: teaches failures to give up sooner: a failure ends ")
     assert "apply_to=correct" in text
     # Charging resolved rollouts only keeps the failures tied: nothing to report.
     assert "fail_faster" not in kinds(replay_frame(frame, {"apply_to": "correct"}))
 
 
-def test_fail_faster_names_the_long_problems_push_only_where_there_are_long_problems():
-    # One group is no long problem (its bucket is empty, the @long push null): that is no 0.
+def test_fail_faster_names_the_long_problems_only_where_there_are_long_problems():
+    # One group is no long problem (its bucket is empty, the @long change null): that is no 0.
     one = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
     (text,) = texts(replay_frame(one, {"apply_to": "all"}), "fail_faster")
-    assert "(advantage × minutes per group; no long problems in this input)" in text
-    # Three groups of rising length: the longest is the long bucket, with its own push.
+    assert "(no long problems in this input)" in text
+    # Three groups of rising length: the longest is the long bucket, with its own change.
     times = [[60.0, 120.0, 180.0, 240.0], [600.0, 900.0, 1200.0, 1500.0], [3000.0, 3600.0] * 2]
     three = pl.concat(
         rollouts(group_id=[g] * 4, reward=[0.0] * 4, openhands_run_time=t)
         for g, t in enumerate(times)
     )
     result = replay_frame(three, {"apply_to": "all"})
-    long = result.summary["push/minutes_fail@long"][0]
-    assert long < -0.05
+    long = result.summary["step/fail_minutes_vs_off@long"][0]
+    assert long == pytest.approx(fail_minutes_vs_off(result, "@long"), rel=1e-9)
+    assert long < 0
     (text,) = texts(result, "fail_faster")
-    assert f"on long problems {long:.3g})" in text
+    assert f"on long problems {-long:.2g} min sooner)" in text
 
 
 def test_call_bonus_signal_is_not_called_fail_faster():
@@ -123,7 +133,7 @@ def test_inversion_present_with_shaping_off_is_not_blamed_on_time():
 def test_introduced_inversion_recomputed_from_the_rows():
     frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
     configs = [config({"lambda_time": lam}) for lam in (1 / 120, 1 / 30)]
-    result = run_replay(rollouts_from_frame(frame), configs)
+    result = api.replay(rollouts_from_frame(frame), configs)
     groups = by_group(result.rows)
     introduced = [
         numpy_inverted(g, "reward_shaped") and not numpy_inverted(g, "reward_raw") for g in groups
@@ -153,7 +163,7 @@ def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
     frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[5400.0, 1800.0])
     lambdas = (1 / 120, 1 / 45, 1 / 20)
     configs = [config({"lambda_time": lam, "floor": -0.8}) for lam in lambdas]
-    result = run_replay(rollouts_from_frame(frame), configs)
+    result = api.replay(rollouts_from_frame(frame), configs)
     rates = result.summary["inversion/introduced_group_rate"].to_list()
     assert rates == [0.0, 1.0, 0.0]
     (text,) = texts(result, "inversion_introduced")
@@ -231,7 +241,7 @@ def test_clipped_twin_in_the_sweep_is_named():
         config({}, {"precision": "float64"}),
         config({}, {"precision": "float64", "clip_low": -3.0, "clip_high": 3.0}),
     ]
-    result = run_replay(rollouts_from_frame(lone_success()), configs)
+    result = api.replay(rollouts_from_frame(lone_success()), configs)
     (text,) = texts(result, "explosion_unbounded")
     assert "'λ=1/60 all float64 clip[-3,3]' is its clipped twin here" in text or (
         "'λ=1/60 all clip[-3,3] float64' is its clipped twin here" in text
@@ -343,7 +353,7 @@ def test_signal_gained_and_lost_are_both_stated():
 # ---- the verdict first, kinds in decision order, headlines, labels -----------------------------
 
 
-def test_findings_open_with_the_verdict_and_follow_the_decision_order(synth_path):
+def test_findings_follow_the_decision_order_without_repeating_the_decision(synth_path):
     configs = [config({"enabled": False})] + [
         config({"lambda_time": lam, "apply_to": a}, {"clip_low": -3.0, "clip_high": 3.0})
         for lam in (1 / 120, 1 / 30, 1 / 8)
@@ -351,15 +361,13 @@ def test_findings_open_with_the_verdict_and_follow_the_decision_order(synth_path
     ]
     result = api.replay(api.load([synth_path]), configs)
     found = result.findings
-    assert found["kind"][0] == "recommendation"
-    assert found["severity"][0] == "decision"
-    order = ["recommendation", "runner_up", *KINDS]
+    # The decision is the verdict's own block, never repeated as a finding.
+    assert "decision" not in found["severity"].to_list()
+    order = list(KINDS)
     positions = [order.index(k) for k in found["kind"]]
     assert positions == sorted(positions)
     # More than three configs of one kind: one headline sentence, the per-config rows kept.
-    per_config = found.filter(
-        pl.col("config_id").is_not_null() & (pl.col("severity") != "decision")
-    )
+    per_config = found.filter(pl.col("config_id").is_not_null())
     for kind, n in per_config["kind"].value_counts().rows():
         head = found.filter((pl.col("kind") == kind) & pl.col("config_id").is_null())
         assert head.height == (1 if n > 3 else 0)
@@ -406,9 +414,7 @@ def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
     result = api.replay_to_report([synth_path], configs, out)
     on_disk = pl.read_parquet(out / "findings.parquet")
     assert on_disk.equals(result.findings)
-    again = findings(
-        pl.read_parquet(out / "summary.parquet"), pl.scan_parquet(out / "groups.parquet")
-    )
+    again = findings(pl.read_parquet(out / "summary.parquet"), tops_of(out))
     assert again.equals(on_disk)
     assert on_disk.columns == ["config_id", "kind", "severity", "value", "text", "headline"]
 
@@ -434,10 +440,10 @@ def test_highlights_are_shaping_off_and_the_verdict(synth_path):
 
 
 def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
-    from replay_cli.advice.top_groups import top_groups, top_of_config
+    from replay_cli.maths.top_groups import top_groups, top_of_config
 
     configs = [config({}), config({"lambda_time": 1 / 30, "floor": 0.05})]
-    groups = run_replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups
+    groups = api.replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups
     whole = top_groups(groups)
     assert whole.height == 2 * 5
     pieces = [
@@ -496,13 +502,6 @@ def test_the_internal_reset_is_named_among_the_terms_that_reorder():
     result = replay_frame(frame, {"semantics": "internal", "lambda_time": 1 / 30})
     (text,) = texts(result, "inversion_introduced")
     assert "(the time charge and internal item 2's reset to 0 reorder them)" in text
-
-
-def test_the_verdict_rows_are_headlines():
-    result = replay_frame(rollouts(reward=[1.0, 0.0]), {})
-    verdict = result.findings.filter(pl.col("severity") == "decision")
-    assert verdict.height >= 1
-    assert verdict["headline"].to_list() == [True] * verdict.height
 
 
 def bare_context():

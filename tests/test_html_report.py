@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.parameters import expand
+from replay_cli.report.html import SUMMARY_METRICS
 
 pytestmark = (
     pytest.mark.slow
@@ -70,16 +71,22 @@ def test_index_numbers_are_the_tables_numbers(report):
         values = re.findall(r'data-v="([^"]*)"', cells)
         assert values[1] == row["label"]
         assert values[2] == roles[row["config_id"]]
-        assert float(values[3]) == row["total_reward/mean"]  # exact: the repr of the value
-        assert float(values[4]) == row["push/minutes_pass"]
+        # Each metric cell holds the exact value (its repr) for sorting, in the page's order.
+        for value, name in zip(values[4:], SUMMARY_METRICS, strict=False):
+            if row[name] is None:
+                assert value == ""
+            else:
+                assert float(value) == row[name]
     found = pl.read_parquet(report / "findings.parquet")
     for text in found.filter(pl.col("headline"))["text"]:
         assert text.replace("'", "&#x27;").replace(">", "&gt;") in html
     # The decision section leads with the verdict's recommended config and its overrides.
-    decision = re.search(r'<section id="decision">(.*?)</section>', html).group(1)
+    decision = re.search(r'<section id="decision">(.*?)</section>', html, re.DOTALL).group(1)
     recommended = verdict.filter(pl.col("role") == "recommended").row(0, named=True)
     assert recommended["label"].replace("'", "&#x27;") in decision
     assert recommended["overrides"] in decision
+    assert recommended["yaml"].split("\n")[0] in decision
+    assert decision.count('class="copy"') == 2
 
 
 def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):

@@ -21,6 +21,7 @@ def test_report_appears_complete(synth_path, tmp_path):
         "index.html",
         "manifest.json",
         "recommendation.parquet",
+        "resamples.parquet",
         "rollouts.parquet",
         "steps.parquet",
         "summary.parquet",
@@ -28,18 +29,15 @@ def test_report_appears_complete(synth_path, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.")]
 
 
-def test_failure_leaves_no_partial_report(synth_path, tmp_path):
+def test_failure_leaves_no_partial_report(synth_path, tmp_path, monkeypatch):
     out = tmp_path / "r"
 
     def broken_charts(result, directory, highlight):
         raise RuntimeError("boom")
 
-    rollouts = api.load([synth_path])
-    result = api.replay(rollouts)
-    from replay_cli.report.write import write_report
-
-    with pytest.raises(RuntimeError):
-        write_report(out, result, rollouts, charts=broken_charts)
+    monkeypatch.setattr("replay_cli.report.plots.render_all", broken_charts)
+    with pytest.raises(RuntimeError, match="boom"):
+        api.replay_to_report([synth_path], [config()], out, charts=True)
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [synth_path]
 
@@ -54,12 +52,20 @@ def test_force_replaces_and_keeps_nothing_old(synth_path, tmp_path):
     assert not (out / "stale.txt").exists()
 
 
-def test_manifest_records_inputs_and_configs(synth_path, tmp_path):
+def test_manifest_records_inputs_configs_and_the_rule(synth_path, tmp_path, monkeypatch):
+    from replay_cli.advice.recommendation import Rule
+    from replay_cli.config import MeasureSettings
+
     out = tmp_path / "r"
     cfg = config({"apply_to": "correct"})
-    api.replay_to_report([synth_path], [cfg], out, argv=["replay-cli", "replay"])
+    monkeypatch.setattr("sys.argv", ["replay-cli", "replay"])
+    rule = Rule(min_resolve_vs_off=0.8)
+    measure = MeasureSettings(resamples=50)
+    api.replay_to_report([synth_path], [cfg], out, rule=rule, measure=measure)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command_line"] == ["replay-cli", "replay"]
+    assert manifest["rule"]["min_resolve_vs_off"] == 0.8
+    assert manifest["measure"]["resamples"] == 50
     assert manifest["inputs"][0]["size"] == synth_path.stat().st_size
     assert manifest["configs"][0]["config_id"] == cfg.config_id
 

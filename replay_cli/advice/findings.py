@@ -16,11 +16,10 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule, decision, recommend
-from replay_cli.advice.top_groups import top_groups
-from replay_cli.advice.words import NO_LONG_PROBLEMS, num, pct, push_text
+from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, pct
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, PUSH_EPS
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -31,10 +30,6 @@ SCHEMA = {
     "text": pl.String,
     "headline": pl.Boolean,
 }
-SEVERITIES = ("decision", "hazard", "warning", "info")
-"""decision: the verdict (what to launch, or that nothing qualifies); hazard: the numbers say
-the config harms training; warning: read before running it; info: context."""
-
 PER_KIND_IN_HEADLINE = 3
 """A kind met by more configs than this is summed up in one headline sentence."""
 
@@ -197,30 +192,35 @@ def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
 
 
 def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
-    """The update teaches failures to end sooner: the fail-time push (covariance of the trained
-    advantage with minutes among the failures of each group) is below -Rule.max_fail_faster."""
-    push = num(row, "push/minutes_fail")
-    if -push <= ctx.rule.max_fail_faster:
+    """The step teaches failures to end sooner than shaping off's step would: the mean minutes
+    of a failure fall by more than Rule.max_fail_faster per step against shaping off."""
+    change = num(row, "step/fail_minutes_vs_off")
+    if -change <= ctx.rule.fail_limit(row):
         return None
     twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
     if twin is not None:
-        twin_push = num(twin, "push/minutes_fail")
-        what = "keeps failures tied" if abs(twin_push) <= PUSH_EPS else "has"
-        advice = f"; '{twin['label']}' {what} (fail-time push {push_text(twin_push)})"
+        twin_change = num(twin, "step/fail_minutes_vs_off")
+        advice = (
+            f"; '{twin['label']}' leaves them at {minutes_text(twin_change)} per step against "
+            "shaping off"
+        )
     elif row.get("apply_to") == "all":
         advice = "; apply_to=correct leaves failures uncharged"
     else:
         advice = ""
     return Found(
-        push,
-        f"teaches failures to give up sooner: fail-time push {push_text(push)} (advantage × "
-        f"minutes per group; {_on_long(row.get('push/minutes_fail@long'))}){advice}.",
+        change,
+        f"teaches failures to give up sooner: a failure ends {minutes_text(-change, signed=False)} "
+        f"per step sooner than under shaping off "
+        f"({_on_long(row.get('step/fail_minutes_vs_off@long'))}){advice}.",
     )
 
 
-def _on_long(push: float | None) -> str:
-    """A push on long problems, or that the input has none (a null push is no 0)."""
-    return NO_LONG_PROBLEMS if push is None else f"on long problems {push_text(push)}"
+def _on_long(change: float | None) -> str:
+    """A minute change on long problems, or that the input has none (a null is no 0)."""
+    if change is None:
+        return NO_LONG_PROBLEMS
+    return f"on long problems {minutes_text(-change, signed=False)} sooner"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -285,6 +285,34 @@ def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
     )
 
 
+TINY_LAMBDA = 1e-4
+"""A λ below this charges an hour of agent time less than 0.006 reward: a charge of that size
+trains only through normalisation (the jump at λ → 0⁺)."""
+
+
+def time_only_step(row: dict[str, Any], ctx: Context) -> Found | None:
+    """Part of the config's step goes to groups whose outcomes are all equal (shaping off gives
+    them no signal): there normalisation divides the time term by λ·sd(minutes), so it trains
+    at nearly full size for any λ well above 1e-6 / sd(minutes); λ trades resolving against time
+    only in mixed groups. At a tiny λ this is the jump at λ → 0⁺."""
+    share = num(row, "step/time_only_share")
+    if share <= 0 or not row.get("enabled", True):
+        return None
+    groups = pct(num(row, "signal/time_only_rate"))
+    text = (
+        f"{pct(share)} of its step goes to groups whose outcomes are all equal ({groups} of "
+        "groups), about time alone: normalisation trains them at nearly full size for any λ "
+        "well above 1e-6 / sd(minutes), so λ trades resolving against time only in mixed groups"
+    )
+    lam = num(row, "lambda_time")
+    if 0 < lam < TINY_LAMBDA:
+        text += (
+            f"; at λ={lambda_text(lam)} the charge is far below any reward difference, yet the "
+            "update jumps from shaping off's (the jump at λ → 0⁺)"
+        )
+    return Found(share, text + ".")
+
+
 KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], str]] = {
     "inversion_introduced": ("hazard", inversion_introduced, "introduce inversions"),
     "explosion_unbounded": (
@@ -300,6 +328,7 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
         validation_not_comparable,
         "charge validation rows (curves not comparable)",
     ),
+    "time_only_step": ("info", time_only_step, "spend part of their step on time alone"),
     "inversion_present_unshaped": (
         "info",
         inversion_present_unshaped,
@@ -311,70 +340,18 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
 """Every per-config kind in the order a user decides in: (severity, definition, headline)."""
 
 
-def _decision_rows(verdict: pl.DataFrame) -> list[dict[str, Any]]:
-    """The verdict in words: what to launch and why, or that nothing qualifies and why not."""
-    d = decision(verdict)
-    rec, runner = d["recommended"], d["runner_up"]
-    rows = []
-
-    def add(kind: str, config: str | None, text: str) -> None:
-        rows.append(
-            {
-                S.CONFIG_ID: config,
-                "kind": kind,
-                "severity": "decision",
-                "value": None,
-                "text": text,
-                "headline": True,
-            }
-        )
-
-    if d["unrated"]:
-        add("recommendation", None, f"No recommendation: this report was {d['unrated']}.")
-        return rows
-    if rec is None:
-        misses = "; ".join(
-            f"'{m['label']}' fails {', '.join(m['failed'])}" for m in d["near_misses"]
-        )
-        add("recommendation", None, f"No config passes the recommendation rule. Nearest: {misses}.")
-        return rows
-    if rec["reasons"].startswith("shaping off"):
-        why = (
-            "the shaped configs that pass the recommendation rule teach solving no faster"
-            if d["shaped_eligible"]
-            else "no shaped config of this sweep passes the recommendation rule"
-        )
-        add("recommendation", rec[S.CONFIG_ID], f"Keep shaping off ('{rec['label']}'): {why}.")
-    else:
-        add(
-            "recommendation",
-            rec[S.CONFIG_ID],
-            f"Launch '{rec['label']}': {rec['reasons']}. Overrides: {rec['overrides']}",
-        )
-    if runner is not None:
-        add(
-            "runner_up", runner[S.CONFIG_ID], f"Runner-up '{runner['label']}': {runner['reasons']}."
-        )
-    return rows
-
-
 def findings(
-    summary: pl.DataFrame,
-    groups: pl.LazyFrame | pl.DataFrame,
-    top: pl.DataFrame | None = None,
-    verdict: pl.DataFrame | None = None,
-    rule: Rule | None = None,
+    summary: pl.DataFrame, tops: pl.DataFrame | None = None, rule: Rule | None = None
 ) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline): the verdict first,
-    then the kinds in `KINDS` order; `top` is `top_groups(groups)` when the caller has it (the
-    engine keeps it), `verdict` is `recommend(summary)` when the caller has it."""
+    """The findings table (config_id, kind, severity, value, text, headline), in `KINDS` order;
+    `tops` is `maths.top_groups.top_groups` of the group table (the worst group of a config).
+    The decision itself is the verdict's, not a finding (advice/verdict.py)."""
     rule = rule or Rule()
-    verdict = recommend(summary, rule) if verdict is None else verdict
-    tops = _tops(groups, top)
+    tops_of = _tops(tops)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for row in summary.iter_rows(named=True):  # one row per config: the summary is small
-        ctx = Context(summary, tops.get(row[S.CONFIG_ID], {}), rule)
+        ctx = Context(summary, tops_of.get(row[S.CONFIG_ID], {}), rule)
         for kind, (severity, define, _) in KINDS.items():
             found = define(row, ctx)
             if found is not None:
@@ -387,7 +364,7 @@ def findings(
                         "text": f"{row['label']}: {found.text}",
                     }
                 )
-    out = _decision_rows(verdict)
+    out: list[dict[str, Any]] = []
     for kind, members in by_kind.items():
         many = len(members) > PER_KIND_IN_HEADLINE
         if many:
@@ -396,13 +373,10 @@ def findings(
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
 
 
-def _tops(groups: pl.LazyFrame | pl.DataFrame, top: pl.DataFrame | None) -> dict[str, dict]:
+def _tops(top: pl.DataFrame | None) -> dict[str, dict]:
     """Per config, its group of the largest unclipped |advantage|."""
-    lf = groups.lazy()
-    if top is None:
-        if S.G_MAX_ABS_ADVANTAGE_UNCLIPPED not in lf.collect_schema().names():
-            return {}
-        top = top_groups(lf)
+    if top is None or top.is_empty():
+        return {}
     first = top.group_by(S.CONFIG_ID, maintain_order=True).first()
     return {row[S.CONFIG_ID]: row for row in first.iter_rows(named=True)}
 
@@ -411,7 +385,10 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
     """One sentence for a kind met by many configs: how many, and the three largest values."""
     severity, _, what = KINDS[kind]
     ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
-    show = (lambda v: f"{v:.4g}") if kind in ("explosion_unbounded", "fail_faster") else pct
+    show = {
+        "explosion_unbounded": lambda v: f"{v:.4g}",
+        "fail_faster": lambda v: minutes_text(v),
+    }.get(kind, pct)
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
     return {
         S.CONFIG_ID: None,

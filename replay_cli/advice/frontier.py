@@ -1,6 +1,8 @@
-"""The frontier of a sweep: per config, the useful push (how strongly it teaches solving faster)
-against the harm it does, with the role the recommendation gives it; and the configs the step
-charts highlight (shaping off, the recommended and the runner-up)."""
+"""The frontier of a sweep on the rule's own axes: per config, how much faster it makes
+successes than shaping off per step (`gain`, minutes) against the resolve progress it keeps
+(`kept`, the low end of the interval, the lower of overall and long problems), with the role the
+recommendation gives it; and the configs the step charts highlight (shaping off, the recommended
+and the runner-up)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import NEEDED, recommend, shaping_off
+from replay_cli.advice.recommendation import NEEDED, RESOLVE_CRITERIA, shaping_off
 
 __all__ = ["frontier", "highlights", "rated", "shaping_off"]
 
@@ -20,24 +23,41 @@ def rated(summary: pl.DataFrame) -> bool:
     return all(c in summary.columns for c in NEEDED)
 
 
-def frontier(summary: pl.DataFrame, verdict: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per config: `useful`, the solve-faster push (-push/minutes_pass, larger is better);
-    `harm`, the share of groups with an introduced inversion plus the share of trained rows with
-    |advantage| > 3 after the clip; `role` from the recommendation; `off` for shaping off."""
-    verdict = recommend(summary) if verdict is None else verdict
-    roles = verdict.select(S.CONFIG_ID, "role")
-    return (
-        summary.select(
-            S.CONFIG_ID,
-            "label",
-            (-pl.col("push/minutes_pass")).fill_null(0.0).alias("useful"),
-            pl.col("inversion/introduced_group_rate").fill_null(0.0).alias("inversion"),
-            pl.col("adv/explosion_trained_frac").fill_null(0.0).alias("explosion"),
-            shaping_off(summary).alias("off"),
-        )
-        .with_columns((pl.col("inversion") + pl.col("explosion")).alias("harm"))
-        .join(roles, on=S.CONFIG_ID, how="left", maintain_order="left")
+def _kept(summary: pl.DataFrame) -> pl.Expr:
+    """The resolve progress a config keeps for the rule: the lower of the interval's low ends
+    overall and on long problems (point values where there is no interval, 100% where shaping
+    off makes none)."""
+
+    def one(low: str, point: str) -> pl.Expr:
+        have = [c for c in (low, point) if c in summary.columns]
+        return pl.coalesce([pl.col(c) for c in have] + [pl.lit(1.0)])
+
+    overall = one(C.RESOLVE_VS_OFF_LOW, C.RESOLVE_VS_OFF)
+    long = one(C.RESOLVE_VS_OFF_LOW_LONG, C.RESOLVE_VS_OFF_LONG)
+    return pl.min_horizontal(overall, long)
+
+
+def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
+    """Per config: `gain` (minutes per step by which successes get faster than under shaping
+    off; larger is better), `kept` (resolve progress kept, see `_kept`), `role` from the verdict,
+    `off` for shaping off, and `other`: the config fails a criterion besides resolve progress
+    (why it is avoided wherever it sits)."""
+    verdict = verdict.select(
+        S.CONFIG_ID,
+        "role",
+        pl.col("failed")
+        .list.eval(pl.element().is_in(list(RESOLVE_CRITERIA)).not_())
+        .list.any()
+        .fill_null(False)
+        .alias("other"),
     )
+    return summary.select(
+        S.CONFIG_ID,
+        "label",
+        (-pl.col(C.SOLVE_VS_OFF)).fill_null(0.0).alias("gain"),
+        _kept(summary).alias("kept"),
+        shaping_off(summary).alias("off"),
+    ).join(verdict, on=S.CONFIG_ID, how="left", maintain_order="left")
 
 
 def highlights(
@@ -57,11 +77,10 @@ def highlights(
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
-    if not rated(summary):  # an earlier version's report: shaping off and the first configs
+    if verdict is None or not rated(summary):  # an earlier version's report: the first configs
         off = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
         return off + [c for c in ids if c not in off][: 3 - len(off)]
-    front = frontier(summary, verdict)
-    out = front.filter(pl.col("off"))[S.CONFIG_ID].head(1).to_list()
+    out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
     for role in ("recommended", "runner-up"):
-        out.extend(c for c in front.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
+        out.extend(c for c in verdict.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
     return out or ids[:3]

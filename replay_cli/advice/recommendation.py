@@ -1,20 +1,24 @@
 """The one recommendation: which config to launch, which is the runner-up, which to avoid and why.
 
 One documented rule decides it (docs/report.md, "The recommendation"), read from the summary
-table alone, and every other part of the report (findings, index.html, both frontiers, the step
-curves' highlights, the terminal) reads its verdict instead of deciding again:
+table (and, for how sure the pick is, the bootstrap table); every other part of the report reads
+its verdict (advice/verdict.py) instead of deciding again. It is stated on the decision measure,
+one step of fixed size (engine/measure.py), not on the first-order pushes:
 
-* a config is **eligible** when it passes every criterion of `Rule` (no inversion that shaping
-  introduces, no explosion left unbounded by the clip, resolve push kept overall and on long
-  problems, no fail-faster push, little signal from uncharged rows);
-* among the eligible, the **recommended** config teaches solving faster most strongly (the most
-  negative `push/minutes_pass`), ties going to the smaller lambda_time, then to shaping off, then
-  to the config with fewer settings away from their defaults; the next that does not give the
-  recommended config's numbers on every summary metric is the **runner-up** (a config that does,
-  such as one whose floor never binds, is no alternative to it), the rest stay **eligible**;
+* a config is **eligible** when it passes every criterion of `Rule`: launchable as replayed, no
+  inversion that shaping introduces, no explosion left unbounded by the clip, the low end of the
+  bootstrap interval of its resolve progress at least 95% of shaping off's overall and on long
+  problems, failures not taught to give up sooner than shaping off would beyond a limit in
+  minutes per step, little signal from uncharged rows;
+* among the eligible, the **recommended** config makes successes fastest against shaping off (the
+  most negative `step/solve_minutes_vs_off`), ties going to the smaller lambda_time, then to
+  shaping off, then to the config with fewer settings away from their defaults; the next that
+  does not train exactly like it is the **runner-up**, the rest stay **eligible**;
 * every other config is **avoid**, with each failed criterion and its number as the reason.
 
-Shaping off competes under the same rule: when it wins, the advice is to keep shaping off.
+Shaping off competes under the same rule; when it wins, the verdict is to keep it, and the best
+trade (the shaped config that keeps the most resolve progress while making successes faster,
+failing nothing but the resolve criteria) is named with its numbers.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import schema as S
-from replay_cli.advice.words import NO_LONG_PROBLEMS, num, param_text, pct, push_text
-from replay_cli.maths.thresholds import EXPLOSION, PUSH_EPS
+from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, param_text, pct
+from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
 from replay_cli.parameters import registry
 
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
@@ -37,27 +43,19 @@ ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
 NEEDED = (
     "inversion/introduced_group_rate",
     "adv/explosion_trained_frac",
-    "push/resolve",
-    "push/resolve_off",
-    "push/resolve@long",
-    "push/resolve_off@long",
-    "push/minutes_fail",
-    "push/minutes_pass",
+    "step/resolve_vs_off",
+    "step/resolve_vs_off@long",
+    "step/solve_minutes_vs_off",
+    "step/fail_minutes_vs_off",
     "signal/uncharged_only_rate",
 )
 """The summary columns the rule reads."""
-SAME_NUMBERS_NEEDED = (
-    "total_reward/mean",
-    "advantages/mean",
-    "adv/std",
-    "adv/min",
-    "adv/max",
-    "adv/p50",
-    "signal/group_rate",
-    "time_efficiency/deduction/mean",
-)
-"""Two configs are called the same only when the summary has at least these (what the shaped
-rewards and their advantages look like) and every metric column is equal."""
+SAME_NUMBERS_NEEDED = ("trained_digest",)
+"""Two configs are called the same only when they train on the same rows with the same rewards
+and advantages (`trained_digest`, a hash of the trained rows' shaped rewards, advantages and
+masks)."""
+DEFAULT_BUDGET = 0.001
+"""The step budget the fail-faster limit is stated at (MeasureSettings.step_kl's default)."""
 SCHEMA = {
     S.CONFIG_ID: pl.String,
     "label": pl.String,
@@ -66,7 +64,16 @@ SCHEMA = {
     "failed": pl.List(pl.String),
     "reasons": pl.String,
     "overrides": pl.String,
-    "solve_push": pl.Float64,
+    "yaml": pl.String,
+    S.SHAPING_OFF: pl.Boolean,
+    "solve_minutes_vs_off": pl.Float64,
+    "resolve_vs_off": pl.Float64,
+    "resolve_vs_off_low": pl.Float64,
+    "resolve_vs_off_long": pl.Float64,
+    "resolve_vs_off_low_long": pl.Float64,
+    "won_share": pl.Float64,
+    "best_trade": pl.Boolean,
+    "trade": pl.String,
 }
 
 
@@ -84,20 +91,29 @@ def shaping_off(summary: pl.DataFrame) -> pl.Series:
 
 
 class Rule(BaseModel):
-    """The thresholds of the recommendation; each can be changed (`recommend(summary, Rule(...))`)."""
+    """The thresholds of the recommendation; each can be changed (`judge(summary, rule=Rule(...))`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_resolve_vs_off: float = Field(
-        0.95, description="push/resolve at least this share of shaping off's, over all groups"
+        0.95,
+        description="the low end of the resolve progress's interval, as a share of shaping "
+        "off's, over all problems (step/resolve_vs_off_low)",
     )
     min_resolve_vs_off_long: float = Field(
-        0.95, description="the same on long problems (push/resolve_vs_off@long)"
+        0.95, description="the same on long problems (step/resolve_vs_off_low@long)"
     )
     max_fail_faster: float = Field(
-        0.05,
-        description="-push/minutes_fail at most this (advantage × minutes per group): how hard "
-        "failures are taught to give up sooner",
+        0.02,
+        description="how much sooner than under shaping off failures may end, in minutes per "
+        "step at the default budget (scaled by sqrt(step_kl / 0.001) at others)",
+    )
+    min_faster: float = Field(
+        0.01,
+        description="how many minutes per step faster than under shaping off successes must get "
+        "for a config to count as faster at all (at the default budget; scaled like "
+        "max_fail_faster): a smaller change, such as the rounding-sized charge of a tiny λ, "
+        "ties with shaping off",
     )
     max_uncharged_only: float = Field(
         0.01, description="signal/uncharged_only_rate at most this share of groups"
@@ -107,6 +123,33 @@ class Rule(BaseModel):
         description="only configs NeMo-RL can run as they are: the PR's semantics and its own "
         "GRPO estimator (the launch overrides would run something else)",
     )
+
+    def at_budget(self, minutes: float, row: dict[str, Any]) -> float:
+        """A limit in minutes per step at the default budget, at the row's budget: a step of
+        budget δ moves minutes about sqrt(δ) as far (first order)."""
+        budget = row.get("step/kl_budget") or DEFAULT_BUDGET
+        return minutes * math.sqrt(budget / DEFAULT_BUDGET)
+
+    def fail_limit(self, row: dict[str, Any]) -> float:
+        """The fail-faster limit at the row's step budget (minutes per step)."""
+        return self.at_budget(self.max_fail_faster, row)
+
+    def faster_limit(self, row: dict[str, Any]) -> float:
+        """The smallest solve-minute gain that counts, at the row's step budget."""
+        return self.at_budget(self.min_faster, row)
+
+    def summary_text(self) -> str:
+        """The rule in one sentence, with its thresholds (the page and the terminal print it)."""
+        return (
+            "eligible: launchable as replayed, no inversion that shaping introduces, no "
+            f"|advantage| above {EXPLOSION:g} left after the clip, resolve progress per step "
+            f"kept at {pct(self.min_resolve_vs_off)} of shaping off's or more (low end of the "
+            f"interval) overall and {pct(self.min_resolve_vs_off_long)} on long problems, "
+            f"failures ending no more than {self.max_fail_faster:g} min per step sooner than "
+            f"under shaping off, signal from uncharged rows in at most "
+            f"{pct(self.max_uncharged_only)} of groups; among those, the one that makes "
+            "successes fastest against shaping off wins (ties: the smaller λ, then shaping off)"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,31 +163,41 @@ class Criterion:
 
 
 def _kept(row: dict[str, Any], where: str, least: float) -> bool:
-    """The resolve push keeps `least` of shaping off's; where shaping off has none to keep (its
-    push is not positive, the ratio is null), it may not fall below shaping off's."""
-    ratio = row.get(f"push/resolve_vs_off{where}")
+    """The resolve progress keeps `least` of shaping off's at the low end of its interval (the
+    point value where no interval was computed); where shaping off makes none (the ratio is
+    null), it may not fall below shaping off's."""
+    low = row.get(f"step/resolve_vs_off_low{where}")
+    ratio = row.get(f"step/resolve_vs_off{where}")
     if ratio is not None:
-        return float(ratio) >= least
-    return num(row, f"push/resolve{where}") >= num(row, f"push/resolve_off{where}") - PUSH_EPS
+        return float(low if low is not None else ratio) >= least
+    return num(row, f"step/resolve{where}") >= num(row, f"step/resolve_off{where}") - 1e-12
 
 
 def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
-    ratio = row.get(f"push/resolve_vs_off{where}")
+    ratio = row.get(f"step/resolve_vs_off{where}")
+    low = row.get(f"step/resolve_vs_off_low{where}")
     if ratio is not None:
-        return f"{pct(float(ratio))} of shaping off's (needs {pct(least)})"
+        interval = f" (low end {pct(float(low))})" if low is not None else ""
+        return f"{pct(float(ratio))} of shaping off's{interval}, needs {pct(least)}"
     return (
-        f"{push_text(num(row, f'push/resolve{where}'))}, below shaping off's "
-        f"{push_text(num(row, f'push/resolve_off{where}'))}"
+        f"{_points(num(row, f'step/resolve{where}'))} per step, below shaping off's "
+        f"{_points(num(row, f'step/resolve_off{where}'))}"
     )
+
+
+def _points(x: float) -> str:
+    """A change of a probability in percentage points."""
+    return f"{x * 100:+.3g} points"
+
+
+def _launchable(row: dict[str, Any]) -> bool:
+    return row.get("semantics", "nemo-rl") == "nemo-rl" and row.get("estimator", "grpo") == "grpo"
 
 
 CRITERIA = (
     Criterion(
         "launchable",
-        lambda r, rule: (
-            not rule.require_launchable
-            or (r.get("semantics", "nemo-rl") == "nemo-rl" and r.get("estimator", "grpo") == "grpo")
-        ),
+        lambda r, rule: not rule.require_launchable or _launchable(r),
         lambda r, _: (
             f"NeMo-RL cannot launch it as replayed (semantics {r.get('semantics')}, "
             f"estimator {r.get('estimator')})"
@@ -170,21 +223,23 @@ CRITERIA = (
     Criterion(
         "resolve",
         lambda r, rule: _kept(r, "", rule.min_resolve_vs_off),
-        lambda r, rule: f"resolve push is {_kept_text(r, '', rule.min_resolve_vs_off)}",
+        lambda r, rule: f"resolve progress is {_kept_text(r, '', rule.min_resolve_vs_off)}",
     ),
     Criterion(
         "resolve_long",
         lambda r, rule: _kept(r, "@long", rule.min_resolve_vs_off_long),
         lambda r, rule: (
-            f"resolve push on long problems is {_kept_text(r, '@long', rule.min_resolve_vs_off_long)}"
+            "resolve progress on long problems is "
+            f"{_kept_text(r, '@long', rule.min_resolve_vs_off_long)}"
         ),
     ),
     Criterion(
         "fail_faster",
-        lambda r, rule: -num(r, "push/minutes_fail") <= rule.max_fail_faster,
+        lambda r, rule: num(r, "step/fail_minutes_vs_off") >= -rule.fail_limit(r),
         lambda r, rule: (
-            f"teaches failures to give up sooner (fail-time push "
-            f"{num(r, 'push/minutes_fail'):.3g}, limit -{rule.max_fail_faster:g})"
+            f"teaches failures to give up sooner: they end "
+            f"{minutes_text(-num(r, 'step/fail_minutes_vs_off'), signed=False)} per step sooner "
+            f"than under shaping off (limit {minutes_text(rule.fail_limit(r), signed=False)})"
         ),
     ),
     Criterion(
@@ -196,6 +251,8 @@ CRITERIA = (
         ),
     ),
 )
+RESOLVE_CRITERIA = ("resolve", "resolve_long")
+"""Criteria a config may fail and still be named as the best trade when shaping off is kept."""
 
 
 def _override_value(name: str, value: Any) -> str:
@@ -206,26 +263,50 @@ def _override_value(name: str, value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def launch_overrides(row: dict[str, Any]) -> str:
-    """The NeMo-RL overrides that launch a summary row's config: `++grpo.time_efficiency.*` (all
-    of them when shaping is on), and every other trainer setting that is not at its default
-    (`++grpo.advantage_clip_*`, the estimator's baseline and normalisation, the mask switch).
-    Emulation-only settings (std guard, precision) have no trainer key and are left out."""
+def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, Any]]:
+    """(parameter, trainer key, value) of every setting that launches a summary row's config:
+    `grpo.time_efficiency.*` (only `enabled=false` for shaping off; all of them when shaping is
+    on), and every other trainer setting that is not at its default (the clip, the estimator's
+    baseline and normalisation, the mask switch). Emulation-only settings (std guard,
+    precision) have no trainer key and are left out."""
     te = "grpo.time_efficiency."
-    parts = []
+    out = []
     for name, param in registry().items():
         if not param.trainer or name == "estimator" or name not in row:
             continue
         value, key = row[name], param.trainer[0]
         if key.startswith(te):
-            shown = name == "enabled" or (
-                row["enabled"] and (name in ("lambda_time", "apply_to") or value != param.default)
-            )
+            if is_off:
+                shown = name == "enabled"
+                value = False if shown else value
+            else:
+                shown = name in ("enabled", "lambda_time", "apply_to") or value != param.default
         else:
             shown = value != param.default
         if shown and value is not None:
-            parts.append(f"++{key}={_override_value(name, value)}")
-    return " ".join(parts)
+            out.append((name, key, value))
+    return out
+
+
+def launch_overrides(row: dict[str, Any], is_off: bool = False) -> str:
+    """The NeMo-RL `++` overrides that launch a summary row's config (`_launch_values`)."""
+    return " ".join(
+        f"++{key}={_override_value(name, value)}"
+        for name, key, value in _launch_values(row, is_off)
+    )
+
+
+def launch_yaml(row: dict[str, Any], is_off: bool = False) -> str:
+    """The same settings as the block of the trainer's config file (`grpo: time_efficiency:
+    ...`), values as YAML writes them (the exact float of λ)."""
+    tree: dict[str, Any] = {}
+    for name, key, value in _launch_values(row, is_off):
+        *path, leaf = key.split(".")
+        node = tree
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = (value == "loo") if name == "baseline" else value
+    return yaml.safe_dump(tree, sort_keys=False)
 
 
 def _set_away(row: dict[str, Any]) -> list[str]:
@@ -237,13 +318,22 @@ def _set_away(row: dict[str, Any]) -> list[str]:
     ]
 
 
-def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float, bool, int]:
-    """Rank of an eligible config: the strongest solve-faster push first (pushes within PUSH_EPS
-    of 0 count as 0), then the smaller lambda (shaping off counts as lambda 0), then shaping off,
-    then the fewest settings away from their defaults (the simpler launch)."""
-    push = num(row, "push/minutes_pass")
+def _gain(row: dict[str, Any], rule: Rule | None = None) -> float:
+    """The solve-minute change against shaping off per step (negative: faster), 0 within
+    MINUTES_EPS, and with a rule, 0 where successes get less than its `min_faster` faster."""
+    value = num(row, "step/solve_minutes_vs_off")
+    least = MINUTES_EPS if rule is None else max(MINUTES_EPS, rule.faster_limit(row))
+    if value > MINUTES_EPS or -value > least:  # slower, or faster by enough to count
+        return value
+    return 0.0
+
+
+def _solve_key(row: dict[str, Any], is_off: bool, rule: Rule) -> tuple[float, float, bool, int]:
+    """Rank of an eligible config: successes made fastest first (a gain below the rule's
+    `min_faster` counts as none), then the smaller lambda (shaping off counts as lambda 0), then
+    shaping off, then the fewest settings away from their defaults (the simpler launch)."""
     return (
-        push if abs(push) > PUSH_EPS else 0.0,
+        0.0 if is_off else _gain(row, rule),  # shaping off against itself: no change
         0.0 if is_off else num(row, "lambda_time"),
         not is_off,
         len(_set_away(row)),
@@ -251,19 +341,10 @@ def _solve_key(row: dict[str, Any], is_off: bool) -> tuple[float, float, bool, i
 
 
 def _same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two summary rows hold the same value in every metric column (NaN equal to NaN),
-    and the summary has the columns that describe the shaped rewards and advantages."""
-    if any(c not in a for c in SAME_NUMBERS_NEEDED):
+    """Whether two configs train on the same rows with the same rewards and advantages."""
+    if any(a.get(c) is None for c in SAME_NUMBERS_NEEDED):
         return False
-    params = registry()
-    for column, value in a.items():
-        if column in params or column in (S.CONFIG_ID, "label"):
-            continue
-        other = b.get(column)
-        both_nan = isinstance(value, float) and isinstance(other, float)
-        if not (value == other or (both_nan and math.isnan(value) and math.isnan(other))):
-            return False
-    return True
+    return all(a.get(c) == b.get(c) for c in SAME_NUMBERS_NEEDED)
 
 
 def _differs_in(row: dict[str, Any], base: dict[str, Any]) -> str:
@@ -272,9 +353,12 @@ def _differs_in(row: dict[str, Any], base: dict[str, Any]) -> str:
     return " ".join(f"{n}={param_text(n, row[n])}" for n in names) or "no parameter"
 
 
-def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
-    """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons with
-    their numbers, launch overrides, the solve-time push it is ranked by), recommended first."""
+def recommend(
+    summary: pl.DataFrame, rule: Rule | None = None, resamples: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons
+    with their numbers, launch overrides and YAML, the numbers it is ranked by, the share of
+    bootstrap resamples in which it would be recommended, the best trade), recommended first."""
     rule = rule or Rule()
     missing = [c for c in NEEDED if c not in summary.columns]
     if missing:
@@ -284,7 +368,9 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
     for i, row in enumerate(summary.iter_rows(named=True)):
         failed = [c for c in CRITERIA if not c.passes(row, rule)]
         rows.append((i, row, failed, off[i]))
-    eligible = sorted((r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3]), r[0]))
+    eligible = sorted(
+        (r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3], rule), r[0])
+    )
     roles: dict[int, str] = {}
     same_as_best: dict[int, str] = {}
     best = eligible[0][1] if eligible else {}
@@ -295,10 +381,13 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
             roles[i] = "eligible"
             same_as_best[i] = (
                 f"no alternative to the recommended '{best['label']}': it differs only in "
-                f"{_differs_in(row, best)} and every summary metric of this replay is the same"
+                f"{_differs_in(row, best)} and trains on the same rewards and advantages"
             )
         else:
             roles[i] = "eligible" if "runner-up" in roles.values() else "runner-up"
+    keep_off = bool(eligible) and eligible[0][3]
+    trade = _best_trade(rows, rule) if keep_off or not eligible else None
+    won = _won_shares(summary, rows, rule, resamples)
     out = []
     for i, row, failed, is_off in rows:
         role = roles.get(i, "avoid")
@@ -307,7 +396,7 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
         elif i in same_as_best:
             reasons = same_as_best[i]
         elif is_off:
-            reasons = "shaping off: the reference every push is measured against"
+            reasons = "shaping off: the reference every step is measured against"
         else:
             reasons = _why_eligible(row)
         out.append(
@@ -318,8 +407,17 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
                 "rank": None,
                 "failed": [c.name for c in failed],
                 "reasons": reasons,
-                "overrides": launch_overrides(row),
-                "solve_push": row.get("push/minutes_pass"),
+                "overrides": launch_overrides(row, is_off),
+                "yaml": launch_yaml(row, is_off),
+                S.SHAPING_OFF: is_off,
+                "solve_minutes_vs_off": row.get("step/solve_minutes_vs_off"),
+                "resolve_vs_off": row.get("step/resolve_vs_off"),
+                "resolve_vs_off_low": row.get("step/resolve_vs_off_low"),
+                "resolve_vs_off_long": row.get("step/resolve_vs_off@long"),
+                "resolve_vs_off_low_long": row.get("step/resolve_vs_off_low@long"),
+                "won_share": won.get(i),
+                "best_trade": trade == i,
+                "trade": trade_text(row) if _tradeable(row, failed, is_off, rule) else None,
             }
         )
     order = {role: i for i, role in enumerate(ROLES)}
@@ -332,12 +430,118 @@ def recommend(summary: pl.DataFrame, rule: Rule | None = None) -> pl.DataFrame:
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
 
 
+def _tradeable(row: dict[str, Any], failed: list[Criterion], is_off: bool, rule: Rule) -> bool:
+    """A shaped config that fails nothing but the resolve criteria and makes successes faster
+    by at least the rule's `min_faster`: a trade a user may accept knowingly."""
+    names = {c.name for c in failed}
+    return (
+        not is_off
+        and bool(names)
+        and names <= set(RESOLVE_CRITERIA)
+        and _gain(row, rule) < 0
+        and row.get("step/resolve_vs_off") is not None
+    )
+
+
+def _best_trade(
+    rows: list[tuple[int, dict[str, Any], list[Criterion], bool]], rule: Rule
+) -> int | None:
+    """The tradeable config that keeps the most resolve progress (the lower of overall and long
+    problems), ties to the larger solve-minute gain."""
+    offers = [
+        (min(num(r, "step/resolve_vs_off"), _long_or_overall(r)), -_gain(r), -i, i)
+        for i, r, failed, off in rows
+        if _tradeable(r, failed, off, rule)
+    ]
+    return max(offers)[3] if offers else None
+
+
+def _long_or_overall(row: dict[str, Any]) -> float:
+    long = row.get("step/resolve_vs_off@long")
+    return num(row, "step/resolve_vs_off") if long is None else float(long)
+
+
+def trade_text(row: dict[str, Any]) -> str:
+    """What a config buys and what it costs per step against shaping off, in words."""
+    overall = num(row, "step/resolve_vs_off")
+    long = row.get("step/resolve_vs_off@long")
+    on_long = "" if long is None else f" ({_signed_pct(float(long) - 1)} on long problems)"
+    return (
+        f"'{row['label']}' buys {minutes_text(num(row, 'step/solve_minutes_vs_off'))} per step "
+        f"on successes for {_signed_pct(overall - 1)} of resolve progress per step{on_long}"
+    )
+
+
+def _signed_pct(x: float) -> str:
+    return f"{x:+.1%}".replace("-", "−")
+
+
+def _won_shares(
+    summary: pl.DataFrame,
+    rows: list[tuple[int, dict[str, Any], list[Criterion], bool]],
+    rule: Rule,
+    resamples: pl.DataFrame | None,
+) -> dict[int, float]:
+    """Per config, the share of bootstrap resamples in which the rule recommends it: the
+    criteria read from the resample (resolve ratios, minute changes) are re-applied to its
+    values, the others keep their verdict."""
+    if resamples is None or resamples.is_empty():
+        return {}
+    ids = [r[S.CONFIG_ID] for _, r, *_ in rows]
+    names = (
+        "step/resolve_vs_off",
+        "step/resolve_vs_off@long",
+        "step/solve_minutes_vs_off",
+        "step/fail_minutes_vs_off",
+    )
+    if any(name not in resamples.columns for name in names):
+        return {}
+    wide = {
+        name: resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids).to_numpy()
+        for name in names
+    }
+    resampled = (*RESOLVE_CRITERIA, "fail_faster")
+    static = np.array([all(c.name in resampled for c in failed) for _, _, failed, _ in rows])
+    is_off = np.array([o for *_, o in rows])
+    limits = np.array([rule.fail_limit(r) for _, r, *_ in rows])
+    overall_null = np.array([r.get("step/resolve_vs_off") is None for _, r, *_ in rows])
+    long_null = np.array([r.get("step/resolve_vs_off@long") is None for _, r, *_ in rows])
+    with np.errstate(invalid="ignore"):
+        ok = (
+            static
+            & (is_off | overall_null | (wide["step/resolve_vs_off"] >= rule.min_resolve_vs_off))
+            & (
+                is_off
+                | long_null
+                | (wide["step/resolve_vs_off@long"] >= rule.min_resolve_vs_off_long)
+            )
+            & (wide["step/fail_minutes_vs_off"] >= -limits)
+        )
+    gain = wide["step/solve_minutes_vs_off"]
+    least = np.array([max(MINUTES_EPS, rule.faster_limit(r)) for _, r, *_ in rows])
+    small = (np.abs(gain) <= MINUTES_EPS) | ((gain < 0) & (-gain <= least))
+    gain = np.where(is_off | small, 0.0, gain)
+    # Ties as the rule breaks them: the point ranking's order of the other keys.
+    order = sorted(
+        range(len(rows)), key=lambda i: (*_solve_key(rows[i][1], rows[i][3], rule)[1:], i)
+    )
+    tie_rank = np.empty(len(rows))
+    tie_rank[order] = np.arange(len(rows))
+    first = np.lexsort((np.broadcast_to(tie_rank, gain.shape), np.where(ok, gain, np.inf)), axis=-1)
+    winner = first[:, 0]
+    counted = ok[np.arange(len(winner)), winner]
+    counts = np.bincount(winner[counted], minlength=len(rows))
+    total = wide["step/resolve_vs_off"].shape[0]
+    return {i: float(counts[i] / total) for i in range(len(rows))}
+
+
 def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
     """Every config unrated: the report was written before the columns the rule reads."""
     why = (
         f"written before the recommendation rule (no {', '.join(missing[:3])}"
         f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
     )
+    off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
         {
             S.CONFIG_ID: row[S.CONFIG_ID],
@@ -346,37 +550,48 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
             "rank": None,
             "failed": [],
             "reasons": why,
-            "overrides": launch_overrides(row),
-            "solve_push": None,
+            "overrides": launch_overrides(row, bool(off[i]) if off else False),
+            "yaml": launch_yaml(row, bool(off[i]) if off else False),
+            S.SHAPING_OFF: bool(off[i]) if off else False,
+            "solve_minutes_vs_off": None,
+            "resolve_vs_off": None,
+            "resolve_vs_off_low": None,
+            "resolve_vs_off_long": None,
+            "resolve_vs_off_low_long": None,
+            "won_share": None,
+            "best_trade": False,
+            "trade": None,
         }
-        for row in summary.iter_rows(named=True)
+        for i, row in enumerate(summary.iter_rows(named=True))
     ]
     return pl.DataFrame(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
 
 
 def _why_eligible(row: dict[str, Any]) -> str:
-    """The numbers an eligible config is ranked by. A resolve push is a share of shaping off's
-    where shaping off has one to keep; where the ratio is null both pushes are given (not 0%)."""
-    overall = row.get("push/resolve_vs_off")
-    long = row.get("push/resolve_vs_off@long")
-    kept = f"{pct(overall)} of shaping off's" if overall is not None else _pushes(row, "")
+    """The numbers an eligible config is ranked by."""
+    overall = row.get("step/resolve_vs_off")
+    low = row.get("step/resolve_vs_off_low")
+    long = row.get("step/resolve_vs_off@long")
+    low_long = row.get("step/resolve_vs_off_low@long")
+    kept = (
+        f"{pct(overall)} of shaping off's resolve progress"
+        + (f" (low end {pct(low)})" if low is not None else "")
+        if overall is not None
+        else "as much resolve progress as shaping off"
+    )
     if long is not None:
-        kept_long = f"{pct(long)} on long problems"
-    elif row.get("push/resolve@long") is None:
+        kept_long = f"{pct(long)} on long problems" + (
+            f" (low end {pct(low_long)})" if low_long is not None else ""
+        )
+    elif row.get("step/resolve@long") is None:
         kept_long = NO_LONG_PROBLEMS
     else:
-        kept_long = f"pushes {_pushes(row, '@long')} on long problems"
+        kept_long = "as much on long problems"
     return (
-        f"solve-time push {push_text(num(row, 'push/minutes_pass'))} (negative: teaches solving "
-        f"faster); resolve push {kept} ({kept_long}); no fail-faster push, introduced inversion "
-        "or unbounded explosion"
+        f"makes successes {minutes_text(-num(row, 'step/solve_minutes_vs_off'), signed=False)} "
+        f"per step faster than shaping off; keeps {kept} ({kept_long}); no fail-faster drift, "
+        "introduced inversion or unbounded explosion"
     )
-
-
-def _pushes(row: dict[str, Any], where: str) -> str:
-    """A resolve push beside shaping off's, for where shaping off has none to keep."""
-    on, off = num(row, f"push/resolve{where}"), num(row, f"push/resolve_off{where}")
-    return f"{push_text(on)} against shaping off's {push_text(off)}"
 
 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:
@@ -387,28 +602,3 @@ def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:
         return avoided
     fewest = avoided["failed"].list.len().min()
     return avoided.filter(pl.col("failed").list.len() == fewest)
-
-
-def decision(verdict: pl.DataFrame) -> dict[str, Any]:
-    """The verdict as a reader meets it first: the recommended and runner-up rows (or None), the
-    avoided rows, and the near misses when nothing is eligible."""
-
-    def first(role: str) -> dict[str, Any] | None:
-        found = verdict.filter(pl.col("role") == role)
-        return found.row(0, named=True) if found.height else None
-
-    recommended = first("recommended")
-    eligible = verdict.filter(pl.col("role").is_in(ROLES[:3]))
-    unrated = first("unrated")
-    return {
-        "unrated": None if unrated is None else unrated["reasons"],
-        "shaped_eligible": eligible.filter(
-            ~pl.col("reasons").str.starts_with("shaping off")
-        ).height,
-        "recommended": recommended,
-        "runner_up": first("runner-up"),
-        "avoid": verdict.filter(pl.col("role") == "avoid").to_dicts(),
-        "near_misses": (
-            [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
-        ),
-    }

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import PUSH_EPS
+from replay_cli.maths.thresholds import MINUTES_EPS, PUSH_EPS
 
 NO_LONG_PROBLEMS = "no long problems in this input"
 """Said where a long-problem metric is null (the long bucket has no group): a null is no 0."""
@@ -24,6 +24,14 @@ def num(row: dict[str, Any], key: str) -> float:
     """A summary value as a float, 0 where the report has none."""
     value = row.get(key)
     return 0.0 if value is None else float(value)
+
+
+def minutes_text(x: float, signed: bool = True) -> str:
+    """Minutes for a reader: '−0.34 min' (signed) or '0.34 min'; 0 within MINUTES_EPS."""
+    if abs(x) <= MINUTES_EPS:
+        return "0 min"
+    text = f"{x:+.2g}" if signed else f"{abs(x):.2g}"
+    return f"{text.replace('-', '−')} min"
 
 
 def push_text(x: float) -> str:

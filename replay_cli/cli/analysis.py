@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
@@ -121,9 +120,7 @@ def explain(
     with user_errors():
         paths, base = inputs.layers(sources)
         (config,) = parameters.expand({**base, **params}, {})
-        table = api.explain(
-            paths, config, out=out, force=force, argv=sys.argv, **inputs.load_args()
-        )
+        table = api.explain(paths, config, out=out, force=force, **inputs.load_args())
         if out is not None:
             typer.echo(f"Report: {Path(out) / 'index.html'}")
         terminal.print_attribution(table)

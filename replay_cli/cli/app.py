@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -64,10 +63,8 @@ def _report(
                 paths,
                 configs,
                 out,
-                charts=charts,
-                argv=sys.argv,
+                run.report_options(charts),
                 progress=tick,
-                **run.report_args(),
                 **inputs.load_args(),
             )
         terminal.print_report(result, out, run.tensorboard)
@@ -197,7 +194,8 @@ def demo(
         tempfile.TemporaryDirectory() as tmp,
         terminal.progress("replaying demo configs") as tick,
     ):
-        result = api.run_demo(out, Path(tmp), argv=sys.argv, progress=tick, tensorboard=tensorboard)
+        options = api.report_options(tensorboard=tensorboard)
+        result = api.run_demo(out, Path(tmp), options, progress=tick)
         terminal.print_report(result, out, tensorboard)
         typer.echo(terminal.demo_guide(out))
 

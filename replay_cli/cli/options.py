@@ -258,6 +258,27 @@ RayAddressOpt = Annotated[
 ]
 
 
+StepKlOpt = Annotated[
+    float,
+    typer.Option(
+        "--step-kl",
+        min=1e-9,
+        help="The decision measure's step budget: mean KL per problem (nats) of one step, the "
+        "same for every config.",
+        rich_help_panel="Decision",
+    ),
+]
+ResamplesOpt = Annotated[
+    int,
+    typer.Option(
+        "--resamples",
+        min=0,
+        help="Bootstrap resamples over problems for the intervals (0: none).",
+        rich_help_panel="Decision",
+    ),
+]
+
+
 def highlight_ids(value: str | None) -> list[str] | None:
     """The --highlight list, or None for the default choice."""
     if not value:
@@ -296,7 +317,7 @@ class InputOptions:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The output and engine options `replay` and `sweep` share (injected into `run`)."""
+    """The output, engine and measure options `replay` and `sweep` share (injected into `run`)."""
 
     force: bool
     rows: Rows
@@ -305,18 +326,25 @@ class RunOptions:
     ray_address: str | None
     highlight: str | None
     tensorboard: Path | None
+    step_kl: float
+    resamples: int
 
-    def report_args(self) -> dict[str, Any]:
-        """Keyword arguments of api.replay_to_report."""
-        return {
-            "force": self.force,
-            "rows": self.rows.value,
-            "chunk_rows": self.chunk_rows,
-            "engine": self.engine.value,
-            "ray_address": self.ray_address,
-            "highlight": highlight_ids(self.highlight),
-            "tensorboard": self.tensorboard,
-        }
+    def report_options(self, charts: bool) -> Any:
+        """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
+        from replay_cli.config import MeasureSettings
+        from replay_cli.report.options import ReportOptions
+
+        return ReportOptions(
+            force=self.force,
+            charts=charts,
+            rows=self.rows.value,
+            chunk_rows=self.chunk_rows,
+            engine=self.engine.value,
+            ray_address=self.ray_address,
+            highlight=tuple(highlight_ids(self.highlight) or ()),
+            tensorboard=self.tensorboard,
+            measure=MeasureSettings(step_kl=self.step_kl, resamples=self.resamples),
+        )
 
 
 def _option_types() -> dict[str, tuple[Any, Any]]:
@@ -331,6 +359,8 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "ray_address": (RayAddressOpt, None),
         "highlight": (HighlightOpt, None),
         "tensorboard": (TensorBoardOpt, None),
+        "step_kl": (StepKlOpt, 0.001),
+        "resamples": (ResamplesOpt, 200),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -13,63 +14,94 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import decision
-from replay_cli.advice.words import push_text
+from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.analysis.verify import rewards_match
-from replay_cli.report.compare import HEADLINE_METRICS, delta_table, headline, internal_summary
+from replay_cli.report.compare import delta_table, internal_summary
 from replay_cli.report.tensorboard import open_commands
 from replay_cli.result import ReplayResult
 
 
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS or the terminal itself; 160 in a pipe or file)."""
+    return shutil.get_terminal_size((160, 24)).columns
+
+
 def _console() -> Console:
-    return Console(soft_wrap=False, width=160)
+    return Console(soft_wrap=False, width=terminal_width())
+
+
+LABEL_MAX = 44
+"""Config labels longer than this are cut with an ellipsis in the terminal (the page shows all)."""
+
+
+def fit_columns(labels: Sequence[str], cells: dict[str, list[str]], width: int) -> list[str]:
+    """The metric columns (most important first) that fit beside the config and role columns in
+    `width` characters, one line per row: the least important are dropped first."""
+    label = min(max((len(x) for x in labels), default=6), LABEL_MAX)
+    used = 4 + label + 3 + len("recommended") + 3  # borders, config, role
+    kept = []
+    for name, values in cells.items():
+        need = max(len(C.metric(name).label), *(len(v) for v in values)) + 3
+        if used + need > width:
+            break
+        kept.append(name)
+        used += need
+    return kept
 
 
 def print_summary(result: ReplayResult, out: Path) -> None:
-    """One line per config: its role, then the metrics that decide whether a setting is safe."""
+    """One line per config: its role, then the measures the rule reads and what disqualifies,
+    as many columns as the terminal's width holds (never wrapping a row)."""
     roles = (
         {}
         if result.recommendation is None
         else dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
     )
+    summary = result.summary
+    names = [m for m in C.HEADLINE if m in summary.columns]
+    cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
+    width = terminal_width()
+    shown = fit_columns(summary["label"].to_list(), cells, width)
     table = Table(title=f"replay report: {out}", title_justify="left")
-    table.add_column("config")
-    table.add_column("role")
-    for _, short in HEADLINE_METRICS:
-        table.add_column(short, justify="right")
-    for cid, (label, cells) in zip(
-        result.summary[S.CONFIG_ID], headline(result.summary), strict=True
-    ):
-        table.add_row(label, roles.get(cid, ""), *cells)
+    table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=LABEL_MAX)
+    table.add_column("role", no_wrap=True)
+    for name in shown:
+        table.add_column(C.metric(name).label, justify="right", no_wrap=True)
+    for i, (cid, label) in enumerate(summary.select(S.CONFIG_ID, "label").rows()):
+        table.add_row(label, roles.get(cid, ""), *(cells[m][i] for m in shown))
     _console().print(table)
+    if len(shown) < len(names):
+        dropped = ", ".join(C.metric(m).label for m in names[len(shown) :])
+        typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 
-def print_decision(verdict: pl.DataFrame | None) -> None:
-    """The verdict first: what to launch and with which overrides, the runner-up, what to avoid."""
-    if verdict is None or verdict.is_empty():
+def print_decision(verdict: Verdict | None) -> None:
+    """The verdict first: what to launch (or why shaping off is kept, and the best trade), how
+    sure the pick is, the overrides, the runner-up, what to avoid."""
+    if verdict is None or verdict.recommendation.is_empty():
         return
-    d = decision(verdict)
-    rec, runner = d["recommended"], d["runner_up"]
-    if d["unrated"]:
-        typer.echo(f"No recommendation: this report was {d['unrated']}.")
+    d = verdict.decision
+    rec, runner = d.recommended, d.runner_up
+    if d.unrated:
+        typer.echo(f"No recommendation: this report was {d.unrated}.")
         return
     if rec is None:
         typer.echo("No config passes the recommendation rule. Nearest misses:")
-        for m in d["near_misses"]:
+        for m in d.near_misses:
             typer.echo(f"  {m['label']}: {m['reasons']}")
     else:
-        keep = rec["reasons"].startswith("shaping off")
-        typer.echo(f"{'Keep shaping off' if keep else 'Recommended'}: {rec['label']}")
-        if not keep:
-            typer.echo(f"  why: {rec['reasons']}")
+        typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
+        typer.echo(f"  why: {keep_off_text(d) if d.keep_off else rec['reasons']}")
+        typer.echo(f"  confidence: {confidence_text(rec)}")
         typer.echo(f"  launch: {rec['overrides']}")
         if runner is not None:
-            push = push_text(runner["solve_push"] or 0.0)
-            typer.echo(f"Runner-up: {runner['label']} (solve-time push {push})")
-    if d["avoid"]:
+            gain = C.show(C.SOLVE_VS_OFF, runner["solve_minutes_vs_off"])
+            typer.echo(f"Runner-up: {runner['label']} (successes {gain} per step vs off)")
+    if d.avoid:
         typer.echo(
-            f"Avoid: {len(d['avoid'])} config(s); the reasons are in the table below and "
+            f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "
             "recommendation.parquet."
         )
 
@@ -101,7 +133,7 @@ def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = Non
         typer.echo(f"Note: {line}", err=True)
     for line in result.computed_by:
         typer.echo(f"Note: {line}", err=True)
-    print_decision(result.recommendation)
+    print_decision(result.verdict)
     print_summary(result, out)
     print_findings(result.findings, out)
     if tensorboard is not None:
@@ -158,14 +190,13 @@ def _fmt(value: object) -> str:
 
 def print_deltas(deltas: pl.DataFrame) -> None:
     """Headline metrics of every config as changes from the reference config (all in the Parquet)."""
-    short = dict(HEADLINE_METRICS)
     wide = delta_table(deltas)
     table = Table(title="change from the reference config", title_justify="left")
     table.add_column("report")
     table.add_column("config")
     metrics = [c for c in wide.columns if c not in ("report", "label")]
     for metric in metrics:
-        table.add_column("Δ " + short[metric], justify="right")
+        table.add_column("Δ " + C.metric(metric).label, justify="right")
     for row in wide.iter_rows(named=True):
         table.add_row(Path(row["report"]).name, row["label"], *(_fmt(row[m]) for m in metrics))
     _console().print(table)

@@ -18,14 +18,14 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.config import ReplayConfig
+from replay_cli.config import MeasureSettings, ReplayConfig
 from replay_cli.engine.run import (
     Accumulator,
     ChunkState,
     ConfigPiece,
     InputPiece,
+    InputShape,
     batches,
-    input_length_edges,
     input_piece,
     plan,
     read_chunk,
@@ -68,7 +68,7 @@ def _task(
     with_input: bool,
     part: str | None,
     rows_mode: str,
-    edges: tuple[float, float],
+    shape: InputShape,
 ) -> tuple[list[ConfigPiece], InputPiece | None]:
     """One chunk x one config batch, in a Ray worker."""
     from replay_cli.io.parquet import ParquetRowSink
@@ -76,7 +76,7 @@ def _task(
     rollouts = load_rollouts(**load_args, check_values=False)
     chunk = read_chunk(rollouts, lo, hi)
     batch = [ReplayConfig.model_validate(c) for c in configs]
-    state = ChunkState.of(chunk, edges)
+    state = ChunkState.of(chunk, shape)
     pieces = replay_batch(state, batch, chart_every)
     if part is not None:
         sink = ParquetRowSink(Path(part), rows_mode)  # type: ignore[arg-type]
@@ -86,7 +86,7 @@ def _task(
         sink.close()
     for piece in pieces:
         piece.rows = None
-    return pieces, input_piece(state.arrays, chart_every) if with_input else None
+    return pieces, input_piece(state, chart_every) if with_input else None
 
 
 def _ray() -> Any:
@@ -127,6 +127,7 @@ def run_replay_ray(
     rows_mode: str = "all",
     address: str | None = None,
     group_sink: Callable[[Any], None] | None = None,
+    settings: MeasureSettings | None = None,
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
     ray = ensure_ray(address)
@@ -134,7 +135,8 @@ def run_replay_ray(
     config_batches = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
-    edges = input_length_edges(rollouts)
+    settings = settings or MeasureSettings()
+    shape = InputShape.of(rollouts, settings.levels)
     jobs = [
         (i, lo, hi, j, batch)
         for i, (lo, hi) in enumerate(chunks)
@@ -158,13 +160,15 @@ def run_replay_ray(
             j == 0,
             None if part is None else str(part),
             rows_mode,
-            edges,
+            shape,
         )
         for (_, lo, hi, j, batch), part in zip(jobs, parts, strict=True)
     ]
     index = {ref: k for k, ref in enumerate(refs)}
     results: dict[int, Any] = {}
-    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink, edges=edges)
+    acc = Accumulator(
+        unique, keep_rows=False, group_sink=group_sink, edges=shape.length_edges, settings=settings
+    )
     pending, fed, done = list(refs), 0, 0
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -12,21 +13,29 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.findings import findings
-from replay_cli.advice.recommendation import recommend
-from replay_cli.advice.top_groups import top_groups, top_of_config
-from replay_cli.config import DEFAULT_CHUNK_ROWS, ReplayConfig, unique_labels
+from replay_cli.config import DEFAULT_CHUNK_ROWS, MeasureSettings, ReplayConfig, unique_labels
 from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
+from replay_cli.engine.measure import measure
 from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
+from replay_cli.engine.step_measure import (
+    ChunkLevels,
+    ConfigLevels,
+    GroupLevels,
+    config_levels,
+    effort_levels,
+)
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect, collect_all
 from replay_cli.maths import torch_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
+from replay_cli.maths.effort import EffortLevels
+from replay_cli.maths.segments import Runs
+from replay_cli.maths.top_groups import top_groups, top_of_config
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
 from replay_cli.rollouts.validation import Rollouts
@@ -47,6 +56,8 @@ class ConfigPiece:
     advantages: pl.Series
     deductions: pl.Series
     rows: pl.DataFrame | None
+    effort: ConfigLevels
+    digest: bytes
     top: pl.DataFrame | None = None  # the chunk's `top_groups`
 
 
@@ -56,6 +67,7 @@ class InputPiece:
 
     minutes: pl.Series
     run_times: pl.Series
+    levels: GroupLevels
 
 
 CHUNK_ORDER = (S.STEP, S.GROUP_ID, S.IS_VAL, S.ROLLOUT_INDEX)
@@ -81,10 +93,15 @@ def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
     ).rechunk()
 
 
-def input_piece(chunk: ChunkArrays, chart_every: int) -> InputPiece:
+def input_piece(state: ChunkState, chart_every: int) -> InputPiece:
+    chunk = state.arrays
     thinned = pl.Series(S.MINUTES, chunk.minutes[chunk.train][::chart_every])
     # float32 keeps run times to a fraction of a millisecond at half the memory (quantiles only).
-    return InputPiece(minutes=thinned, run_times=chunk.frame[S.RUN_TIME].cast(pl.Float32))
+    return InputPiece(
+        minutes=thinned,
+        run_times=chunk.frame[S.RUN_TIME].cast(pl.Float32),
+        levels=state.levels.groups,
+    )
 
 
 @dataclass
@@ -93,12 +110,14 @@ class ChunkState:
     advantages per `raw_key` (numpy for the batched path, a column for the polars plans)."""
 
     arrays: ChunkArrays
+    levels: ChunkLevels
     raw_arrays: dict[RawKey, np.ndarray] = field(default_factory=dict)
     raw_columns: dict[RawKey, pl.Series] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, chunk: pl.DataFrame, length_edges: tuple[float, float] = (0.0, 0.0)) -> ChunkState:
-        return cls(ChunkArrays.of(chunk, length_edges))
+    def of(cls, chunk: pl.DataFrame, shape: InputShape) -> ChunkState:
+        arrays = ChunkArrays.of(chunk, shape.length_edges)
+        return cls(arrays, ChunkLevels.of(arrays, shape.levels, shape.problem_buckets))
 
 
 def replay_batch(
@@ -118,16 +137,18 @@ def replay_batch(
     for cfg in batch:
         if batchable(cfg):
             by_key.setdefault(raw_key(cfg), []).append(cfg)
-    for configs in by_key.values():
+    for key, configs in by_key.items():
         rows = grpo_rows(state.arrays, configs, state.raw_arrays)
         frames = [row_frame(rows, k) if with_rows else None for k in range(len(configs))]
-        for piece in config_pieces(rows, chart_every, frames):
+        for piece in config_pieces(rows, chart_every, frames, state.levels, key):
             pieces[piece.config_id] = piece
     others = [cfg for cfg in batch if not batchable(cfg)]
     for cfg, frame in zip(others, _polars_rows(state, others), strict=True):
         rows = RowBatch.from_frame(state.arrays, cfg, frame)
         kept = frame.drop(S.IS_VAL, S.TRAINABLE, S.GID) if with_rows else None
-        pieces[cfg.config_id] = config_pieces(rows, chart_every, [kept])[0]
+        # A filter's shaping-off advantages are the config's own (0 where it drops a group).
+        piece = config_pieces(rows, chart_every, [kept], state.levels, cfg.config_id)[0]
+        pieces[cfg.config_id] = piece
     return [pieces[cfg.config_id] for cfg in batch]
 
 
@@ -148,10 +169,16 @@ def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.Da
 
 
 def config_pieces(
-    b: RowBatch, chart_every: int, frames: Sequence[pl.DataFrame | None]
+    b: RowBatch,
+    chart_every: int,
+    frames: Sequence[pl.DataFrame | None],
+    levels: ChunkLevels,
+    off_key: Any,
 ) -> list[ConfigPiece]:
-    """The accumulator's pieces of every config of a row batch."""
+    """The accumulator's pieces of every config of a row batch; `off_key` names the batch's
+    shaping-off advantages (configs that share it share their shaping-off step)."""
     groups = group_tables(b)
+    effort = config_levels(b, levels.rows, levels.groups.count.shape[1], off_key)
     steps = step_tables(b, groups)
     partials = row_partials(b)
     trainable = b.per_config(b.trainable)
@@ -170,9 +197,32 @@ def config_pieces(
                 advantages=pl.Series(S.ADVANTAGE, b.grpo.advantage[k][trainable[k]].astype(dtype)),
                 deductions=pl.Series(S.DEDUCTION, b.deduction[k][charged][::chart_every]),
                 rows=frames[k],
+                effort=effort[k],
+                digest=trained_digest(
+                    b.chunk.steps, trainable[k], b.reward_shaped[k], b.grpo.advantage[k]
+                ),
             )
         )
     return out
+
+
+def trained_digest(
+    steps: Runs, trainable: np.ndarray, reward: np.ndarray, advantage: np.ndarray
+) -> bytes:
+    """A hash per step of what a config trains on: which rows, their shaped rewards and their
+    advantages (float64; -0.0 as 0.0), so that it does not depend on how steps were chunked. Two
+    configs with equal digests train exactly alike, whatever their bookkeeping columns say."""
+    reward = np.where(trainable, reward, 0.0).astype(np.float64) + 0.0
+    advantage = np.where(trainable, advantage, 0.0).astype(np.float64) + 0.0
+    out = []
+    for start, length in zip(steps.starts, steps.lengths, strict=True):
+        part = slice(int(start), int(start + length))
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.packbits(trainable[part]).tobytes())
+        h.update(reward[part].tobytes())
+        h.update(advantage[part].tobytes())
+        out.append(h.digest())
+    return b"".join(out)
 
 
 class Accumulator:
@@ -187,10 +237,12 @@ class Accumulator:
         keep_rows: bool,
         group_sink: RowSink | None = None,
         edges: tuple[float, float] = (0.0, 0.0),
+        settings: MeasureSettings | None = None,
     ) -> None:
         self.configs = configs
         self.labels = unique_labels(configs)
         self.edges = edges
+        self.settings = settings or MeasureSettings()
         self.keep_rows = keep_rows
         self.group_sink = group_sink  # groups go out as they come; only their counts stay
         self.rows: list[pl.DataFrame] = []
@@ -216,10 +268,12 @@ class Accumulator:
         steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
         names = [*trainer_names(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
         names += ["validation/accuracy", "validation/total_reward/mean"]
+        digest = hashlib.blake2b(b"".join(p.digest for p in pieces), digest_size=16)
         return {
             S.CONFIG_ID: cfg.config_id,
             "label": self.labels[cfg.config_id],
             **cfg.flat(),
+            "trained_digest": digest.hexdigest(),
             **summarise_steps(steps, names),
             **finish_diagnostics(
                 pl.concat([p.partials for p in pieces]),
@@ -230,12 +284,19 @@ class Accumulator:
             ),
         }
 
-    def finish(self) -> ReplayResult:
+    def finish(self, computed_by: list[str] | None = None) -> ReplayResult:
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
         inputs |= length_inputs(self.edges)
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
+        steps_measure, resamples = measure(
+            [p.levels for p in self.inputs],
+            {c.config_id: [p.effort for p in self.pieces[c.config_id]] for c in self.configs},
+            self.settings,
+        )
+        for row in summaries:
+            row |= steps_measure[row[S.CONFIG_ID]]
         groups_all, steps_all = [], []
         advantages, deductions = {}, {}
         for cfg in self.configs:
@@ -246,7 +307,6 @@ class Accumulator:
             advantages[cfg.config_id] = pl.concat([p.advantages for p in pieces])
             deductions[cfg.config_id] = pl.concat([p.deductions for p in pieces])
         summary = pl.from_dicts(summaries, infer_schema_length=None)
-        verdict = recommend(summary)
         all_groups = pl.concat(groups_all, how="diagonal_relaxed") if groups_all else None
         if all_groups is not None:
             top = top_groups(all_groups)
@@ -262,10 +322,9 @@ class Accumulator:
             advantages=advantages,
             deductions=deductions,
             minutes=pl.concat([p.minutes for p in self.inputs]),
-            # With the groups streamed to a file, the report computes them from that file.
-            findings=None if all_groups is None else findings(summary, all_groups, top, verdict),
-            recommendation=verdict,
             top_groups=top,
+            resamples=resamples,
+            computed_by=computed_by or [],
         )
 
 
@@ -308,6 +367,23 @@ def input_length_edges(rollouts: Rollouts) -> tuple[float, float]:
     return length_edges(medians[S.RUN_TIME].to_numpy())
 
 
+@dataclass(frozen=True)
+class InputShape:
+    """What every chunk is read against, found in passes over the whole input before the
+    chunks: the length buckets' edges (seconds), the effort levels, and each problem's bucket
+    where rows name their problem."""
+
+    length_edges: tuple[float, float]
+    levels: EffortLevels
+    problem_buckets: pl.DataFrame | None
+
+    @classmethod
+    def of(cls, rollouts: Rollouts, levels: int) -> InputShape:
+        edges = input_length_edges(rollouts)
+        effort, buckets = effort_levels(rollouts.frame, edges, levels)
+        return cls(edges, effort, buckets)
+
+
 def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
     """The summary's record of the problem-length buckets, in minutes."""
     return {
@@ -327,6 +403,7 @@ def run_replay(
     group_sink: RowSink | None = None,
     with_rows: bool = True,
     workers: int | None = None,
+    settings: MeasureSettings | None = None,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
@@ -334,8 +411,10 @@ def run_replay(
     one per core), and their pieces are taken in order. Per-row
     results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
     Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
-    builds no per-row frames (the report's `--rows none`).
+    builds no per-row frames (the report's `--rows none`). `settings`: the decision measure's
+    step budget, levels and bootstrap (defaults: `MeasureSettings()`).
     """
+    settings = settings or MeasureSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
     keep_freed_memory()
@@ -347,15 +426,19 @@ def run_replay(
         for d in sorted({c.advantage.device for c in unique if c.advantage.precision == "torch"})
     ]
     chunks, chart_every = plan(rollouts, chunk_rows)
-    edges = input_length_edges(rollouts)
+    shape = InputShape.of(rollouts, settings.levels)
     acc = Accumulator(
-        unique, keep_rows=row_sink is None and with_rows, group_sink=group_sink, edges=edges
+        unique,
+        keep_rows=row_sink is None and with_rows,
+        group_sink=group_sink,
+        edges=shape.length_edges,
+        settings=settings,
     )
     total, done = len(chunks) * len(unique), 0
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
         for lo, hi in chunks:
-            state = ChunkState.of(read_chunk(rollouts, lo, hi), edges)
-            acc.add_input(input_piece(state.arrays, chart_every))
+            state = ChunkState.of(read_chunk(rollouts, lo, hi), shape)
+            acc.add_input(input_piece(state, chart_every))
             jobs = [
                 (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))
                 for batch in groups_of_configs
@@ -368,6 +451,4 @@ def run_replay(
                 done += len(batch)
                 if progress is not None:
                     progress(done, total)
-    result = acc.finish()
-    result.computed_by = torch_notes
-    return result
+    return acc.finish(torch_notes)

@@ -37,11 +37,27 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
-def check_out_dir(out: Path, force: bool) -> None:
-    """Refuse an existing report directory unless force (checked before any work is done)."""
-    refuse_existing(out, force, "Output directory")
+def check_out_dir(out: Path, force: bool, what: str = "Output directory") -> None:
+    """Refuse an existing output directory unless force, and one that cannot be created (a
+    regular file in its path, a parent that cannot be written): checked before any work."""
+    out = Path(out)
+    refuse_existing(out, force, what)
     if out.exists() and not out.is_dir():
-        raise OutputExistsError(f"Output path {out} exists and is not a directory.")
+        raise OutputExistsError(f"{what} {out} exists and is not a directory.")
+    check_writable(out, what)
+
+
+def check_writable(out: Path, what: str = "Output") -> None:
+    """The nearest existing ancestor of `out` is a directory this process may write in."""
+    parent = Path(out).absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputExistsError(
+            f"{what} {out} cannot be created: {parent} is a file, not a directory."
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputExistsError(f"{what} {out} cannot be created: {parent} is not writable.")
 
 
 @contextmanager

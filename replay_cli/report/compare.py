@@ -9,45 +9,11 @@ from pathlib import Path
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
-from replay_cli.maths.thresholds import PUSH_EPS
 from replay_cli.report.read import load_report
 
-HEADLINE_METRICS = (
-    ("push/minutes_pass", "solve push"),
-    ("push/minutes_fail", "fail push"),
-    ("push/resolve_vs_off", "resolve vs off"),
-    ("push/resolve_vs_off@long", "long"),
-    ("signal/group_rate", "signal"),
-    ("inversion/introduced_group_rate", "inv. added"),
-    ("adv/abs_max", "max |adv|"),
-    ("adv/explosion_trained_frac", "|adv|>3"),
-)
-"""What the terminal's table shows per config: the pushes the recommendation ranks by, then
-what disqualifies (shares as percentages)."""
-HEADLINE_SHARES = {
-    "push/resolve_vs_off",
-    "push/resolve_vs_off@long",
-    "signal/group_rate",
-    "signal/group_rate_raw",
-    "inversion/introduced_group_rate",
-    "adv/explosion_trained_frac",
-}
-
-
-DELTA_METRICS = (
-    "total_reward/mean",
-    "time_efficiency/deduction/mean",
-    "signal/group_rate",
-    "signal/time_only_rate",
-    "inversion/group_rate",
-    "adv/resolved_mean",
-    "adv/unresolved_mean",
-    "adv/abs_max",
-    "adv/explosion_frac",
-    "adv/sign_flip_frac",
-)
 _INTERNAL_TO_PR = {
     "time_efficiency/minutes_mean": "time_efficiency/minutes/mean",
     "time_efficiency/minutes_max": "time_efficiency/minutes/max",
@@ -105,7 +71,7 @@ def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.Dat
 
     rows = []
     for row in summary.iter_rows(named=True):
-        for metric in DELTA_METRICS:
+        for metric in C.DELTA:
             if metric not in columns:
                 continue
             value, base = value_of(row, metric), value_of(ref, metric)
@@ -234,10 +200,8 @@ def choose_config(summary: pl.DataFrame, key: str | None) -> str:
 
 
 def delta_table(deltas: pl.DataFrame) -> pl.DataFrame:
-    """The headline metrics' changes from the reference, one row per (report, config)."""
-
-    shown = [m for m, _ in HEADLINE_METRICS if m != "signal/group_rate_raw"]
-    return deltas.filter(pl.col("metric").is_in(shown)).pivot(
+    """The compared metrics' changes from the reference, one row per (report, config)."""
+    return deltas.pivot(
         on="metric", index=["report", "label"], values="delta", aggregate_function="first"
     )
 
@@ -250,22 +214,3 @@ def internal_summary(joined: pl.DataFrame) -> pl.DataFrame:
         pl.col("internal").mean().alias("internal mean"),
         pl.col("delta").abs().max().alias("max |delta|"),
     )
-
-
-def headline(summary: pl.DataFrame) -> list[tuple[str, list[str]]]:
-    """(label, formatted headline metrics) per config, for the table printed after a run."""
-    out = []
-    for row in summary.iter_rows(named=True):
-        cells = []
-        for key, _ in HEADLINE_METRICS:
-            value = row.get(key)
-            if value is None:
-                cells.append("-")
-            elif key in HEADLINE_SHARES:
-                cells.append(f"{value:.1%}")
-            elif key.startswith("push/") and abs(value) <= PUSH_EPS:
-                cells.append("0")
-            else:
-                cells.append(f"{value:.3g}")
-        out.append((row["label"], cells))
-    return out

@@ -9,135 +9,68 @@ attribution tables when the directory holds them. One self-contained file: CSS, 
 from __future__ import annotations
 
 import base64
-import json
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.findings import PARAMS, findings
+from replay_cli.advice.findings import PARAMS
 from replay_cli.advice.frontier import frontier, rated
-from replay_cli.advice.recommendation import Rule, decision, recommend
-from replay_cli.advice.top_groups import top_groups
-from replay_cli.advice.words import fmt, param_text, push_text, share
+from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
+from replay_cli.advice.words import fmt, param_text
 from replay_cli.io.files import atomic_path
-from replay_cli.maths.thresholds import EXPLOSION, FRAGILE_STD, SIGN_FLIP_CELL, TIME_ONLY_CELL
+from replay_cli.maths.top_groups import top_groups
 from replay_cli.report import facets
 from replay_cli.report.compare import delta_table
-from replay_cli.report.html_parts import cell, frontier_svg, page, png_image, table
+from replay_cli.report.html_parts import cell, frontier_svg, launch_block, page, png_image, table
 from replay_cli.report.plots import CHARTS
+from replay_cli.report.read import read_manifest, verdict_of
 from replay_cli.report.roles import STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
 INDEX = "index.html"
-REPLAY_TABLES = ("rollouts", "groups", "steps", "summary", "findings", "recommendation")
+REPLAY_TABLES = (
+    "rollouts",
+    "groups",
+    "steps",
+    "summary",
+    "findings",
+    "recommendation",
+    "resamples",
+)
 
 SUMMARY_METRICS = (
-    ("role", "role"),
-    ("total_reward/mean", "reward"),
-    ("push/minutes_pass", "solve-time push"),
-    ("push/minutes_fail", "fail-time push"),
-    ("push/resolve_vs_off", "resolve push vs off"),
-    ("push/resolve_vs_off@long", "resolve push vs off, long"),
-    ("signal/group_rate", "signal"),
-    ("signal/group_rate_raw", "signal (off)"),
-    ("signal/gained_rate", "signal gained"),
-    ("signal/lost_rate", "signal lost"),
-    ("signal/time_only_rate", "time-only"),
-    ("signal/uncharged_only_rate", "uncharged-only"),
-    ("inversion/introduced_group_rate", "inversions introduced"),
-    ("inversion/group_rate", "inversions"),
-    ("floor/tie_group_rate", "floor ties"),
-    ("adv/abs_max", "max |adv|"),
-    ("adv/explosion_trained_frac", "|adv|>3 trained"),
-    ("adv/explosion_frac", "|adv|>3 unclipped"),
-    ("adv/clip_frac", "clipped"),
-    ("adv/fragile_std_frac", "fragile std"),
-    ("adv/sign_flip_frac", "sign flips"),
-    ("validation/total_reward/mean", "val. reward"),
-)
-SHARES = {
+    C.RESOLVE_VS_OFF,
+    C.RESOLVE_VS_OFF_LOW,
+    C.RESOLVE_VS_OFF_LONG,
+    C.RESOLVE_VS_OFF_LOW_LONG,
+    C.SOLVE_VS_OFF,
+    C.FAIL_VS_OFF,
+    C.TIME_ONLY_SHARE,
+    C.INTRODUCED,
+    "inversion/group_rate",
+    C.FLOOR_TIES,
+    C.ABS_MAX,
+    C.EXPLOSION_TRAINED,
+    C.EXPLOSION_UNCLIPPED,
+    C.CLIP_FRAC,
+    "adv/fragile_std_frac",
+    "adv/sign_flip_frac",
+    C.SIGNAL,
+    C.TIME_ONLY_GROUPS,
+    C.UNCHARGED_ONLY,
+    C.LOST,
+    "push/minutes_pass",
     "push/resolve_vs_off",
-    "push/resolve_vs_off@long",
-    *(m for m, _ in SUMMARY_METRICS if m.endswith(("_rate", "_frac", "_raw"))),
-}
-"""Summary columns shown as percentages (the cell keeps the exact value for sorting)."""
-
-
-RULE = Rule()
-"""The recommendation's default thresholds, which the summary table's marks follow."""
-
-
-def hazard(metric: str, value: Any, row: dict[str, Any]) -> tuple[str, str]:
-    """(css class, why) for a summary cell that crosses a threshold, else ('', '')."""
-    if value is None or not isinstance(value, int | float):
-        return "", ""
-    trained = row.get("adv/explosion_trained_frac") or 0.0
-    introduced = row.get("inversion/introduced_group_rate") or 0.0
-    rules: dict[str, tuple[bool, str, str]] = {
-        "inversion/introduced_group_rate": (
-            value > 0,
-            "hazard",
-            "shaping puts resolved rollouts below unresolved ones",
-        ),
-        "inversion/group_rate": (
-            value > 0,
-            "hazard" if introduced > 0 else "warn",
-            "some introduced by shaping" if introduced > 0 else "present with shaping off too",
-        ),
-        "floor/tie_group_rate": (value > 0, "hazard", "successes tie failures on the floor"),
-        "adv/abs_max": (
-            value > EXPLOSION,
-            "hazard",
-            f"trained |advantage| above {EXPLOSION:g} (after the clip)",
-        ),
-        "adv/explosion_trained_frac": (
-            value > 0,
-            "hazard",
-            f"trained |advantage| above {EXPLOSION:g}: no clip bounds them",
-        ),
-        "adv/explosion_frac": (
-            value > 0,
-            "hazard" if trained > 0 else "warn",
-            "not all bounded by the clip" if trained > 0 else "bounded by the clip",
-        ),
-        "adv/fragile_std_frac": (
-            value > 0,
-            "warn",
-            f"rows normalised by a std below {FRAGILE_STD:g}",
-        ),
-        "push/minutes_fail": (
-            -value > RULE.max_fail_faster,
-            "warn",
-            "teaches failures to give up sooner",
-        ),
-        "push/resolve_vs_off": (
-            value < RULE.min_resolve_vs_off,
-            "warn",
-            f"below {RULE.min_resolve_vs_off:.0%} of shaping off",
-        ),
-        "push/resolve_vs_off@long": (
-            value < RULE.min_resolve_vs_off_long,
-            "warn",
-            f"below {RULE.min_resolve_vs_off_long:.0%} of shaping off on long problems",
-        ),
-        "signal/lost_rate": (value > 0, "warn", "groups that lose their signal to shaping"),
-        "signal/uncharged_only_rate": (value > 0, "warn", "signal only from uncharged rows"),
-        "signal/time_only_rate": (
-            value > TIME_ONLY_CELL,
-            "warn",
-            f"over {TIME_ONLY_CELL:.0%} of groups: time only",
-        ),
-        "adv/sign_flip_frac": (
-            value > SIGN_FLIP_CELL,
-            "warn",
-            f"over {SIGN_FLIP_CELL:.0%} of rows flip sign vs shaping off",
-        ),
-    }
-    hit, css, why = rules.get(metric, (False, "", ""))
-    return (css, why) if hit else ("", "")
+    C.TOTAL_REWARD,
+    C.VALIDATION_REWARD,
+)
+"""The summary table's metric columns after the role, in the order a user decides in: what the
+rule reads, what disqualifies, then context (labels, units and hazards from the catalogue)."""
 
 
 def _read(directory: Path, name: str) -> pl.DataFrame | None:
@@ -160,23 +93,27 @@ def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
     parts = [f'<div class="scroll">{files}</div>'] if file_rows else []
     off = summary.filter(~pl.col("enabled")) if "enabled" in summary.columns else summary
     row = (off if off.height else summary).row(0, named=True)
+
+    def shown(name: str) -> str:
+        return C.show(name, row.get(name))
+
     facts = [
-        ("rollouts", row.get("input/rows")),
-        ("validation rollouts", row.get("input/validation_rows")),
-        ("training steps", row.get("input/steps")),
-        ("training groups", row.get("input/groups")),
-        ("resolved share (training)", row.get("input/resolved_frac")),
-        ("loss-masked share (training)", row.get("input/masked_frac")),
+        ("rollouts", shown("input/rows")),
+        ("validation rollouts", shown("input/validation_rows")),
+        ("training steps", shown("input/steps")),
+        ("training groups", shown("input/groups")),
+        ("resolved share (training)", shown("input/resolved_frac")),
+        ("loss-masked share (training)", shown(C.MASKED_FRAC)),
         ("groups all fail / mixed / all pass", None),
-        ("run time p50 / p90 / p99 / max (s)", None),
+        ("run time p50 / p90 / p99 / max", None),
         ("run times missing / NaN-inf / negative", None),
     ]
-    shares = " / ".join(fmt(row.get(f"groups/{k}")) for k in (S.ALL_FAIL, S.MIXED, S.ALL_PASS))
-    times = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("p50", "p90", "p99", "max"))
-    bad = " / ".join(fmt(row.get(f"input/run_time_{k}")) for k in ("null", "invalid", "negative"))
+    shares = " / ".join(shown(f"groups/{k}") for k in (S.ALL_FAIL, S.MIXED, S.ALL_PASS))
+    times = " / ".join(shown(f"input/run_time_{k}") for k in ("p50", "p90", "p99", "max"))
+    bad = " / ".join(shown(f"input/run_time_{k}") for k in ("null", "invalid", "negative"))
     extra = {facts[6][0]: shares, facts[7][0]: times, facts[8][0]: bad}
     items = "".join(
-        f"<dt>{escape(k)}</dt><dd>{escape(extra.get(k, fmt(v)))}</dd>" for k, v in facts
+        f"<dt>{escape(k)}</dt><dd>{escape(extra.get(k, v or ''))}</dd>" for k, v in facts
     )
     parts.append(f'<dl class="facts">{items}</dl>')
     for note in manifest.get("notes", []):
@@ -185,7 +122,7 @@ def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
         parts.append('<p class="muted">resolved was derived from reward &gt; 0.</p>')
     parts.append(
         f'<p class="muted">{summary.height} config(s); the run-time quantiles are over finite '
-        "run times of the input (seconds).</p>"
+        "run times of the input.</p>"
     )
     return "".join(parts)
 
@@ -213,33 +150,42 @@ def _findings(found: pl.DataFrame) -> str:
     return _finding_items(head) + tail
 
 
-def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame) -> str:
+def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> str:
     varying = facets.varying(summary, exclude=())
     roles = dict(verdict.select(S.CONFIG_ID, "role").rows())
-    headers = ["#", "config", *(short for _, short in SUMMARY_METRICS), *varying]
+    won = (
+        dict(verdict.select(S.CONFIG_ID, "won_share").rows())
+        if "won_share" in verdict.columns
+        else {}
+    )
+    metrics = [m for m in SUMMARY_METRICS if m in summary.columns]
+    headers = ["#", "config", "role", "won", *(C.metric(m).label for m in metrics), *varying]
     rows, ids = [], []
     for n, row in enumerate(summary.iter_rows(named=True), start=1):
-        cells = [cell(n), cell(row["label"], "text config")]
-        for metric, _ in SUMMARY_METRICS:
-            if metric == "role":
-                role = roles.get(row[S.CONFIG_ID], "")
-                cells.append(cell(role, f"text role-{role}"))
-                continue
+        role = roles.get(row[S.CONFIG_ID], "")
+        share = won.get(row[S.CONFIG_ID])
+        cells = [
+            cell(n),
+            cell(row["label"], "text config"),
+            cell(role, f"text role-{role}"),
+            cell(
+                share,
+                "",
+                "share of bootstrap resamples in which the rule picks it",
+                C.show_value("share", share),
+            ),
+        ]
+        for metric in metrics:
             value = row.get(metric)
-            css, why = hazard(metric, value, row)
-            shown = (
-                share(value)
-                if metric in SHARES
-                else push_text(value)
-                if metric.startswith("push/") and value is not None
-                else None
+            css, why = C.hazard(metric, value, row, rule)
+            cells.append(
+                cell(value, css, why or C.metric(metric).description, C.show(metric, value))
             )
-            cells.append(cell(value, css, why, shown))
         cells += [cell(row[p], "text", "", param_text(p, row[p])) for p in varying]
         rows.append(cells)
         ids.append(f"row-{row[S.CONFIG_ID]}")
     filters = []
-    for i, p in enumerate(varying, start=2 + len(SUMMARY_METRICS)):
+    for i, p in enumerate(varying, start=4 + len(metrics)):
         values = sorted({param_text(p, v) for v in summary[p].to_list()})
         options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         filters.append(
@@ -251,9 +197,11 @@ def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame) -> str:
     count = (
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
         "configs shown (filters apply to the frontier too). Click a header to sort; red cells "
-        "cross a hazard threshold, amber ones need a look (hover for why). Shares are "
-        f'percentages. <a download="summary.csv" href="data:text/csv;base64,{csv}">Download '
-        "the summary as CSV</a>.</p>"
+        "cross a hazard threshold, amber ones need a look (hover for why and for what a column "
+        "means). Shares and ratios are in %, minutes per step of the fixed budget (negative: "
+        "faster than shaping off); the CSV keeps fractions. "
+        f'<a download="summary.csv" href="data:text/csv;base64,{csv}">Download the summary as '
+        "CSV</a>.</p>"
     )
     body = table(
         headers, rows, css="sortable", row_ids=ids, text_headers=["config", "role", *varying]
@@ -261,15 +209,24 @@ def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame) -> str:
     return bar + count + f'<div class="scroll">{body}</div>'
 
 
-def _frontier(front: pl.DataFrame) -> str:
-    points = point_groups(front, "harm", "useful")
+def _frontier(front: pl.DataFrame, rule: Rule) -> str:
+    points = point_groups(front, "kept", "gain")
+    hollow = frozenset(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())
+    line = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+
+    def shown(axis: str, value: float) -> str:
+        return C.show_value("ratio", value) if axis == "x" else f"{value:.2g} min"
+
     chart = frontier_svg(
         points,
-        x="harm",
-        y="useful",
-        xlabel="harm: introduced inversions + trained |A| > 3",
-        ylabel="useful push (solve faster)",
-        title="Frontier: useful push against harm",
+        x="kept",
+        y="gain",
+        xlabel="resolve progress kept (low end)",
+        ylabel="successes faster (min per step)",
+        title="Frontier on the rule's axes",
+        vline=line,
+        hollow=hollow,
+        shown=shown,
     )
     legend = "".join(
         f'<span class="key"><i style="background:{colour}"></i>{escape(name)}</span>'
@@ -278,9 +235,11 @@ def _frontier(front: pl.DataFrame) -> str:
     return (
         f'<div class="frontier">{chart}</div><p class="muted">One point per config (configs that '
         "coincide share a point), numbered as in the table; hover for the labels, click to open "
-        "its detail. Useful push: -push/minutes_pass, how strongly the update teaches solving "
-        "faster. Best is top left. "
-        f"{legend}</p>"
+        "its detail. Right: the resolve progress a config keeps against shaping off's (the low "
+        "end of its interval, the lower of overall and long problems); up: how many minutes per "
+        "step faster than shaping off it makes successes. The dashed line is the rule's "
+        f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
+        f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend}</p>"
     )
 
 
@@ -296,10 +255,11 @@ def _tensorboard(where: str) -> str:
     )
 
 
-def _decision(verdict: pl.DataFrame, summary: pl.DataFrame) -> str:
-    """What to launch, the runner-up, what to avoid and why, and the overrides that launch it."""
+def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
+    """What to launch (or to keep shaping off, with the best trade), how sure the pick is, the
+    runner-up, what to avoid and why, and the overrides and YAML that launch it."""
     numbers = {cid: n for n, cid in enumerate(summary[S.CONFIG_ID], start=1)}
-    d = decision(verdict)
+    d = verdict.decision
 
     def name(r: dict[str, Any]) -> str:
         return (
@@ -307,44 +267,44 @@ def _decision(verdict: pl.DataFrame, summary: pl.DataFrame) -> str:
             f"{escape(r['label'])}</a>"
         )
 
+    if d.unrated:
+        return f'<p class="verdict">No recommendation: this report was {escape(d.unrated)}.</p>'
     parts = []
-    rec, runner = d["recommended"], d["runner_up"]
-    if d["unrated"]:
-        return f'<p class="verdict">No recommendation: this report was {escape(d["unrated"])}.</p>'
+    rec, runner = d.recommended, d.runner_up
     if rec is None:
         misses = "".join(
             f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
-            for m in d["near_misses"]
+            for m in d.near_misses
         )
         parts.append(
             '<p class="verdict avoid">No config passes the recommendation rule. The nearest '
             f"misses and what each fails:</p><ul>{misses}</ul>"
         )
     else:
-        keep = rec["reasons"].startswith("shaping off")
-        what = "Keep shaping off" if keep else "Recommended"
-        parts.append(
-            f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>'
-            f"<p>{escape(rec['reasons'])}.</p>"
-            '<p class="muted">Launch it with these trainer overrides:</p>'
-            f'<pre class="overrides"><code>{escape(rec["overrides"])}</code></pre>'
-        )
+        what = "Keep shaping off" if d.keep_off else "Recommended"
+        parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
+        if d.keep_off:
+            parts.append(f"<p>{escape(keep_off_text(d))}</p>")
+        else:
+            parts.append(f"<p>{escape(rec['reasons'])}.</p>")
+        parts.append(f'<p class="muted">{escape(confidence_text(rec))}</p>')
+        parts.append('<p class="muted">Launch it with these trainer overrides:</p>')
+        parts.append(launch_block(rec["overrides"], "overrides"))
+        parts.append('<p class="muted">or this block of the trainer\'s config file:</p>')
+        parts.append(launch_block(rec["yaml"], "YAML block"))
         if runner is not None:
             parts.append(
                 f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
                 f"{escape(runner['reasons'])}.</p>"
             )
-    if d["avoid"]:
-        items = "".join(f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d["avoid"])
+    if d.avoid:
+        items = "".join(f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid)
         parts.append(
-            f"<details><summary>Avoid: {len(d['avoid'])} config(s) and why</summary>"
+            f"<details><summary>Avoid: {len(d.avoid)} config(s) and why</summary>"
             f"<ul>{items}</ul></details>"
         )
     parts.append(
-        '<p class="muted">The rule (docs/report.md): no inversion that shaping introduces, no '
-        "|advantage| above 3 left after the clip, resolve push at least 95% of shaping off's "
-        "overall and on long problems, no fail-faster push, little signal from uncharged rows; "
-        "among those, the strongest solve-faster push wins, ties to the smaller λ.</p>"
+        f'<p class="muted">The rule (docs/report.md): {escape(verdict.rule.summary_text())}.</p>'
     )
     return "".join(parts)
 
@@ -444,8 +404,7 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
     """Write directory/index.html from the tables found there; returns its path. `top` is
     `top_groups` of the groups table when the caller has it (the replay keeps it)."""
     directory = Path(directory)
-    manifest_path = directory / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = read_manifest(directory)
     summary = _read(directory, "summary")
     groups_path = directory / "groups.parquet"
     groups = pl.scan_parquet(groups_path) if groups_path.exists() else None
@@ -456,20 +415,16 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         nav.append((anchor, title))
 
     if summary is not None:
-        found = _read(directory, "findings")
-        if found is None:
-            found = findings(summary, groups if groups is not None else pl.LazyFrame(), top)
-        verdict = _read(directory, "recommendation")
-        if verdict is None:
-            verdict = recommend(summary)
+        verdict = verdict_of(directory, summary)
+        found, table_of_roles = verdict.findings, verdict.recommendation
         add("decision", "Decision", _decision(verdict, summary))
         add("findings", "Findings", _findings(found))
         add(
             "summary",
             "Summary",
-            _summary_table(summary, verdict)
+            _summary_table(summary, table_of_roles, verdict.rule)
             + (
-                _frontier(frontier(summary, verdict))
+                _frontier(frontier(summary, table_of_roles), verdict.rule)
                 if rated(summary)
                 else '<p class="muted">No frontier: the report predates its columns.</p>'
             ),

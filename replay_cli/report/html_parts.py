@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -70,11 +70,22 @@ LABEL_ALL_MAX = 40
 
 
 def frontier_svg(
-    points: Sequence[dict[str, Any]], *, x: str, y: str, xlabel: str, ylabel: str, title: str
+    points: Sequence[dict[str, Any]],
+    *,
+    x: str,
+    y: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    vline: float | None = None,
+    hollow: frozenset[str] = frozenset(),
+    shown: Callable[[str, float], str] = lambda axis, v: fmt(v),
 ) -> str:
     """The frontier as inline SVG: one marker per point group (`roles.point_groups`), coloured by
-    its role, labelled with every config number it stands for; hovering lists their labels, a
-    click opens the first one's detail, and the summary filters hide the groups they hide."""
+    its role (hollow where every config it stands for is in `hollow`), labelled with every config
+    number it stands for (nudged apart so labels never overprint); hovering lists their labels, a
+    click opens the first one's detail, and the summary filters hide the groups they hide.
+    `vline`: the rule's line on the x axis; `shown(axis, value)` writes a tick or a value."""
     from replay_cli.report.roles import STYLES
 
     many = sum(len(p["n"]) for p in points) > LABEL_ALL_MAX
@@ -82,6 +93,8 @@ def frontier_svg(
     left, right, top, bottom = 62, 16, 30, 48
     xs = [p[x] for p in points] or [0.0]
     ys = [p[y] for p in points] or [0.0]
+    if vline is not None:
+        xs = [*xs, vline]
     x_lo, x_hi = min(0.0, min(xs)), max(max(xs), 1e-3)
     y_lo, y_hi = min(0.0, min(ys)), max(max(ys), 1e-3)
     pad_x, pad_y = (x_hi - x_lo) * 0.06, (y_hi - y_lo) * 0.08
@@ -104,39 +117,55 @@ def frontier_svg(
     for t in _ticks(x_lo, x_hi):
         parts.append(
             f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>'
-            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" class="tick">{fmt(round(t, 10))}</text>'
+            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" class="tick">'
+            f"{shown('x', round(t, 10))}</text>"
         )
     for t in _ticks(y_lo, y_hi):
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>'
             f'<text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">'
-            f"{fmt(round(t, 10))}</text>"
+            f"{shown('y', round(t, 10))}</text>"
+        )
+    if vline is not None:
+        parts.append(
+            f'<line x1="{px(vline):.1f}" x2="{px(vline):.1f}" y1="{top}" y2="{height - bottom}" '
+            f'class="rule-line"/><text x="{px(vline) + 3:.1f}" y="{top + 10}" class="tick">'
+            f"rule {shown('x', vline)}</text>"
         )
     parts.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 10}" class="axis">{escape(xlabel)}</text>'
         f'<text transform="translate(14 {(top + height - bottom) / 2}) rotate(-90)" class="axis">'
         f"{escape(ylabel)}</text>"
     )
+    taken: list[tuple[float, float]] = []
     for p in points:  # in drawing order: the recommended point last, on top
         cx, cy = px(p[x]), py(p[y])
+        lift = 0
+        while any(abs(cx - tx) < 26 and abs(cy - 11 * lift - ty) < 10 for tx, ty in taken):
+            lift += 1
         name, colour = STYLES[p["role"]]
         numbers = ",".join(map(str, p["n"]))
         labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
         big = p["role"] in ("recommended", "runner-up")
         # Beyond LABEL_ALL_MAX configs only the verdict's points and shaping off are numbered
         # (every point still names its configs on hover).
+        labelled = not many or big or p["role"] == "off"
+        if labelled:
+            taken.append((cx, cy - 11 * lift))
         label = (
-            f'<text x="{cx + 9:.1f}" y="{cy + 4:.1f}" class="pt-label">{numbers}</text>'
-            if not many or big or p["role"] == "off"
+            f'<text x="{cx + 9:.1f}" y="{cy + 4 - 11 * lift:.1f}" class="pt-label">{numbers}</text>'
+            if labelled
             else ""
         )
+        empty = p["role"] == "avoid" and all(i in hollow for i in p["ids"])
+        fill = f'fill="#fff" stroke="{colour}" stroke-width="2"' if empty else f'fill="{colour}"'
         parts.append(
             f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
             f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" fill="{colour}"/>'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" {fill}/>'
             f"{label}"
-            f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {fmt(p[y])}, "
-            f"{escape(xlabel)} {fmt(p[x])}</title></g></a>"
+            f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {shown('y', p[y])}, "
+            f"{escape(xlabel)} {shown('x', p[x])}</title></g></a>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -165,12 +194,12 @@ li.decision{border-color:#2e7d32!important}.badge.decision{background:#2e7d32}li
 .filters{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0}.filters label{font-size:12px}
 .charts figure{margin:10px 0 18px}.charts figcaption{font-size:12.5px;color:#4a5263;margin-bottom:4px}
 img.chart{max-width:100%;height:auto;border:1px solid #e6e9ef}
-.grid{stroke:#e6e9ef}.tick{font-size:10px;fill:#556;text-anchor:middle}.axis{font-size:11.5px;fill:#334;text-anchor:middle}
+.rule-line{stroke:#555;stroke-dasharray:4 3}.grid{stroke:#e6e9ef}.tick{font-size:10px;fill:#556;text-anchor:middle}.axis{font-size:11.5px;fill:#334;text-anchor:middle}
 .svg-title{font-size:13px;font-weight:600;text-anchor:middle}.pt circle{stroke:#fff}.pt-label{font-size:10px;fill:#334}
 .frontier{display:flex;flex-wrap:wrap;gap:16px}svg.scatter{max-width:100%;height:auto}
 td.config,th:nth-child(2){position:sticky;left:0;background:#fff;z-index:1}thead th:nth-child(2){z-index:2;background:#f0f2f6}
 .key{display:inline-block;margin-right:10px;white-space:nowrap}.key i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
-p.verdict{font-size:15px;margin:6px 0}pre.overrides{background:#f0f2f6;padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px}
+p.verdict{font-size:15px;margin:6px 0}.launch{position:relative}button.copy{position:absolute;right:6px;top:6px;font-size:11.5px;padding:2px 8px;border:1px solid #b8c0cc;border-radius:3px;background:#fff;cursor:pointer}pre.overrides{background:#f0f2f6;padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px}
 td.role-recommended{color:#2e7d32;font-weight:700}td.role-runner-up{color:#558b2f;font-weight:600}td.role-avoid{color:#8a1c14}
 @media (max-width:600px){main{padding:4px 8px 24px}header,nav{padding-left:10px;padding-right:10px}section{padding:8px 10px 12px}dl.facts{grid-template-columns:1fr}}.muted{color:#667085;font-size:12.5px}
 details{border-top:1px solid #eef0f4;padding:4px 0}summary{cursor:pointer;font-weight:600}
@@ -212,8 +241,22 @@ JS = """
     var el=document.getElementById(id);if(el&&el.tagName==='DETAILS'){el.open=true;el.scrollIntoView();}}
   window.addEventListener('hashchange',openTarget);openTarget();
   filters.forEach(function(f){f.addEventListener('change',apply);});
+  document.querySelectorAll('button.copy').forEach(function(b){b.addEventListener('click',function(){
+    var code=b.parentNode.querySelector('code');var text=code?code.textContent:'';
+    function done(){b.textContent='copied';setTimeout(function(){b.textContent='copy';},1500);}
+    if(navigator.clipboard&&navigator.clipboard.writeText){navigator.clipboard.writeText(text).then(done,function(){});}
+    else{var r=document.createRange();r.selectNodeContents(code);var sel=getSelection();sel.removeAllRanges();sel.addRange(r);document.execCommand('copy');done();}
+  });});
 })();
 """
+
+
+def launch_block(text: str, what: str) -> str:
+    """A block of text to paste (overrides, a YAML block) with a copy button."""
+    return (
+        f'<div class="launch"><button type="button" class="copy" aria-label="copy the {escape(what)}">'
+        f'copy</button><pre class="overrides"><code>{escape(text)}</code></pre></div>'
+    )
 
 
 def page(title: str, subtitle: str, nav: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:

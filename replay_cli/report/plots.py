@@ -58,9 +58,11 @@ __all__ = [
 ]
 
 
-def _chosen(summary: pl.DataFrame, highlight: list[str] | None) -> pl.DataFrame:
+def _chosen(
+    summary: pl.DataFrame, highlight: list[str] | None, verdict: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """The highlighted configs' (config_id, label) rows, in summary order."""
-    ids = highlights(summary, highlight)
+    ids = highlights(summary, highlight, verdict)
     return summary.filter(pl.col(S.CONFIG_ID).is_in(ids)).select(S.CONFIG_ID, "label")
 
 
@@ -69,6 +71,7 @@ def minutes_and_deductions(
     deductions: dict[str, pl.Series],
     summary: pl.DataFrame,
     highlight: list[str] | None = None,
+    verdict: pl.DataFrame | None = None,
 ) -> Figure:
     """Agent minutes (input) and the deductions the highlighted shaped configs charged."""
     fig, axes = figure(12.0, 4.2, ncols=2)
@@ -77,7 +80,7 @@ def minutes_and_deductions(
     left.set_title("Agent wall time per rollout")
     left.set_xlabel("minutes")
     left.set_ylabel("rollouts")
-    chosen = _chosen(summary.filter(pl.col("enabled")), highlight)
+    chosen = _chosen(summary.filter(pl.col("enabled")), highlight, verdict)
     for (config_id, label), colour in zip(chosen.rows(), colours(chosen.height), strict=True):
         values = deductions.get(config_id)
         if values is not None:
@@ -90,13 +93,16 @@ def minutes_and_deductions(
 
 
 def step_curves(
-    steps: pl.DataFrame, summary: pl.DataFrame, highlight: list[str] | None = None
+    steps: pl.DataFrame,
+    summary: pl.DataFrame,
+    highlight: list[str] | None = None,
+    verdict: pl.DataFrame | None = None,
 ) -> Figure:
     """Per-step curves of the headline metrics for the highlighted configs, as on a W&B panel."""
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = figure(13.0, 7.0, nrows=2, ncols=2)
-    labels = _chosen(summary, highlight).rows()
+    labels = _chosen(summary, highlight, verdict).rows()
     palette = colours(len(labels))
     for ax, (metric, ylabel) in zip(axes.flat, STEP_METRICS, strict=True):
         for i, (config_id, label) in enumerate(labels):
@@ -152,9 +158,13 @@ def _lambdas(result: ReplayResult) -> int:
 
 CHARTS: dict[str, Chart] = {
     "frontier": Chart(
-        "How strongly each config teaches solving faster against the harm it does, by role.",
-        lambda r, _: frontier_chart(r.summary, r.recommendation),
-        lambda r: r.summary.height > 1 and rated(r.summary),
+        "The rule's own axes: minutes per step by which successes get faster than under "
+        "shaping off, against the resolve progress kept (low end of the interval); the 95% "
+        "line is the rule's.",
+        lambda r, _: frontier_chart(
+            r.summary, r.recommendation, r.verdict.rule if r.verdict else None
+        ),
+        lambda r: r.summary.height > 1 and rated(r.summary) and r.recommendation is not None,
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",
@@ -187,12 +197,14 @@ CHARTS: dict[str, Chart] = {
     ),
     "minutes_and_deductions": Chart(
         "Agent minutes of the input and the deductions charged.",
-        lambda r, chosen: minutes_and_deductions(r.minutes, r.deductions, r.summary, chosen),
+        lambda r, chosen: minutes_and_deductions(
+            r.minutes, r.deductions, r.summary, chosen, r.recommendation
+        ),
         lambda r: r.minutes is not None and r.summary["enabled"].any(),
     ),
     "step_curves": Chart(
         "Per-step trainer metrics of the highlighted configs, as on a W&B panel.",
-        lambda r, chosen: step_curves(r.steps, r.summary, chosen),
+        lambda r, chosen: step_curves(r.steps, r.summary, chosen, r.recommendation),
     ),
     "replayed_vs_internal": Chart("Replayed per-step metrics beside the internal run's curves."),
 }

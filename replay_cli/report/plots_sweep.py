@@ -13,6 +13,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
+from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.words import param_text
 from replay_cli.report.facets import Layout, describe, layout, varying
 from replay_cli.report.roles import STYLES, point_groups
@@ -262,42 +263,69 @@ def advantage_bands(summary: pl.DataFrame) -> Figure:
     return fig
 
 
-def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame | None = None) -> Figure:
-    """Useful push (how strongly a config teaches solving faster) against harm (introduced
-    inversions plus explosions left after the clip), coloured by the recommendation's role as in
-    index.html; coincident configs share one point, numbered as in index.html."""
+def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: float = 1.0) -> None:
+    """Each point's numbers beside it, nudged up in steps of a line until no two labels share a
+    spot (in axes fractions), so close points stay readable."""
+    xs = [p[x] * scale for p in points]
+    ys = [p[y] for p in points]
+    x_span = (max(xs) - min(xs)) or 1.0
+    y_span = (max(ys) - min(ys)) or 1.0
+    taken: list[tuple[float, float]] = []
+    for p, px, py in sorted(zip(points, xs, ys, strict=True), key=lambda t: (t[2], t[1])):
+        fx, fy = (px - min(xs)) / x_span, (py - min(ys)) / y_span
+        lift = 0
+        while any(abs(fx - tx) < 0.08 and abs(fy + lift * 0.045 - ty) < 0.04 for tx, ty in taken):
+            lift += 1
+        taken.append((fx, fy + lift * 0.045))
+        ax.annotate(
+            ",".join(map(str, p["n"])),
+            (px, py),
+            xytext=(4, 3 + 9 * lift),
+            textcoords="offset points",
+            fontsize="x-small",
+            arrowprops={"arrowstyle": "-", "color": "#bbb", "lw": 0.5} if lift else None,
+        )
+
+
+def frontier_chart(
+    summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule | None = None
+) -> Figure:
+    """The rule's own axes: the minutes per step by which a config makes successes faster than
+    shaping off (up is better) against the resolve progress it keeps (the low end of its
+    interval, the lower of overall and long problems; right is better), the rule's line drawn.
+    Coloured by role as in index.html; a config avoided for another criterion (an inversion, an
+    explosion, ...) is drawn hollow wherever it sits. Coincident configs share one point,
+    numbered as in index.html; labels are nudged apart so they do not overprint."""
+    rule = rule or Rule()
     front = frontier(summary, verdict)
-    points = point_groups(front, "harm", "useful")
+    points = point_groups(front, "kept", "gain")
+    others = set(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())
     fig, axes = figure(8.0, 5.0)
     ax = axes[0][0]
     seen = set()
     for p in points:
         name, colour = STYLES[p["role"]]
+        hollow = p["role"] == "avoid" and all(i in others for i in p["ids"])
+        label = "avoid (another criterion)" if hollow else name
         ax.scatter(
-            p["harm"],
-            p["useful"],
+            p["kept"] * 100,
+            p["gain"],
             s=70 if p["role"] in ("recommended", "runner-up") else 34,
-            color=colour,
-            edgecolors="white",
+            facecolors="none" if hollow else colour,
+            edgecolors=colour if hollow else "white",
+            linewidths=1.2,
             zorder=3,
-            label=None if name in seen else name,
+            label=None if label in seen else label,
         )
-        seen.add(name)
-        if len(points) <= 40 or p["role"] in ("recommended", "runner-up", "off"):
-            ax.annotate(
-                ",".join(map(str, p["n"])),
-                (p["harm"], p["useful"]),
-                xytext=(4, 3),
-                textcoords="offset points",
-                fontsize="x-small",
-            )
-    top = max(float(front["harm"].max() or 0.0), 0.05)
-    ax.set_xlim(-0.03 * top, 1.08 * top)
-    ax.set_xlabel(
-        "harm: share of groups with an introduced inversion + share of trained rows with |A| > 3"
-    )
-    ax.set_ylabel("useful push: -push/minutes_pass (solve faster)")
+        seen.add(label)
+    line = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long) * 100
+    ax.axvline(line, color="#555", linestyle="--", linewidth=1, label=f"rule: {line:.0f}%")
+    ax.axhline(0, color="#999", linewidth=0.8)
+    if len(points) <= 40:
+        place_labels(ax, points, "kept", "gain", scale=100)
+    ax.set_xlabel("resolve progress kept, % of shaping off's (low end of the interval)")
+    ax.set_ylabel("successes faster than shaping off (min per step)")
     ax.grid(alpha=0.3)
-    ax.set_title("Frontier: best configs sit top left (numbers = # in index.html)")
+    ax.set_title("Frontier on the rule's axes: best configs sit top right of the line")
     legend(fig, *ax.get_legend_handles_labels())
     return fig

@@ -18,11 +18,11 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import recommend
 from replay_cli.advice.words import param_text
 from replay_cli.errors import ConfigError
 from replay_cli.io.files import staged_directory
 from replay_cli.report.facets import varying
+from replay_cli.result import ReplayResult
 
 EXTRA = "replay-cli[tensorboard]"
 REPLAY_TAGS = (
@@ -87,24 +87,26 @@ def hparam_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, An
     return [{p: columns[p][i] for p in params} for i in range(summary.height)]
 
 
-def write_runs(
-    steps: pl.DataFrame, summary: pl.DataFrame, out: str | Path, *, force: bool = False
-) -> list[Path]:
-    """Write one TensorBoard run per config of a report into the directory `out`, atomically (an
-    existing one is refused unless `force`); returns the run directories."""
+def write_runs(result: ReplayResult, out: str | Path, *, force: bool = False) -> list[Path]:
+    """Write one TensorBoard run per config of a judged result into the directory `out`,
+    atomically (an existing one is refused unless `force`); returns the run directories."""
     summary_writer()
     out = Path(out)
+    if result.recommendation is None:
+        raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
+    roles = dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(steps, summary, tmp)
+        names = _write(result.steps, result.summary, roles, tmp)
     return [out / name for name in names]
 
 
-def _write(steps: pl.DataFrame, summary: pl.DataFrame, out: Path) -> list[str]:
+def _write(
+    steps: pl.DataFrame, summary: pl.DataFrame, roles: dict[str, str], out: Path
+) -> list[str]:
     writer_class = summary_writer()
     from tensorboardX.summary import hparams
 
     params = varying(summary, exclude=()) or ["label"]
-    roles = dict(recommend(summary).select(S.CONFIG_ID, "role").rows())
     values = [
         {**v, "role": roles[cid]}
         for v, cid in zip(hparam_values(summary, params), summary[S.CONFIG_ID], strict=True)

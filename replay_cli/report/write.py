@@ -13,39 +13,39 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.advice.findings import findings
-from replay_cli.advice.recommendation import recommend
 from replay_cli.config import unique_labels
 from replay_cli.io.files import staged_directory
-from replay_cli.io.parquet import ROW_GROUP_SIZE, RowsMode
+from replay_cli.io.parquet import ROW_GROUP_SIZE
 from replay_cli.maths.peers import whitening_weights
 from replay_cli.report.html import render_index
+from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts
 
-TABLES = ("rollouts", "groups", "steps", "summary", "findings")
+TABLES = ("rollouts", "groups", "steps", "summary", "findings", "recommendation", "resamples")
 
 
 def manifest(
-    result: ReplayResult,
-    rollouts: Rollouts,
-    argv: list[str] | None = None,
-    rows_mode: RowsMode = "all",
-    highlight: list[str] | None = None,
+    result: ReplayResult, rollouts: Rollouts, options: ReportOptions | None = None
 ) -> dict[str, Any]:
-    """Tool version, command line, input files with sizes and hashes, configs and loading notes."""
+    """Tool version, command line, input files with sizes and hashes, configs, loading notes, and
+    the report's options (rows, highlight, the decision measure's settings, the rule)."""
+    options = options or ReportOptions()
     labels = unique_labels(result.configs)
     return {
         "tool": "replay_cli",
         "version": version("replay-cli"),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command_line": argv if argv is not None else sys.argv,
+        "command_line": sys.argv,
         "inputs": [vars(f) for f in rollouts.files],
         "resolved_derived_from_reward": rollouts.resolved_derived,
         "notes": [*rollouts.notes, *result.notes],
         "computed_by": result.computed_by,
-        "rows": rows_mode,
-        "highlight": highlight,
+        "rows": options.rows,
+        "highlight": list(options.highlight) or None,
+        "measure": options.measure.model_dump(mode="json"),
+        "rule": options.rule.model_dump(mode="json"),
+        **({"tensorboard": str(options.tensorboard)} if options.tensorboard else {}),
         **(
             {"whitening_weights": whitening_weights(rollouts.frame.collect_schema().names())}
             if any(c.advantage.estimator == "reinforce-pp-baseline" for c in result.configs)
@@ -56,7 +56,9 @@ def manifest(
             for c in result.configs
         ],
         "tables": {
-            name: f"{name}.parquet" for name in TABLES if name != "rollouts" or rows_mode != "none"
+            name: f"{name}.parquet"
+            for name in TABLES
+            if name != "rollouts" or options.rows != "none"
         },
     }
 
@@ -84,50 +86,27 @@ def write_directory(
 
 
 def finish_report(
-    tmp: Path,
-    result: ReplayResult,
-    rollouts: Rollouts,
-    *,
-    charts: Callable[[ReplayResult, Path, list[str] | None], list[Path]] | None = None,
-    argv: list[str] | None = None,
-    rows_mode: RowsMode = "all",
-    highlight: list[str] | None = None,
-    tensorboard: Path | None = None,
+    tmp: Path, result: ReplayResult, rollouts: Rollouts, options: ReportOptions | None = None
 ) -> None:
-    """Everything of a report but the per-row table: groups, steps, summary, findings, charts,
-    manifest and index.html."""
+    """Everything of a judged replay's report but what the replay streamed (rows, groups): steps,
+    summary, the bootstrap table, the verdict's tables, charts, manifest and index.html."""
+    options = options or ReportOptions()
+    if result.verdict is None:
+        raise ValueError("finish_report writes a judged result (api.judged)")
     tables = {"steps": result.steps, "summary": result.summary}
     if result.groups is not None:
         tables["groups"] = result.groups
     if result.rows is not None:
         tables["rollouts"] = result.rows
+    if result.resamples is not None:
+        tables["resamples"] = result.resamples
+    tables["findings"] = result.verdict.findings
+    tables["recommendation"] = result.verdict.recommendation
     write_tables(tmp, tables)
-    if result.recommendation is None:
-        result.recommendation = recommend(result.summary)
-    if result.findings is None:  # the engine has them when it kept the groups in memory
-        groups = pl.scan_parquet(tmp / "groups.parquet")
-        result.findings = findings(result.summary, groups, result.top_groups, result.recommendation)
-    write_tables(tmp, {"findings": result.findings, "recommendation": result.recommendation})
-    if charts is not None:
-        charts(result, tmp / "charts", highlight)
-    about = manifest(result, rollouts, argv, rows_mode, highlight)
-    if tensorboard is not None:
-        about["tensorboard"] = str(tensorboard)
-    text = json.dumps(about, indent=2) + "\n"
+    if options.charts:
+        from replay_cli.report.plots import render_all
+
+        render_all(result, tmp / "charts", list(options.highlight) or None)
+    text = json.dumps(manifest(result, rollouts, options), indent=2) + "\n"
     (tmp / "manifest.json").write_text(text)
     render_index(tmp, result.top_groups)
-
-
-def write_report(
-    out: Path,
-    result: ReplayResult,
-    rollouts: Rollouts,
-    *,
-    force: bool = False,
-    charts: Callable[[ReplayResult, Path, list[str] | None], list[Path]] | None = None,
-    argv: list[str] | None = None,
-) -> Path:
-    """The report of spec §6 from an in-memory result: four tables, optional charts/, manifest.json."""
-    with staged_directory(out, force) as tmp:
-        finish_report(tmp, result, rollouts, charts=charts, argv=argv)
-    return Path(out)

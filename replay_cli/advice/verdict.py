@@ -1,0 +1,144 @@
+"""The one verdict of a report: the recommendation, the findings and the decision, computed once
+by `judge` and only read afterwards (the page, the terminal, TensorBoard, the notebook).
+
+`judge` is called once per report, by the API after a replay and by the reader of a report
+written before the verdict was stored; renderers never decide again. A custom `Rule` given to
+`judge` is recorded in the verdict (and in the manifest), so every surface states the rule that
+was applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from replay_cli import catalogue as C
+from replay_cli import schema as S
+from replay_cli.advice.findings import findings
+from replay_cli.advice.recommendation import ROLES, Rule, near_misses, recommend
+
+
+def first_where(verdict: pl.DataFrame, flag: str) -> dict[str, Any] | None:
+    """The first row of a recommendation table whose boolean `flag` column is true."""
+    if flag not in verdict.columns:
+        return None
+    found = verdict.filter(pl.col(flag))
+    return found.row(0, named=True) if found.height else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict as a reader meets it first: what to launch (or to keep shaping off), the
+    runner-up, the avoided configs, and the near misses when nothing passes the rule."""
+
+    recommended: dict[str, Any] | None
+    runner_up: dict[str, Any] | None
+    avoid: list[dict[str, Any]]
+    near_misses: list[dict[str, Any]]
+    unrated: str | None
+    """Why no config was rated (a report of an earlier version), else None."""
+    keep_off: bool
+    """The recommended config is shaping off: no shaped config is worth launching."""
+    shaped_eligible: int
+    """How many shaped configs pass the rule."""
+    best_trade: dict[str, Any] | None = None
+    """Where shaping off is kept: the shaped config that keeps the most resolve progress while
+    making successes faster, failing only the resolve criteria (its `trade` says the cost)."""
+
+    @classmethod
+    def of(cls, verdict: pl.DataFrame) -> Decision:
+        """The decision a recommendation table holds (it is derived, never decided again)."""
+
+        def first(role: str) -> dict[str, Any] | None:
+            found = verdict.filter(pl.col("role") == role)
+            return found.row(0, named=True) if found.height else None
+
+        recommended, unrated = first("recommended"), first("unrated")
+        eligible = verdict.filter(pl.col("role").is_in(ROLES[:3]))
+        off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
+        return cls(
+            recommended=recommended,
+            runner_up=first("runner-up"),
+            avoid=verdict.filter(pl.col("role") == "avoid").to_dicts(),
+            near_misses=(
+                [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
+            ),
+            unrated=None if unrated is None else unrated["reasons"],
+            keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
+            shaped_eligible=eligible.filter(~off).height,
+            best_trade=first_where(verdict, "best_trade"),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the report concludes: one role per config (`recommendation`), the findings, the
+    decision, and the rule they were judged by."""
+
+    recommendation: pl.DataFrame
+    findings: pl.DataFrame
+    decision: Decision
+    rule: Rule
+
+
+def keep_off_text(d: Decision) -> str:
+    """Why shaping off is kept, and the best trade a user may accept knowingly."""
+    if d.shaped_eligible:
+        why = "the shaped configs that pass the rule make successes no faster than shaping off"
+    else:
+        why = "no shaped config keeps 95% of shaping off's resolve progress with confidence"
+    trade = d.best_trade
+    if trade is None or not trade.get("trade"):
+        return f"{why}."
+    return f"{why}. The best trade: {trade['trade']}; launch it knowingly with {trade['overrides']}"
+
+
+def confidence_text(row: dict[str, Any]) -> str:
+    """How sure the pick is: its interval and the share of resamples in which it wins."""
+    won = row.get("won_share")
+    low, point = row.get("resolve_vs_off_low"), row.get("resolve_vs_off")
+    parts = []
+    if point is not None and low is not None and not row.get(S.SHAPING_OFF):
+        parts.append(
+            f"It keeps {C.show_value('ratio', point)} of shaping off's resolve progress per step "
+            f"(low end of the interval {C.show_value('ratio', low)}"
+            + (
+                f"; on long problems {C.show_value('ratio', row['resolve_vs_off_long'])}, low end "
+                f"{C.show_value('ratio', row['resolve_vs_off_low_long'])}"
+                if row.get("resolve_vs_off_low_long") is not None
+                else ""
+            )
+            + ")."
+        )
+    if won is not None:
+        parts.append(
+            f"The rule picks it in {C.show_value('share', won)} of the bootstrap resamples of "
+            "the problems."
+        )
+    return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
+
+
+def judge(
+    summary: pl.DataFrame,
+    tops: pl.DataFrame | None = None,
+    resamples: pl.DataFrame | None = None,
+    rule: Rule | None = None,
+) -> Verdict:
+    """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
+    (the findings name the worst group of a config from it), `resamples` the decision measure's
+    bootstrap table (how often each config would be recommended)."""
+    rule = rule or Rule()
+    table = recommend(summary, rule, resamples)
+    return Verdict(
+        recommendation=table,
+        findings=findings(summary, tops, rule),
+        decision=Decision.of(table),
+        rule=rule,
+    )
+
+
+def stored(recommendation: pl.DataFrame, found: pl.DataFrame, rule: Rule) -> Verdict:
+    """A verdict read back from a report's own tables (nothing is decided again)."""
+    return Verdict(recommendation, found, Decision.of(recommendation), rule)

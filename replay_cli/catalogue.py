@@ -1,0 +1,759 @@
+"""Every metric of the report in one place: its name, a short label, what it means, its unit, how
+a person reads it, which direction is better, and the hazard test that marks it.
+
+The engine writes the names; the page, the terminal, TensorBoard, the Parquet field metadata and
+docs/report.md's metric table read them from here (a test fails when a metric name is spelled
+outside this module and the code that computes it). Machine tables keep fractions and seconds;
+every human surface shows one unit per quantity: shares and ratios in %, times in minutes,
+probability changes in percentage points, and values within a quantity's rounding as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+Unit = Literal[
+    "share",
+    "ratio",
+    "minutes",
+    "seconds",
+    "minutes_per_step",
+    "points_per_step",
+    "push",
+    "reward",
+    "advantage",
+    "count",
+    "calls",
+    "number",
+]
+UNIT_TEXT: dict[str, str] = {
+    "share": "share of the whole (0-1); shown in %",
+    "ratio": "ratio to shaping off's (1 = the same); shown in %",
+    "minutes": "minutes",
+    "seconds": "seconds; shown in minutes",
+    "minutes_per_step": "change of minutes per step of the fixed budget",
+    "points_per_step": "change of a probability per step (0-1); shown in percentage points",
+    "push": "advantage × property per group (first-order tilt)",
+    "reward": "reward units",
+    "advantage": "advantage units",
+    "count": "count",
+    "calls": "tool calls",
+    "number": "number",
+}
+ZERO: dict[str, float] = {
+    "minutes_per_step": 1e-9,
+    "points_per_step": 1e-12,
+    "push": 1e-9,
+    "share": 0.0,
+    "ratio": 0.0,
+}
+"""Per unit, the magnitude at or below which a value is rounding and shown as 0 (default 1e-12)."""
+
+Hazard = Callable[[float, dict[str, Any], Any], tuple[str, str] | None]
+"""(value, summary row, rule) -> (css class 'hazard' or 'warn', why) where the cell needs a look."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: name, short label, description, unit, better direction, hazard test."""
+
+    name: str
+    label: str
+    description: str
+    unit: Unit = "number"
+    better: Literal["higher", "lower", ""] = ""
+    hazard: Hazard | None = None
+
+    def show(self, value: Any) -> str:
+        """The value as every human surface writes it ('-' where there is none)."""
+        return show_value(self.unit, value)
+
+    def human(self, value: float | None) -> float | None:
+        """The value in the unit a person reads (%, minutes, points), rounding-sized values 0:
+        what TensorBoard's replay/ and HParams tags hold."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return None
+        value = float(value)
+        if abs(value) <= ZERO.get(self.unit, 1e-12):
+            return 0.0
+        scale = {"share": 100.0, "ratio": 100.0, "points_per_step": 100.0, "seconds": 1 / 60}
+        return value * scale.get(self.unit, 1.0)
+
+
+def show_value(unit: str, value: Any) -> str:
+    """A value of a unit for a person: shares and ratios in %, seconds as minutes, probability
+    changes in points, rounding-sized values as 0."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and unit in ("count", "calls", "number"):
+        return f"{value:,}"
+    x = float(value)
+    if abs(x) <= ZERO.get(unit, 1e-12):
+        return "0"
+    if unit in ("share", "ratio"):
+        return (f"{x:.1%}" if abs(x) < 10 else f"{x:.0%}").replace("-", "−")
+    if unit == "seconds":
+        return f"{_digits(x / 60)} min"
+    if unit == "minutes":
+        return f"{_digits(x)} min"
+    if unit == "minutes_per_step":
+        return f"{x:+.2g} min".replace("-", "−")
+    if unit == "points_per_step":
+        return f"{x * 100:+.2g} pts".replace("-", "−")
+    if unit == "push":
+        return f"{x:.3g}"
+    return _digits(x)
+
+
+def _digits(x: float) -> str:
+    """4 significant digits, scientific only far from 1."""
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.4g}"
+
+
+# ---- hazard tests ------------------------------------------------------------------------
+
+
+def _above(threshold: float | Callable[[Any], float], css: str, why: str) -> Hazard:
+    def test(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+        t = threshold(rule) if callable(threshold) else threshold
+        return (css, why.format(t=t)) if value > t else None
+
+    return test
+
+
+def _below(threshold: Callable[[Any], float], css: str, why: str) -> Hazard:
+    def test(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+        t = threshold(rule)
+        return (css, why.format(t=t, p=f"{t:.0%}")) if value < t else None
+
+    return test
+
+
+def _fail_faster(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+    limit = rule.fail_limit(row)
+    if value < -limit:
+        return "warn", f"failures end more than {limit:.2g} min per step sooner than shaping off"
+    return None
+
+
+def _inversions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+    if value <= 0:
+        return None
+    if (row.get("inversion/introduced_group_rate") or 0.0) > 0:
+        return "hazard", "some introduced by shaping"
+    return "warn", "present with shaping off too"
+
+
+def _explosions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+    if value <= 0:
+        return None
+    if (row.get("adv/explosion_trained_frac") or 0.0) > 0:
+        return "hazard", "not all bounded by the clip"
+    return "warn", "bounded by the clip"
+
+
+EXPLOSION = 3.0
+"""|unclipped advantage| above this is an explosion (the PR's recommended clip);
+maths/thresholds.EXPLOSION reads it from here."""
+
+
+# ---- the catalogue -----------------------------------------------------------------------
+
+SCOPES = {
+    "": "",
+    "@short": " on short problems",
+    "@medium": " on medium problems",
+    "@long": " on long problems",
+}
+"""The length-bucket suffixes of a scoped metric, and how its description says so."""
+
+
+def _scoped(m: Metric) -> Iterator[Metric]:
+    for suffix, words in SCOPES.items():
+        label = m.label + ("" if not suffix else f", {suffix[1:]}")
+        yield replace(m, name=m.name + suffix, label=label, description=m.description + words)
+
+
+def _twin_off(m: Metric) -> Metric:
+    base, at, scope = m.name.partition("@")
+    return replace(
+        m,
+        name=f"{base}_off{at}{scope}",
+        label=m.label + " (off)",
+        description=m.description + ", from the shaping-off advantages of the same rows",
+        hazard=None,
+        better="",
+    )
+
+
+def _bounds(m: Metric, level: str) -> Iterator[Metric]:
+    base, _, scope = m.name.partition("@")
+    suffix = f"@{scope}" if scope else ""
+    for end, words in (("low", "low"), ("high", "high")):
+        yield replace(
+            m,
+            name=f"{base}_{end}{suffix}",
+            label=f"{m.label} ({words})",
+            description=f"{words} end of the bootstrap interval of: {m.description}",
+            hazard=None,
+        )
+
+
+STEP = [
+    Metric(
+        "step/resolve",
+        "resolve Δ/step",
+        "change of the resolve probability after one step of the fixed budget",
+        "points_per_step",
+        "higher",
+    ),
+    Metric(
+        "step/resolve_effort",
+        "from effort",
+        "the part of step/resolve that comes from moving effort between run-time levels (the "
+        "rest is resolving more at the same effort)",
+        "points_per_step",
+    ),
+    Metric(
+        "step/solve_minutes",
+        "solve min Δ",
+        "change of the mean minutes of a resolved rollout after one step",
+        "minutes_per_step",
+        "lower",
+    ),
+    Metric(
+        "step/fail_minutes",
+        "fail min Δ",
+        "change of the mean minutes of a failed rollout after one step",
+        "minutes_per_step",
+    ),
+]
+STEP_VS_OFF = [
+    Metric(
+        "step/resolve_vs_off",
+        "resolve kept",
+        "resolve progress per step as a share of shaping off's (null where shaping off makes none)",
+        "ratio",
+        "higher",
+        _below(lambda r: r.min_resolve_vs_off, "warn", "below {p} of shaping off"),
+    ),
+    Metric(
+        "step/solve_minutes_vs_off",
+        "solve Δ vs off",
+        "change of a success's mean minutes per step minus shaping off's (negative: shaping "
+        "makes successes faster)",
+        "minutes_per_step",
+        "lower",
+    ),
+    Metric(
+        "step/fail_minutes_vs_off",
+        "fail Δ vs off",
+        "change of a failure's mean minutes per step minus shaping off's (negative: failures "
+        "are taught to give up sooner)",
+        "minutes_per_step",
+        "",
+        _fail_faster,
+    ),
+]
+OTHER = [
+    Metric(
+        "step/time_only_share",
+        "time-only step",
+        "share of the step's KL spent in groups whose outcomes are all equal (shaping off "
+        "gives them no signal): update about time alone",
+        "share",
+        "lower",
+        _above(0.25, "warn", "over a quarter of the step is about time alone"),
+    ),
+    Metric(
+        "step/first_order_gap",
+        "first-order gap",
+        "|exact − first-order| resolve change of the step, relative to the exact one",
+        "share",
+        "lower",
+    ),
+    Metric("step/eta", "η", "the step size that spends the budget", "number"),
+    Metric("step/kl_budget", "budget", "the step's budget: mean KL per problem (nats)", "number"),
+    Metric(
+        "inversion/introduced_group_rate",
+        "inv. added",
+        "share of groups where shaping puts a resolved rollout below an unresolved one that "
+        "shaping off kept in order",
+        "share",
+        "lower",
+        _above(0.0, "hazard", "shaping puts resolved rollouts below unresolved ones"),
+    ),
+    Metric(
+        "inversion/group_rate",
+        "inversions",
+        "share of groups with a resolved rollout's shaped reward below an unresolved one's",
+        "share",
+        "lower",
+        _inversions,
+    ),
+    Metric(
+        "inversion/group_rate_off",
+        "inversions (off)",
+        "the same with shaping off (the input's own rewards)",
+        "share",
+    ),
+    Metric(
+        "inversion/pair_rate",
+        "inverted pairs",
+        "share of (resolved, unresolved) pairs inverted",
+        "share",
+        "lower",
+    ),
+    Metric(
+        "floor/tie_group_rate",
+        "floor ties",
+        "share of groups where a resolved and an unresolved rollout both end on the floor",
+        "share",
+        "lower",
+        _above(0.0, "hazard", "successes tie failures on the floor"),
+    ),
+    Metric(
+        "floor/tie_mixed_rate", "floor ties (mixed)", "the same, of mixed groups", "share", "lower"
+    ),
+    Metric(
+        "adv/abs_max",
+        "max |adv|",
+        "largest trained |advantage| (after the clip)",
+        "advantage",
+        "lower",
+        _above(EXPLOSION, "hazard", "trained |advantage| above {t:g} (after the clip)"),
+    ),
+    Metric(
+        "adv/explosion_trained_frac",
+        "|adv|>3 trained",
+        "share of trained rows with |advantage| > 3 after the clip",
+        "share",
+        "lower",
+        _above(0.0, "hazard", "trained |advantage| above 3: no clip bounds them"),
+    ),
+    Metric(
+        "adv/explosion_frac",
+        "|adv|>3 unclipped",
+        "share of rows with |unclipped advantage| > 3",
+        "share",
+        "lower",
+        _explosions,
+    ),
+    Metric(
+        "adv/explosion_certain_frac",
+        "|adv|>3 every platform",
+        "share of trained rows beyond 3 on every float32 platform",
+        "share",
+        "lower",
+    ),
+    Metric(
+        "adv/explosion_possible_frac",
+        "|adv|>3 some platform",
+        "share of trained rows beyond 3 on some float32 platform",
+        "share",
+        "lower",
+    ),
+    Metric(
+        "adv/abs_max_low",
+        "max |adv| (low platform)",
+        "the smallest max |advantage| any float32 platform gives",
+        "advantage",
+    ),
+    Metric(
+        "adv/abs_max_high",
+        "max |adv| (high platform)",
+        "the largest max |advantage| any float32 platform gives",
+        "advantage",
+    ),
+    Metric("adv/clip_frac", "clipped", "share of trained rows the clip changes", "share"),
+    Metric(
+        "adv/fragile_std_frac",
+        "fragile std",
+        "share of rows normalised by a rounding-sized std (platform-dependent)",
+        "share",
+        "lower",
+        _above(0.0, "warn", "rows normalised by a rounding-sized std"),
+    ),
+    Metric(
+        "adv/sign_flip_frac",
+        "sign flips",
+        "share of rows whose advantage sign differs from shaping off's",
+        "share",
+        "lower",
+        _above(0.05, "warn", "over 5% of rows flip sign vs shaping off"),
+    ),
+    *(
+        Metric(f"adv/{q}", f"adv {q}", f"advantage distribution: {q} (after the clip)", "advantage")
+        for q in ("mean", "std", "min", "max", "p01", "p05", "p50", "p95", "p99")
+    ),
+    Metric("adv/resolved_mean", "adv (resolved)", "mean advantage of resolved rows", "advantage"),
+    Metric(
+        "adv/unresolved_mean", "adv (unresolved)", "mean advantage of unresolved rows", "advantage"
+    ),
+    Metric(
+        "baseline/masked_shift",
+        "masked shift",
+        "mean |baseline with masked rows voting − without|",
+        "reward",
+    ),
+    Metric("signal/group_rate", "signal", "share of groups with any |advantage| > 1e-6", "share"),
+    Metric("signal/group_rate_raw", "signal (off)", "the same with shaping off", "share"),
+    Metric(
+        "signal/time_only_rate",
+        "time-only groups",
+        "share of groups with signal only because shaping breaks their reward ties",
+        "share",
+        "lower",
+    ),
+    Metric(
+        "signal/uncharged_only_rate",
+        "uncharged-only",
+        "share of groups whose only signal is uncharged rows differing from charged siblings",
+        "share",
+        "lower",
+        _above(0.0, "warn", "signal only from uncharged rows"),
+    ),
+    Metric(
+        "signal/gained_rate",
+        "signal gained",
+        "share of groups that gain signal against shaping off",
+        "share",
+    ),
+    Metric(
+        "signal/lost_rate",
+        "signal lost",
+        "share of groups that lose shaping off's signal",
+        "share",
+        "lower",
+        _above(0.0, "warn", "groups that lose their signal to shaping"),
+    ),
+    *(
+        Metric(
+            f"groups/{k}",
+            k.replace("_", " "),
+            f"share of groups that are {k.replace('_', ' ')}",
+            "share",
+        )
+        for k in ("all_fail", "mixed", "all_pass")
+    ),
+    Metric(
+        "filter/kept_rows_frac",
+        "kept rows",
+        "share of rows the dynamic-sampling filter keeps",
+        "share",
+    ),
+    Metric("filter/kept_groups_frac", "kept groups", "share of groups the filter keeps", "share"),
+    Metric(
+        "filter/phantom_groups_frac",
+        "phantom groups",
+        "share of groups kept with no signal",
+        "share",
+    ),
+    Metric(
+        "total_reward/mean",
+        "reward",
+        "mean shaped reward of training rows (trainer metric)",
+        "reward",
+    ),
+    Metric("advantages/mean", "adv mean", "mean advantage (trainer metric)", "advantage"),
+    Metric("advantages/max", "adv max", "largest advantage (trainer metric)", "advantage"),
+    Metric("advantages/min", "adv min", "smallest advantage (trainer metric)", "advantage"),
+    Metric("validation/accuracy", "val. accuracy", "mean raw reward of validation rows", "reward"),
+    Metric(
+        "validation/total_reward/mean",
+        "val. reward",
+        "mean shaped reward of validation rows",
+        "reward",
+    ),
+    Metric("input/rows", "rollouts", "rollouts in the input", "count"),
+    Metric("input/groups", "groups", "training groups", "count"),
+    Metric("input/steps", "steps", "training steps", "count"),
+    Metric("input/validation_rows", "validation rollouts", "validation rollouts", "count"),
+    Metric("input/validation_charged", "validation charged", "validation rows charged", "count"),
+    Metric("input/masked_frac", "masked", "loss-masked share of training rows", "share"),
+    Metric("input/resolved_frac", "resolved", "resolved share of training rows", "share"),
+    *(
+        Metric(
+            f"input/run_time_{q}", f"run time {q}", f"run time {q} over finite run times", "seconds"
+        )
+        for q in ("p50", "p90", "p99", "max")
+    ),
+    Metric(
+        "input/length_short_max_minutes",
+        "short ≤",
+        "longest median run time of a short problem",
+        "minutes",
+    ),
+    Metric(
+        "input/length_long_min_minutes",
+        "long >",
+        "shortest median run time of a long problem",
+        "minutes",
+    ),
+    Metric(
+        "input/run_time_invalid",
+        "NaN/inf run times",
+        "NaN or infinite run times (0 minutes)",
+        "count",
+    ),
+    Metric("input/run_time_null", "missing run times", "null run times (0 minutes)", "count"),
+    Metric(
+        "input/run_time_negative", "negative run times", "negative run times (0 minutes)", "count"
+    ),
+    Metric(
+        "quirk/negative_reward_charged",
+        "negative rewards charged",
+        "rows with a negative reward the correct gate charges (spec §3.2 quirk)",
+        "count",
+    ),
+]
+TRAINER = [
+    Metric(
+        "time_efficiency/minutes/mean", "minutes", "mean agent minutes (trainer metric)", "minutes"
+    ),
+    Metric(
+        "time_efficiency/minutes/max",
+        "minutes max",
+        "largest agent minutes (trainer metric)",
+        "minutes",
+    ),
+    Metric(
+        "time_efficiency/deduction/mean", "deduction", "mean deduction (trainer metric)", "reward"
+    ),
+    Metric(
+        "time_efficiency/deduction/max",
+        "deduction max",
+        "largest deduction (trainer metric)",
+        "reward",
+    ),
+    Metric("time_efficiency/calls/mean", "calls", "mean tool calls (trainer metric)", "calls"),
+    Metric("time_efficiency/bonus/mean", "bonus", "mean call bonus (trainer metric)", "reward"),
+    Metric(
+        "time_efficiency/seconds_per_call",
+        "s per call",
+        "agent seconds per tool call (trainer metric)",
+        "number",
+    ),
+    Metric(
+        "time_efficiency/bonus_saturated_frac",
+        "bonus saturated",
+        "share of rows at the bonus's cap (trainer metric)",
+        "share",
+    ),
+    Metric(
+        "time_efficiency/floored_frac",
+        "floored",
+        "share of rows clamped at the floor (trainer metric)",
+        "share",
+    ),
+    Metric(
+        "time_efficiency/group_has_signal",
+        "group has signal",
+        "share of groups whose deductions differ (trainer metric)",
+        "share",
+    ),
+    Metric(
+        "time_efficiency/minutes_mean",
+        "minutes (internal)",
+        "mean agent minutes (internal name)",
+        "minutes",
+    ),
+    Metric(
+        "time_efficiency/minutes_max",
+        "minutes max (internal)",
+        "largest agent minutes (internal name)",
+        "minutes",
+    ),
+    Metric(
+        "time_efficiency/deduction_mean",
+        "deduction (internal)",
+        "mean deduction (internal name)",
+        "reward",
+    ),
+    Metric(
+        "time_efficiency/deduction_max",
+        "deduction max (internal)",
+        "largest deduction (internal name)",
+        "reward",
+    ),
+]
+PUSHES = [
+    Metric(
+        "push/resolve",
+        "resolve push",
+        "first-order push toward resolving (advantage × probability per group)",
+        "push",
+        "higher",
+    ),
+    Metric(
+        "push/minutes_fail",
+        "fail-time push",
+        "first-order push on failures' minutes (negative: fail faster)",
+        "push",
+    ),
+    Metric(
+        "push/minutes_pass",
+        "solve-time push",
+        "first-order push on successes' minutes (negative: solve faster)",
+        "push",
+        "lower",
+    ),
+    Metric(
+        "push/minutes_between",
+        "between push",
+        "first-order push on minutes that only follows the outcome",
+        "push",
+    ),
+    Metric(
+        "push/calls_fail", "fail-calls push", "first-order push on failures' tool calls", "push"
+    ),
+    Metric(
+        "push/calls_pass", "solve-calls push", "first-order push on successes' tool calls", "push"
+    ),
+    Metric(
+        "push/calls_between",
+        "between calls push",
+        "first-order push on calls that only follows the outcome",
+        "push",
+    ),
+]
+PUSH_VS_OFF = Metric(
+    "push/resolve_vs_off",
+    "resolve push vs off",
+    "first-order resolve push as a share of shaping off's (not what the rule reads: it grows "
+    "with the update's size)",
+    "ratio",
+)
+
+
+def _build() -> dict[str, Metric]:
+    out: dict[str, Metric] = {}
+
+    def add(m: Metric) -> None:
+        out[m.name] = m
+
+    for m in STEP:
+        for s in _scoped(m):
+            add(s)
+            add(_twin_off(s))
+    for m in STEP_VS_OFF:
+        for s in _scoped(m):
+            add(s)
+            for b in _bounds(s, ""):
+                add(b)
+    for m in (*OTHER, *TRAINER):
+        add(m)
+    for m in PUSHES:
+        add(m)
+        add(_twin_off(m))
+    for name in ("resolve", "minutes_fail", "minutes_pass"):
+        base = next(m for m in PUSHES if m.name == f"push/{name}")
+        for s in list(_scoped(base))[1:]:
+            add(s)
+            add(_twin_off(s))
+    for s in _scoped(PUSH_VS_OFF):
+        add(s)
+    return out
+
+
+CATALOGUE: dict[str, Metric] = _build()
+"""Every metric of the summary, step and group tables, by name."""
+
+# Names the readers use (the computing code may spell them; every other module imports these).
+RESOLVE_VS_OFF = "step/resolve_vs_off"
+RESOLVE_VS_OFF_LOW = "step/resolve_vs_off_low"
+RESOLVE_VS_OFF_HIGH = "step/resolve_vs_off_high"
+RESOLVE_VS_OFF_LONG = "step/resolve_vs_off@long"
+RESOLVE_VS_OFF_LOW_LONG = "step/resolve_vs_off_low@long"
+RESOLVE_VS_OFF_HIGH_LONG = "step/resolve_vs_off_high@long"
+RESOLVE = "step/resolve"
+RESOLVE_OFF = "step/resolve_off"
+RESOLVE_LONG = "step/resolve@long"
+RESOLVE_OFF_LONG = "step/resolve_off@long"
+SOLVE_VS_OFF = "step/solve_minutes_vs_off"
+SOLVE_VS_OFF_LOW = "step/solve_minutes_vs_off_low"
+SOLVE_VS_OFF_HIGH = "step/solve_minutes_vs_off_high"
+FAIL_VS_OFF = "step/fail_minutes_vs_off"
+FAIL_VS_OFF_LONG = "step/fail_minutes_vs_off@long"
+TIME_ONLY_SHARE = "step/time_only_share"
+KL_BUDGET = "step/kl_budget"
+INTRODUCED = "inversion/introduced_group_rate"
+INVERSION_OFF = "inversion/group_rate_off"
+EXPLOSION_TRAINED = "adv/explosion_trained_frac"
+EXPLOSION_UNCLIPPED = "adv/explosion_frac"
+EXPLOSION_CERTAIN = "adv/explosion_certain_frac"
+ABS_MAX = "adv/abs_max"
+ABS_MAX_LOW = "adv/abs_max_low"
+ABS_MAX_HIGH = "adv/abs_max_high"
+CLIP_FRAC = "adv/clip_frac"
+UNCHARGED_ONLY = "signal/uncharged_only_rate"
+TIME_ONLY_GROUPS = "signal/time_only_rate"
+SIGNAL = "signal/group_rate"
+SIGNAL_RAW = "signal/group_rate_raw"
+GAINED = "signal/gained_rate"
+LOST = "signal/lost_rate"
+FLOOR_TIES = "floor/tie_group_rate"
+FLOOR_TIES_MIXED = "floor/tie_mixed_rate"
+VALIDATION_ACCURACY = "validation/accuracy"
+VALIDATION_REWARD = "validation/total_reward/mean"
+VALIDATION_CHARGED = "input/validation_charged"
+MASKED_FRAC = "input/masked_frac"
+TOTAL_REWARD = "total_reward/mean"
+TRAINED_DIGEST = "trained_digest"
+"""Not a metric: a hash of what a config trains on (rows, shaped rewards, advantages)."""
+
+
+HEADLINE = (
+    RESOLVE_VS_OFF,
+    RESOLVE_VS_OFF_LOW,
+    RESOLVE_VS_OFF_LONG,
+    SOLVE_VS_OFF,
+    FAIL_VS_OFF,
+    INTRODUCED,
+    EXPLOSION_TRAINED,
+    TIME_ONLY_SHARE,
+    ABS_MAX,
+)
+"""The terminal's table after a run, most important first (a narrow terminal drops from the
+end): what the rule reads, then what disqualifies."""
+DELTA = (
+    "total_reward/mean",
+    "time_efficiency/deduction/mean",
+    RESOLVE_VS_OFF,
+    SOLVE_VS_OFF,
+    FAIL_VS_OFF,
+    SIGNAL,
+    TIME_ONLY_GROUPS,
+    "inversion/group_rate",
+    "adv/resolved_mean",
+    "adv/unresolved_mean",
+    ABS_MAX,
+    EXPLOSION_UNCLIPPED,
+    "adv/sign_flip_frac",
+)
+"""What `compare` sets beside the reference config."""
+
+
+def metric(name: str) -> Metric:
+    """The catalogue's entry for a column (a plain number for a column it does not know)."""
+    return CATALOGUE.get(name) or Metric(name, name, name)
+
+
+def show(name: str, value: Any) -> str:
+    """A column's value as every human surface writes it."""
+    return metric(name).show(value)
+
+
+def hazard(name: str, value: Any, row: dict[str, Any], rule: Any) -> tuple[str, str]:
+    """(css class, why) for a summary cell that crosses its hazard threshold, else ('', '')."""
+    m = CATALOGUE.get(name)
+    if m is None or m.hazard is None or value is None or not isinstance(value, int | float):
+        return "", ""
+    return m.hazard(float(value), row, rule) or ("", "")

@@ -1,0 +1,192 @@
+"""The decision measure's summary columns and bootstrap table from a replay's gathered levels.
+
+Per config and scope (all problems, then each length bucket), each per step of the fixed budget:
+`step/resolve` (change of the resolve probability), its effort part `step/resolve_effort`,
+`step/solve_minutes` and `step/fail_minutes` (change of the mean minutes of a success, of a
+failure); the same from the shaping-off advantages (`_off`), the resolve ratio to it
+(`step/resolve_vs_off`) and the minute changes against it (`_vs_off`, negative: faster than
+shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what the rule reads;
+`step/time_only_share`, the share of the step spent where shaping off has no signal, and
+`step/first_order_gap`, how far the step's first order is from the exact step.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import fields
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.config import MeasureSettings
+from replay_cli.engine.bootstrap import measures, sums
+from replay_cli.engine.step_measure import (
+    CONFIG_BLOCK,
+    SCOPES,
+    ConfigLevels,
+    GroupLevels,
+    Problems,
+    Steps,
+    take_steps,
+)
+from replay_cli.maths.effort import Direction, EffortModel
+
+RESOLVE_EPS = 1e-12
+"""A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
+RESAMPLED = (
+    "step/resolve_vs_off",
+    "step/resolve_vs_off@long",
+    "step/solve_minutes_vs_off",
+    "step/fail_minutes_vs_off",
+)
+"""The measures the bootstrap table holds per resample (what the rule reads)."""
+INTERVALS = (*RESAMPLED, "step/solve_minutes_vs_off@long", "step/fail_minutes_vs_off@long")
+"""The measures given an interval in the summary (`_low`, `_high`)."""
+
+
+def _concat_steps(parts: list[Steps]) -> Steps:
+    return Steps(
+        **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Steps)}
+    )
+
+
+def _steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
+    """take_steps over blocks of configs (bounded memory)."""
+    return _concat_steps(
+        [
+            take_steps(model, a[i : i + CONFIG_BLOCK], ay[i : i + CONFIG_BLOCK], budget)
+            for i in range(0, len(a), CONFIG_BLOCK)
+        ]
+    )
+
+
+def _time_only_share(
+    problems: Problems, a: np.ndarray, ay: np.ndarray, tied: np.ndarray
+) -> np.ndarray:
+    """Per config, the share of the step's (second-order) KL spent in groups where shaping off
+    has no signal, each group's own direction taken on its problem's model."""
+    m = problems.model
+    at = problems.of_group
+    group_model = EffortModel(m.pi[at], m.p[at], m.m[at], m.bucket[at], np.ones(len(at)))
+    out = []
+    for i in range(0, len(a), CONFIG_BLOCK):
+        q = Direction.of(group_model, a[i : i + CONFIG_BLOCK], ay[i : i + CONFIG_BLOCK])
+        energy = q.second_order_kl(group_model)
+        total = energy.sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(
+                np.where(total > 0, (energy * tied[i : i + CONFIG_BLOCK]).sum(-1) / total, 0.0)
+            )
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _ratio(on: np.ndarray, off: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(off > RESOLVE_EPS, on / off, np.nan)
+
+
+def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every measure per (resample, config) under its summary name."""
+    out = {}
+    for k, scope in enumerate(SCOPES):
+        for name, v in values.items():
+            out[f"step/{name}{scope}"] = v[..., k]
+            out[f"step/{name}_off{scope}"] = off[name][..., k]
+        out[f"step/resolve_vs_off{scope}"] = _ratio(
+            values["resolve"][..., k], off["resolve"][..., k]
+        )
+        for name in ("solve_minutes", "fail_minutes"):
+            out[f"step/{name}_vs_off{scope}"] = values[name][..., k] - off[name][..., k]
+    return out
+
+
+def measure(
+    groups: Sequence[GroupLevels],
+    per_config: dict[str, list[ConfigLevels]],
+    settings: MeasureSettings,
+) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
+    """Per config id, the measure's summary columns, and the bootstrap table (config_id,
+    resample, the measures of `RESAMPLED`)."""
+    ids = list(per_config)
+    empty = pl.DataFrame(schema={S.CONFIG_ID: pl.String, "resample": pl.Int64})
+    if not ids or not groups or sum(len(g.bucket) for g in groups) == 0:
+        return {cid: {} for cid in ids}, empty
+    problems = Problems.of(groups)
+    model = problems.model
+
+    def gather(name: str, cid: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in per_config[cid]])
+
+    a = np.stack([problems.mean(gather("a", c)) for c in ids])
+    ay = np.stack([problems.mean(gather("ay", c)) for c in ids])
+    off_of: dict[object, int] = {}
+    for cid in ids:
+        off_of.setdefault(per_config[cid][0].off_key, len(off_of))
+    first = {key: next(c for c in ids if per_config[c][0].off_key == key) for key in off_of}
+    a_off = np.stack([problems.mean(gather("a_off", first[k])) for k in off_of])
+    ay_off = np.stack([problems.mean(gather("ay_off", first[k])) for k in off_of])
+    budget = settings.step_kl
+    steps = _concat_steps([_steps(model, a, ay, budget), _steps(model, a_off, ay_off, budget)])
+    twin = np.array([off_of[per_config[c][0].off_key] for c in ids]) + len(ids)
+    tied = np.stack([gather("off_tied", c) for c in ids])
+    share = _time_only_share(problems, a, ay, tied)
+
+    point_sums, boot_sums = sums(model, steps, settings.resamples, settings.seed)
+    point = measures(point_sums, budget, point=True)
+    values = {k: v[0, : len(ids)] for k, v in point.items()}
+    off = {k: v[0, twin] for k, v in point.items()}
+    named = _named(values, off)
+    w = model.weight
+    exact = (steps.d_p[: len(ids)] * w).sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.abs(exact - (steps.first_p[: len(ids)] * w).sum(-1)) / np.abs(exact)
+
+    columns: dict[str, dict[str, float | None]] = {}
+    table = empty
+    if boot_sums is not None:
+        boot = measures(boot_sums, budget, point=False)
+        resampled = _named(
+            {k: v[:, : len(ids)] for k, v in boot.items()}, {k: v[:, twin] for k, v in boot.items()}
+        )
+        lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
+        bounds = {}
+        for name in INTERVALS:
+            low, high = _interval(resampled[name], lo_q), _interval(resampled[name], hi_q)
+            base, _, scope = name.partition("@")
+            suffix = f"@{scope}" if scope else ""
+            bounds[f"{base}_low{suffix}"] = low
+            bounds[f"{base}_high{suffix}"] = high
+        named |= bounds
+        b = settings.resamples
+        table = pl.DataFrame(
+            {
+                S.CONFIG_ID: np.repeat(np.array(ids, dtype=object), b).tolist(),
+                "resample": np.tile(np.arange(b), len(ids)),
+                **{name: resampled[name].T.reshape(-1) for name in RESAMPLED},
+            }
+        )
+    for k, cid in enumerate(ids):
+        row: dict[str, float | None] = {name: _value(v[k]) for name, v in named.items()}
+        row["step/time_only_share"] = float(share[k])
+        row["step/first_order_gap"] = _value(gap[k])
+        row["step/eta"] = float(steps.eta[k])
+        row["step/kl_budget"] = budget
+        columns[cid] = row
+    return columns, table
+
+
+def _interval(x: np.ndarray, q: float) -> np.ndarray:
+    """Per config, the q-quantile of a measure over the resamples where it is defined (NaN
+    where it never is)."""
+    x = np.where(np.isfinite(x), x, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a config whose measure is never defined
+        return np.nanquantile(x, q, axis=0)
+
+
+def _value(x: float) -> float | None:
+    """A measure as a summary value: None where it is undefined (NaN)."""
+    x = float(x)
+    return None if not np.isfinite(x) else x

@@ -1,0 +1,238 @@
+"""The effort model of a problem and one natural-gradient step of fixed size on it.
+
+On a problem the agent controls two things an update can move: how long it works (its **effort**:
+a softmax `pi` over the run-time levels of the problem's length bucket, the agent's time limit a
+level of its own) and how likely it is to resolve at each level (`p`, a Bernoulli per level with
+a logit parameter). A logged rollout is one draw: a level, then an outcome. GRPO's update from the
+logged advantages A_i is the score-function gradient (1/n) Σ A_i ∇ log P(rollout i); its natural
+gradient (the Fisher metric of the joint level-and-outcome distribution) is, per level k,
+
+    effort:   d_k = ā_k / pi_k                         ā_k = (1/n) Σ_{i at k} A_i
+    outcome:  e_k = (āy_k − p_k ā_k) / (pi_k p_k (1 − p_k))    āy_k = (1/n) Σ_{i at k} A_i y_i
+
+and the step moves the logits by η·d and η·e, with one η per config chosen so that the mean
+exact KL divergence of the problems' distributions equals a budget δ: the step's size is fixed,
+so only its direction (how the advantages are spread over problems, levels and outcomes) decides
+what it teaches. docs/report.md derives it and states what it assumes.
+
+Arrays are (configs, problems, levels) or (problems, levels); every function is vectorised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EFFORT_PRIOR = 1.0
+"""Pseudo-rollouts of the bucket's level mix added to a problem's logged mix (so a level the
+problem never logged keeps a little probability, as a softmax must)."""
+SUCCESS_PRIOR = 2.0
+"""Pseudo-rollouts of the bucket's success rate at a level added to a problem's own (shrinkage
+where the problem has few rollouts at that level)."""
+P_EDGE = 1e-4
+"""Success rates are kept in [P_EDGE, 1 - P_EDGE] (a logit must stay finite)."""
+
+
+@dataclass(frozen=True)
+class EffortModel:
+    """The problems' starting policy: effort `pi`, success per level `p`, minutes per level `m`
+    (each (problems, levels)), their length bucket (0 short, 1 medium, 2 long) and weight (the
+    training groups that drew them)."""
+
+    pi: np.ndarray
+    p: np.ndarray
+    m: np.ndarray
+    bucket: np.ndarray
+    weight: np.ndarray
+
+    @classmethod
+    def of_counts(
+        cls,
+        count: np.ndarray,
+        success: np.ndarray,
+        minutes: np.ndarray,
+        bucket: np.ndarray,
+        weight: np.ndarray,
+    ) -> EffortModel:
+        """From each problem's logged rollouts per level (count, successes, summed minutes),
+        shrunk toward its bucket's: the effort mix by EFFORT_PRIOR pseudo-rollouts, the success
+        rate by SUCCESS_PRIOR, minutes only where the problem has none at that level."""
+        levels = count.shape[1]
+        mix = np.zeros((3, levels))
+        rate = np.full((3, levels), 0.5)
+        mean_minutes = np.zeros((3, levels))
+        for b in range(3):
+            mine = bucket == b
+            c, s, m = count[mine].sum(0), success[mine].sum(0), minutes[mine].sum(0)
+            if c.sum() > 0:
+                mix[b] = c / c.sum()
+            rate[b] = (s + 0.5) / (c + 1.0)
+            mean_minutes[b] = np.where(c > 0, m / np.maximum(c, 1), 0.0)
+        n = count.sum(1, keepdims=True)
+        pi = (count + EFFORT_PRIOR * mix[bucket]) / (n + EFFORT_PRIOR)
+        p = (success + SUCCESS_PRIOR * rate[bucket]) / (count + SUCCESS_PRIOR)
+        m = np.where(count > 0, minutes / np.maximum(count, 1), mean_minutes[bucket])
+        return cls(pi, np.clip(p, P_EDGE, 1 - P_EDGE), m, bucket, weight.astype(np.float64))
+
+    def __len__(self) -> int:
+        return len(self.bucket)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """The natural-gradient direction of configs: effort `d` and outcome `e` logits, each
+    (configs, problems, levels)."""
+
+    d: np.ndarray
+    e: np.ndarray
+
+    @classmethod
+    def of(cls, model: EffortModel, a: np.ndarray, ay: np.ndarray) -> Direction:
+        """From the advantages' per-level means ā (a) and āy (ay), (configs, problems, levels)."""
+        pi, p = model.pi, model.p
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(pi > 0, a / pi, 0.0)
+            e = np.where(pi > 0, (ay - p * a) / (pi * p * (1 - p)), 0.0)
+        return cls(d, e)
+
+    def second_order_kl(self, model: EffortModel) -> np.ndarray:
+        """½ · Fisher quadratic form per unit η² (configs, problems): KL ≈ η² times this."""
+        pi, p = model.pi, model.p
+        mean = (pi * self.d).sum(-1, keepdims=True)
+        effort = (pi * (self.d - mean) ** 2).sum(-1)
+        outcome = (pi * p * (1 - p) * self.e**2).sum(-1)
+        return 0.5 * (effort + outcome)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p) - np.log1p(-p)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def stepped(
+    model: EffortModel, direction: Direction, eta: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pi', p') after a step of size eta (one per config) along the direction."""
+    eta = np.asarray(eta, dtype=np.float64).reshape(-1, 1, 1)
+    with np.errstate(divide="ignore"):
+        log_pi = np.log(model.pi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pi = softmax(log_pi + eta * direction.d)
+    p = np.clip(_sigmoid(_logit(model.p) + eta * direction.e), P_EDGE, 1 - P_EDGE)
+    still = eta == 0  # no step: the policy as it was, not its softmax's rounding
+    return np.where(still, model.pi, pi), np.where(still, model.p, p)
+
+
+def kl(model: EffortModel, pi: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """KL(new ‖ old) of each problem's joint level-and-outcome distribution (configs, problems)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.where(pi > 0, pi * (np.log(pi) - np.log(model.pi)), 0.0)
+        q, q0 = p, model.p
+        outcome = q * (np.log(q) - np.log(q0)) + (1 - q) * (np.log1p(-q) - np.log1p(-q0))
+    return (level + pi * outcome).sum(-1)
+
+
+def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
+    """Per config, the weighted mean KL over problems of a step of size eta."""
+    pi, p = stepped(model, direction, eta)
+    w = model.weight
+    return (kl(model, pi, p) * w).sum(-1) / max(w.sum(), 1e-300)
+
+
+def solve_eta(
+    model: EffortModel, direction: Direction, budget: float, tol: float = 1e-12
+) -> np.ndarray:
+    """Per config, the step size whose weighted mean exact KL equals `budget` (0 for a config
+    whose direction is 0). KL grows like η² near 0, so log KL is nearly linear in log η: secant
+    steps in log-log space from the second-order estimate converge in a few evaluations; a
+    bracket kept on the way falls back to bisection where a secant step leaves it."""
+    w = model.weight
+    quad = (direction.second_order_kl(model) * w).sum(-1) / max(w.sum(), 1e-300)
+    moving = quad > 0
+    x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
+    x0 = x
+    target = np.log(budget)
+
+    def f(log_eta: np.ndarray) -> np.ndarray:
+        # KL ≥ 0; rounding can leave a tiny negative where the step barely moves anything.
+        return np.log(np.maximum(mean_kl(model, direction, np.exp(log_eta)), 1e-300)) - target
+
+    lo, hi = np.full_like(x, -np.inf), np.full_like(x, np.inf)
+    fx = f(x)
+    x_prev, f_prev = x - 0.1, f(x - 0.1)
+    for _ in range(100):
+        lo = np.where(fx < 0, np.maximum(lo, x), lo)
+        hi = np.where(fx > 0, np.minimum(hi, x), hi)
+        done = ~moving | (np.abs(fx) <= tol) | (hi - lo <= tol)
+        if done.all():
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(fx != f_prev, fx * (x - x_prev) / (fx - f_prev), 0.0)
+        guess = x - step
+        bracketed = np.isfinite(lo) & np.isfinite(hi)
+        outside = ~np.isfinite(guess) | (guess <= lo) | (guess >= hi)
+        halfway = np.where(bracketed, (lo + hi) / 2, np.where(fx > 0, x - 1.0, x + 1.0))
+        guess = np.where(outside, halfway, guess)
+        # A budget the step cannot spend (its KL saturates) stops far out, not at infinity.
+        guess = np.clip(np.where(done, x, guess), x0 - 40.0, x0 + 40.0)
+        x_prev, f_prev = x, fx
+        x, fx = guess, np.where(done, fx, f(guess))
+    return np.where(moving, np.exp(x), 0.0)
+
+
+DEFAULT_LEVELS = 4
+"""Effort levels per length bucket: run-time terciles of the bucket's rollouts below the time
+limit, and the time limit itself."""
+LIMIT_SHARE = 0.005
+"""The log has a time limit when at least this share of training rollouts end within
+LIMIT_WINDOW of the longest one (agents stopped by the harness, not finishing on their own)."""
+LIMIT_WINDOW = 0.02
+"""A rollout is at the time limit when its minutes are within this share (and at least one
+minute) of the input's longest."""
+
+
+@dataclass(frozen=True)
+class EffortLevels:
+    """Where each training rollout's effort level comes from: per length bucket the interior
+    edges (minutes) of its run-time bins, and the time limit (minutes; None when the log shows
+    none, and the last level stays empty)."""
+
+    edges: tuple[tuple[float, ...], ...]
+    limit: float | None
+
+    @property
+    def count(self) -> int:
+        return len(self.edges[0]) + 2 if self.edges else DEFAULT_LEVELS
+
+    def of_rows(self, minutes: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+        """Each row's level (int8): its bin among its bucket's edges, the last level at the limit."""
+        out = np.zeros(len(minutes), np.int8)
+        for b, edges in enumerate(self.edges):
+            mine = bucket == b
+            out[mine] = np.searchsorted(np.asarray(edges), minutes[mine], side="right")
+        if self.limit is not None:
+            out[minutes >= self.limit] = self.count - 1
+        return out
+
+
+def limit_of(longest: float, near: int, total: int) -> float | None:
+    """The time limit (minutes) given the longest run time and how many of `total` rollouts end
+    within LIMIT_WINDOW of it: None where too few do (no harness limit shows in the log)."""
+    if total == 0 or near < LIMIT_SHARE * total:
+        return None
+    return window_start(longest)
+
+
+def window_start(longest: float) -> float:
+    """Minutes from which a rollout counts as stopped at the time limit."""
+    return longest - max(1.0, LIMIT_WINDOW * longest)

@@ -1,0 +1,272 @@
+"""Tests for the decision measure (engine/measure.py, maths/effort.py, engine/bootstrap.py): equal
+to a slow loop-by-loop reference, invariant to what should not matter (the rewards' scale, the
+guard's flavour, float32 against float64, a rounding-sized λ), and its bootstrap reweighting
+equal to weighting each problem by hand."""
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay_cli import api
+from replay_cli.advice.verdict import Decision
+from replay_cli.engine.bootstrap import measures, sums
+from replay_cli.engine.step_measure import Steps, take_steps
+from replay_cli.maths.effort import EffortModel, solve_eta
+from replay_cli.rollouts.synth import synth_rollouts
+from replay_cli.rollouts.validation import rollouts_from_frame
+
+import reference_step
+from factories import config
+
+CLIP = {"clip_low": -3.0, "clip_high": 3.0}
+MEASURES = ("resolve", "resolve_effort", "solve_minutes", "fail_minutes")
+
+
+def replayed(frame: pl.DataFrame, configs):
+    return api.replay(rollouts_from_frame(frame), configs)
+
+
+def assert_equals_reference(result, configs, rel=1e-8):
+    for k, cfg in enumerate(configs):
+        rows = result.rows.filter(pl.col("config_id") == cfg.config_id)
+        row = result.summary.row(k, named=True)
+        for column, twin in (("advantage", ""), ("advantage_raw", "_off")):
+            want = reference_step.measure(rows, column)
+            for scope in reference_step.SCOPES:
+                for name in MEASURES:
+                    if f"{name}{scope}" not in want:
+                        assert row[f"step/{name}{twin}{scope}"] is None
+                        continue
+                    expected = want[f"{name}{scope}"]
+                    got = row[f"step/{name}{twin}{scope}"]
+                    assert got == pytest.approx(expected, rel=rel, abs=1e-13), (name, scope, twin)
+
+
+def test_the_measure_equals_the_slow_reference_on_synthetic_runs():
+    frame = synth_rollouts(steps=3, groups_per_step=16, group_size=6, seed=5)
+    configs = [
+        config({"enabled": False}),
+        config({"apply_to": "all"}, CLIP),
+        config({"apply_to": "correct", "lambda_time": 1 / 30}, CLIP),
+        config({"apply_to": "correct"}, {"filter": "nemo-rl"}),  # the polars plans' path
+    ]
+    assert_equals_reference(replayed(frame, configs), configs)
+
+
+group = st.lists(
+    st.tuples(st.booleans(), st.floats(1.0, 3600.0), st.booleans()), min_size=1, max_size=6
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups=st.lists(group, min_size=3, max_size=8), lam=st.sampled_from([1 / 120, 1 / 20]))
+def test_the_measure_equals_the_slow_reference_on_random_groups(groups, lam):
+    rows = [
+        {"group_id": g, "reward": float(ok), "openhands_run_time": t, "mask_sample": masked}
+        for g, members in enumerate(groups)
+        for ok, t, masked in members
+    ]
+    frame = pl.DataFrame(rows).with_columns(
+        pl.col("reward").gt(0).alias("resolved"), pl.lit(1).alias("step")
+    )
+    configs = [config({"lambda_time": lam}, CLIP), config({"apply_to": "correct"})]
+    assert_equals_reference(replayed(frame, configs), configs, rel=1e-7)
+
+
+def test_the_step_spends_exactly_the_budget_and_its_first_order_is_reported():
+    rng = np.random.default_rng(0)
+    count = rng.integers(0, 4, size=(50, 4)).astype(float)
+    success = np.minimum(count, rng.integers(0, 3, size=(50, 4)))
+    model = EffortModel.of_counts(count, success, count * 10.0, rng.integers(0, 3, 50), np.ones(50))
+    a = rng.normal(size=(3, 50, 4)) * (count > 0)
+    steps = take_steps(model, a, a * 0.5, 0.002)
+    assert steps.kl.mean(-1) == pytest.approx(0.002, rel=1e-9)
+    # A zero direction takes no step.
+    still = take_steps(model, np.zeros((1, 50, 4)), np.zeros((1, 50, 4)), 0.002)
+    assert still.eta[0] == 0.0
+    assert np.all(still.d_p == 0.0)
+
+
+def test_scaling_the_advantages_leaves_the_step_unchanged():
+    rng = np.random.default_rng(1)
+    count = rng.integers(1, 4, size=(40, 4)).astype(float)
+    model = EffortModel.of_counts(
+        count, count // 2, count * 7.0, rng.integers(0, 3, 40), np.ones(40)
+    )
+    a = rng.normal(size=(1, 40, 4))
+    one, many = take_steps(model, a, a * 0.3, 0.001), take_steps(model, 8 * a, 2.4 * a, 0.001)
+    np.testing.assert_allclose(one.d_p, many.d_p, rtol=1e-9, atol=1e-15)
+    assert many.eta[0] == pytest.approx(one.eta[0] / 8, rel=1e-9)
+
+
+@pytest.mark.parametrize("c", [0.25, 0.5, 2.0])
+def test_scaling_every_reward_and_lambda_leaves_every_ratio_unchanged(c):
+    # Without normalisation every advantage scales by c (c a power of two: exactly), so the
+    # fixed-size step is the same: every ratio and minute change, and the verdict, are equal.
+    # (The explosion hazard is |A| > 3 in the PR's units: far larger c would trip it.)
+    frame = synth_rollouts(steps=4, groups_per_step=24, group_size=6, seed=3)
+    scaled = frame.with_columns(pl.col("reward") * c)
+    plain = {"normalize": False, **CLIP}
+    base = replayed(frame, [config({"enabled": False}, plain), config({"apply_to": "all"}, plain)])
+    wide = {**plain, "clip_low": -3 * c, "clip_high": 3 * c}
+    other = replayed(
+        scaled,
+        [
+            config({"enabled": False}, wide),
+            config({"apply_to": "all", "lambda_time": c / 60}, wide),
+        ],
+    )
+    names = [n for n in base.summary.columns if n.startswith("step/") and n != "step/eta"]
+    for name in names:
+        for a, b in zip(base.summary[name], other.summary[name], strict=True):
+            assert (a is None and b is None) or b == pytest.approx(a, rel=1e-9, abs=1e-12), name
+    assert base.recommendation["role"].to_list() == other.recommendation["role"].to_list()
+
+
+@pytest.mark.parametrize("c", [0.5, 2.0, 10.0])
+def test_scaling_rewards_under_normalisation_keeps_the_verdict_on_the_shipped_data(c):
+    # With normalisation on, a row whose peers are all equal keeps r - b unnormalised (the
+    # trainer's guard), so its advantage scales with c and the step moves a little: the verdict
+    # does not, and every ratio stays inside its interval.
+    frame = pl.read_parquet("data_samples/rollouts_medium.parquet")
+    configs = lambda k: [
+        config({"enabled": False}, CLIP),
+        config({"apply_to": "correct", "lambda_time": k / 60}, CLIP),
+        config({"apply_to": "all", "lambda_time": k / 30}, CLIP),
+    ]
+    base = replayed(frame, configs(1.0))
+    other = replayed(frame.with_columns(pl.col("reward") * c), configs(c))
+    assert base.recommendation["role"].to_list() == other.recommendation["role"].to_list()
+    for a, b in zip(base.summary.to_dicts(), other.summary.to_dicts(), strict=True):
+        assert (
+            a["step/resolve_vs_off_low"]
+            <= b["step/resolve_vs_off"]
+            <= a["step/resolve_vs_off_high"]
+        )
+
+
+def demo_frame() -> pl.DataFrame:
+    return synth_rollouts(steps=12, groups_per_step=48, group_size=8, seed=7)
+
+
+@pytest.fixture(scope="module")
+def tiny_lambda():
+    configs = [config({"enabled": False}, CLIP)] + [
+        config({"lambda_time": 1e-6, "apply_to": a}, {**CLIP, "precision": p})
+        for a in ("all", "correct")
+        for p in ("float32", "float64")
+    ]
+    return replayed(demo_frame(), configs)
+
+
+def test_at_a_rounding_sized_lambda_only_the_time_only_share_moves_the_ratio(tiny_lambda):
+    # The step spends its budget partly on groups whose outcomes are all equal (time alone);
+    # the rest, a share 1 - s of the KL, is a step sqrt(1 - s) as long in the mixed groups.
+    for row in tiny_lambda.summary.filter(pl.col("precision") == "float64").to_dicts():
+        share = row["step/time_only_share"]
+        assert share > 0.05  # normalisation trains the tied groups on time at full size
+        explained = np.sqrt(1 - share)
+        half = (row["step/resolve_vs_off_high"] - row["step/resolve_vs_off_low"]) / 2
+        assert abs(row["step/resolve_vs_off"] - explained) <= half, row["label"]
+
+
+def test_the_jump_at_a_rounding_sized_lambda_is_named(tiny_lambda):
+    found = tiny_lambda.findings.filter(
+        (pl.col("kind") == "time_only_step") & pl.col("config_id").is_not_null()
+    )
+    tiny = found.filter(pl.col("text").str.contains("λ=1e-06", literal=True))
+    assert tiny.height >= 2
+    assert all("the jump at λ → 0⁺" in text for text in tiny["text"])
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("apply_to", ["all", "correct"])
+def test_offered_zero_or_a_rounding_sized_lambda_the_tool_keeps_shaping_off(precision, apply_to):
+    configs = [
+        config({"enabled": False}, {**CLIP, "precision": precision}),
+        config({"lambda_time": 1e-6, "apply_to": apply_to}, {**CLIP, "precision": precision}),
+    ]
+    for frame in (demo_frame(), pl.read_parquet("data_samples/rollouts_medium.parquet")):
+        d = Decision.of(replayed(frame, configs).recommendation)
+        assert d.keep_off, d.recommended
+
+
+def shipped_verdict(**advantage):
+    frame = pl.read_parquet("data_samples/rollouts_medium.parquet")
+    configs = [config({"enabled": False}, {**CLIP, **advantage})] + [
+        config({"lambda_time": lam, "apply_to": a}, {**CLIP, **advantage})
+        for lam in (1 / 120, 1 / 60, 1 / 30)
+        for a in ("all", "correct")
+    ]
+    verdict = replayed(frame, configs).recommendation
+    return verdict.select("label", "role").with_columns(
+        pl.col("label").str.replace(r" (guard=legacy|float64)", "")
+    )
+
+
+def test_the_guards_flavour_and_the_precision_do_not_change_the_verdict():
+    base = shipped_verdict()
+    assert shipped_verdict(std_guard="legacy").equals(base)
+    assert shipped_verdict(precision="float64").equals(base)
+
+
+def test_the_bootstrap_reweights_each_problem_as_weighting_it_by_hand():
+    rng = np.random.default_rng(4)
+    n = 30
+    count = rng.integers(1, 4, size=(n, 4)).astype(float)
+    model = EffortModel.of_counts(count, count // 2, count * 5.0, rng.integers(0, 3, n), np.ones(n))
+    a = rng.normal(size=(2, n, 4))
+    steps = take_steps(model, a, a * 0.4, 0.001)
+    point, boot = sums(model, steps, resamples=3, seed=9)
+    weights = np.random.default_rng([9, 0]).poisson(1.0, size=(3, n)).astype(float)
+    got = measures(boot, 0.001, point=False)
+    pi, p, m = model.pi, model.p, model.m
+    p0, pm0 = (pi * p).sum(-1), (pi * p * m).sum(-1)
+    for b in range(3):
+        w = weights[b]
+        scale = np.sqrt(0.001 / ((steps.kl * w).sum(-1) / w.sum()))
+        expected = scale * (steps.d_p * w).sum(-1) / w.sum()
+        np.testing.assert_allclose(got["resolve"][b, :, 0], expected, rtol=1e-12)
+        solve = (pm0 * w).sum() + scale * (steps.d_pm * w).sum(-1)
+        solve = solve / ((p0 * w).sum() + scale * (steps.d_p * w).sum(-1))
+        solve -= (pm0 * w).sum() / (p0 * w).sum()
+        np.testing.assert_allclose(got["solve_minutes"][b, :, 0], solve, rtol=1e-10)
+    whole = measures(point, 0.001, point=True)
+    np.testing.assert_allclose(whole["resolve"][0, :, 0], steps.d_p.mean(-1), rtol=1e-12)
+
+
+def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
+    frame = synth_rollouts(steps=4, groups_per_step=24, group_size=6, seed=8)
+    configs = [config({"enabled": False}, CLIP), config({"apply_to": "correct"}, CLIP)]
+    one, two = replayed(frame, configs), replayed(frame, configs)
+    assert one.resamples.equals(two.resamples)
+    off = one.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    assert off["step/resolve_vs_off"].to_list() == [1.0] * off.height  # paired: off vs itself
+    row = one.summary.row(1, named=True)
+    assert row["step/resolve_vs_off_low"] <= row["step/resolve_vs_off"]
+    assert row["step/resolve_vs_off"] <= row["step/resolve_vs_off_high"]
+    won = one.recommendation["won_share"].sum()
+    assert won == pytest.approx(1.0)  # shaping off is always eligible: every resample has a pick
+
+
+def test_solve_eta_reaches_the_budget_from_a_poor_second_order_guess():
+    rng = np.random.default_rng(2)
+    count = rng.integers(1, 5, size=(20, 4)).astype(float)
+    model = EffortModel.of_counts(
+        count, count // 3, count * 3.0, rng.integers(0, 3, 20), np.ones(20)
+    )
+    a = rng.normal(size=(1, 20, 4)) * 30  # a large direction: the KL is far from quadratic
+    from replay_cli.maths.effort import Direction, mean_kl
+
+    direction = Direction.of(model, a, a * 0.1)
+    for budget in (1e-4, 0.05, 0.5):
+        eta = solve_eta(model, direction, budget)
+        assert mean_kl(model, direction, eta)[0] == pytest.approx(budget, rel=1e-9)
+
+
+def test_steps_fields_are_what_the_bootstrap_sums():
+    from replay_cli.engine.bootstrap import PER_CONFIG
+
+    assert set(PER_CONFIG) <= set(Steps.__dataclass_fields__)
