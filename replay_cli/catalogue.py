@@ -66,6 +66,12 @@ class Metric:
     unit: Unit = "number"
     better: Literal["higher", "lower", ""] = ""
     hazard: Hazard | None = None
+    short: str = ""
+    """The terminal's column header, where the label is too long for an 80-column table."""
+
+    @property
+    def brief(self) -> str:
+        return self.short or self.label
 
     def show(self, value: Any) -> str:
         """The value as every human surface writes it ('-' where there is none)."""
@@ -178,7 +184,14 @@ SCOPES = {
 def _scoped(m: Metric) -> Iterator[Metric]:
     for suffix, words in SCOPES.items():
         label = m.label + ("" if not suffix else f", {suffix[1:]}")
-        yield replace(m, name=m.name + suffix, label=label, description=m.description + words)
+        short = m.short and m.short + ("" if not suffix else f" {suffix[1:]}")
+        yield replace(
+            m,
+            name=m.name + suffix,
+            label=label,
+            short=short,
+            description=m.description + words,
+        )
 
 
 def _twin_off(m: Metric) -> Metric:
@@ -201,6 +214,7 @@ def _bounds(m: Metric, level: str) -> Iterator[Metric]:
             m,
             name=f"{base}_{end}{suffix}",
             label=f"{m.label} ({words})",
+            short=m.short and f"{m.short} {words}",
             description=f"{words} end of the bootstrap interval of: {m.description}",
             hazard=None,
         )
@@ -633,6 +647,16 @@ PUSH_VS_OFF = Metric(
 )
 
 
+SHORT = {
+    "step/resolve_vs_off": "kept",
+    "step/solve_minutes_vs_off": "solve Δ",
+    "step/fail_minutes_vs_off": "fail Δ",
+    "step/time_only_share": "time-only",
+    "adv/explosion_trained_frac": "|adv|>3",
+}
+"""Terminal headers of the metrics whose labels are too long for a narrow table."""
+
+
 def _build() -> dict[str, Metric]:
     out: dict[str, Metric] = {}
 
@@ -644,12 +668,12 @@ def _build() -> dict[str, Metric]:
             add(s)
             add(_twin_off(s))
     for m in STEP_VS_OFF:
-        for s in _scoped(m):
+        for s in _scoped(replace(m, short=SHORT.get(m.name, ""))):
             add(s)
             for b in _bounds(s, ""):
                 add(b)
     for m in (*OTHER, *TRAINER):
-        add(m)
+        add(replace(m, short=SHORT.get(m.name, "")))
     for m in PUSHES:
         add(m)
         add(_twin_off(m))
@@ -666,26 +690,17 @@ def _build() -> dict[str, Metric]:
 CATALOGUE: dict[str, Metric] = _build()
 """Every metric of the summary, step and group tables, by name."""
 
-# Names the readers use (the computing code may spell them; every other module imports these).
-RESOLVE_VS_OFF = "step/resolve_vs_off"
-RESOLVE_VS_OFF_LOW = "step/resolve_vs_off_low"
-RESOLVE_VS_OFF_HIGH = "step/resolve_vs_off_high"
-RESOLVE_VS_OFF_LONG = "step/resolve_vs_off@long"
-RESOLVE_VS_OFF_LOW_LONG = "step/resolve_vs_off_low@long"
-RESOLVE_VS_OFF_HIGH_LONG = "step/resolve_vs_off_high@long"
+# Names the readers use: the computing code may spell them, every other module imports these.
 RESOLVE = "step/resolve"
 RESOLVE_OFF = "step/resolve_off"
-RESOLVE_LONG = "step/resolve@long"
-RESOLVE_OFF_LONG = "step/resolve_off@long"
+RESOLVE_VS_OFF = "step/resolve_vs_off"
 SOLVE_VS_OFF = "step/solve_minutes_vs_off"
-SOLVE_VS_OFF_LOW = "step/solve_minutes_vs_off_low"
-SOLVE_VS_OFF_HIGH = "step/solve_minutes_vs_off_high"
 FAIL_VS_OFF = "step/fail_minutes_vs_off"
-FAIL_VS_OFF_LONG = "step/fail_minutes_vs_off@long"
 TIME_ONLY_SHARE = "step/time_only_share"
 KL_BUDGET = "step/kl_budget"
 INTRODUCED = "inversion/introduced_group_rate"
-INVERSION_OFF = "inversion/group_rate_off"
+INVERSIONS = "inversion/group_rate"
+INVERSIONS_OFF = "inversion/group_rate_off"
 EXPLOSION_TRAINED = "adv/explosion_trained_frac"
 EXPLOSION_UNCLIPPED = "adv/explosion_frac"
 EXPLOSION_CERTAIN = "adv/explosion_certain_frac"
@@ -693,6 +708,9 @@ ABS_MAX = "adv/abs_max"
 ABS_MAX_LOW = "adv/abs_max_low"
 ABS_MAX_HIGH = "adv/abs_max_high"
 CLIP_FRAC = "adv/clip_frac"
+FRAGILE_STD = "adv/fragile_std_frac"
+SIGN_FLIPS = "adv/sign_flip_frac"
+ADV_RESOLVED = "adv/resolved_mean"
 UNCHARGED_ONLY = "signal/uncharged_only_rate"
 TIME_ONLY_GROUPS = "signal/time_only_rate"
 SIGNAL = "signal/group_rate"
@@ -704,17 +722,62 @@ FLOOR_TIES_MIXED = "floor/tie_mixed_rate"
 VALIDATION_ACCURACY = "validation/accuracy"
 VALIDATION_REWARD = "validation/total_reward/mean"
 VALIDATION_CHARGED = "input/validation_charged"
+VALIDATION_ROWS = "input/validation_rows"
 MASKED_FRAC = "input/masked_frac"
+RESOLVED_FRAC = "input/resolved_frac"
+ROWS = "input/rows"
+GROUPS = "input/groups"
+STEPS = "input/steps"
 TOTAL_REWARD = "total_reward/mean"
+ADVANTAGES_MAX = "advantages/max"
+ADVANTAGES_MIN = "advantages/min"
+SOLVE_PUSH = "push/minutes_pass"
+FAIL_PUSH = "push/minutes_fail"
+RESOLVE_PUSH = "push/resolve"
+RESOLVE_PUSH_VS_OFF = "push/resolve_vs_off"
+GROUP_SHARES = ("groups/all_fail", "groups/mixed", "groups/all_pass")
+RUN_TIMES = tuple(f"input/run_time_{q}" for q in ("p50", "p90", "p99", "max"))
+BAD_RUN_TIMES = tuple(f"input/run_time_{k}" for k in ("null", "invalid", "negative"))
+ADV_BANDS = {q: f"adv/{q}" for q in ("min", "max", "p01", "p05", "p50", "p95", "p99")}
+"""The advantage distribution's extremes and quantiles (the distribution chart's bands)."""
+INTERNAL_NAMES = {
+    "time_efficiency/minutes_mean": "time_efficiency/minutes/mean",
+    "time_efficiency/minutes_max": "time_efficiency/minutes/max",
+    "time_efficiency/deduction_mean": "time_efficiency/deduction/mean",
+    "time_efficiency/deduction_max": "time_efficiency/deduction/max",
+}
+"""The internal implementation's metric names (spec §3.3 item 5) and the PR's for the same."""
 TRAINED_DIGEST = "trained_digest"
 """Not a metric: a hash of what a config trains on (rows, shaped rewards, advantages)."""
 
 
+def scoped(name: str, scope: str) -> str:
+    """A scoped metric's column: `scope` is '' or '@short', '@medium', '@long'."""
+    return f"{name}{scope}"
+
+
+def bound(name: str, end: str, scope: str = "") -> str:
+    """An interval's end column of a metric: `end` is 'low' or 'high'."""
+    return f"{name}_{end}{scope}"
+
+
+def off(name: str, scope: str = "") -> str:
+    """A metric's shaping-off twin column."""
+    return f"{name}_off{scope}"
+
+
+RESOLVE_VS_OFF_LOW = bound(RESOLVE_VS_OFF, "low")
+RESOLVE_VS_OFF_HIGH = bound(RESOLVE_VS_OFF, "high")
+RESOLVE_VS_OFF_LONG = scoped(RESOLVE_VS_OFF, "@long")
+RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", "@long")
+RESOLVE_LONG = scoped(RESOLVE, "@long")
+FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, "@long")
+
 HEADLINE = (
     RESOLVE_VS_OFF,
     RESOLVE_VS_OFF_LOW,
-    RESOLVE_VS_OFF_LONG,
     SOLVE_VS_OFF,
+    RESOLVE_VS_OFF_LONG,
     FAIL_VS_OFF,
     INTRODUCED,
     EXPLOSION_TRAINED,
@@ -724,19 +787,19 @@ HEADLINE = (
 """The terminal's table after a run, most important first (a narrow terminal drops from the
 end): what the rule reads, then what disqualifies."""
 DELTA = (
-    "total_reward/mean",
+    TOTAL_REWARD,
     "time_efficiency/deduction/mean",
     RESOLVE_VS_OFF,
     SOLVE_VS_OFF,
     FAIL_VS_OFF,
     SIGNAL,
     TIME_ONLY_GROUPS,
-    "inversion/group_rate",
-    "adv/resolved_mean",
+    INVERSIONS,
+    ADV_RESOLVED,
     "adv/unresolved_mean",
     ABS_MAX,
     EXPLOSION_UNCLIPPED,
-    "adv/sign_flip_frac",
+    SIGN_FLIPS,
 )
 """What `compare` sets beside the reference config."""
 
@@ -757,3 +820,47 @@ def hazard(name: str, value: Any, row: dict[str, Any], rule: Any) -> tuple[str, 
     if m is None or m.hazard is None or value is None or not isinstance(value, int | float):
         return "", ""
     return m.hazard(float(value), row, rule) or ("", "")
+
+
+def field_metadata(name: str) -> dict[str, str] | None:
+    """A metric column's Parquet field metadata (description and machine unit), or None."""
+    m = CATALOGUE.get(name)
+    if m is None:
+        return None
+    return {"description": m.description, "unit": m.unit, "unit_text": UNIT_TEXT[m.unit]}
+
+
+FAMILIES = (
+    (
+        "the decision measure (engine/measure.py)",
+        STEP,
+        "also `@short`, `@medium`, `@long`; `_off`: shaping off's",
+    ),
+    (
+        "against shaping off",
+        STEP_VS_OFF,
+        "also `@short`, `@medium`, `@long`; `_low`, `_high`: interval ends",
+    ),
+    ("diagnostics", OTHER, ""),
+    ("trainer metrics (NeMo-RL's names)", TRAINER, ""),
+    (
+        "first-order pushes (not read by the rule)",
+        [*PUSHES, PUSH_VS_OFF],
+        "also `_off`; resolve, minutes_fail and minutes_pass also `@short`, `@medium`, `@long`",
+    ),
+)
+"""The catalogue as docs/report.md's metric table shows it: families of base names."""
+
+
+def markdown_table() -> str:
+    """docs/report.md's metric table, generated from the catalogue (a test holds them equal)."""
+    lines = ["| metric | label | unit | better | meaning |", "|---|---|---|---|---|"]
+    for family, metrics, variants in FAMILIES:
+        note = f" ({variants})" if variants else ""
+        lines.append(f"| **{family}**{note} | | | | |")
+        for m in metrics:
+            better = m.better or "-"
+            description = m.description.replace("|", "\\|")
+            label = m.label.replace("|", "\\|")
+            lines.append(f"| `{m.name}` | {label} | {m.unit} | {better} | {description} |")
+    return "\n".join(lines) + "\n"

@@ -60,6 +60,7 @@ def test_readme_cli_example_runs(tmp_path):
             "++grpo.advantage_clip_low=-3",
             "++grpo.advantage_clip_high=3",
         ],
+        env={"COLUMNS": "160"},
     )
     assert result.exit_code == 0, result.output
     row = re.search(r"│ λ=1/60 correct clip\[-3,3\] .*│", result.output).group(0)
@@ -81,28 +82,39 @@ def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "report" / "recommendation.parquet").exists()
 
 
-def test_guide_worked_example_is_real(tmp_path, monkeypatch):
-    """docs/guide.md's sweep-to-launch example prints what the guide shows."""
+GUIDE_BLOCKS = re.findall(
+    r"```\n\$ uv run replay-cli ((?:[^\n]*\\\n)*[^\n]*)\n(.*?)```",
+    (ROOT / "docs" / "guide.md").read_text(),
+    re.DOTALL,
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    GUIDE_BLOCKS,
+    ids=[c.split("--out ")[1].split()[0] for c, _ in GUIDE_BLOCKS],
+)
+def test_every_guide_example_prints_what_the_guide_shows(tmp_path, monkeypatch, command, shown):
+    """docs/guide.md's console blocks are real output (regenerate them when output changes)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data_samples").symlink_to(ROOT / "data_samples")
-    guide = (ROOT / "docs" / "guide.md").read_text()
-    block = re.search(
-        r"## From a sweep to a launch.*?```\n\$ uv run replay-cli ((?:[^\n]*\\\n)*[^\n]*)\n(.*?)```",
-        guide,
-        re.DOTALL,
-    )
-    command = block.group(1).replace("\\\n", " ").split()
-    result = CliRunner().invoke(app, command, env={"COLUMNS": "200"})
+    args = command.replace("\\\n", " ").split()
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]
-    assert strip(result.output) == strip(block.group(2))
-    assert "Recommended: λ=1/60 correct clip[-3,3]" in result.output
+    assert strip(result.output) == strip(shown)
+
+
+def test_the_guides_worked_example_keeps_shaping_off_and_names_the_trade():
+    worked = next(shown for command, shown in GUIDE_BLOCKS if "--out wx" in command)
+    assert "Keep shaping off: λ=0 all clip[-3,3]" in worked
+    assert "Best trade: 'λ=1/120 correct clip[-3,3]' buys" in worked
 
 
 @pytest.mark.slow
 def test_readme_demo_output_is_real(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["demo"])
+    result = CliRunner().invoke(app, ["demo"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     shown = re.search(r"\$ uv run replay-cli demo\n(.*?)```", README, re.DOTALL).group(1)
     strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]

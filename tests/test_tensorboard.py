@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from replay_cli.cli.app import app
 from replay_cli.io.tensorboard import read_scalars, runs_of
+from replay_cli import catalogue as C
+from replay_cli.advice.words import param_text
 from replay_cli.report.tensorboard import REPLAY_TAGS, run_name, trainer_tag
 
 pytestmark = pytest.mark.slow  # a real TensorBoard server: `-m "not slow"` skips it, CI runs it
@@ -61,8 +63,11 @@ def test_every_scalar_equals_the_step_table(sweep):
             for column, value in step.items():
                 if value is None or column in ("config_id", "step", "rows", "groups"):
                     continue
-                tag = f"replay/{column}" if column in REPLAY_TAGS else trainer_tag(column)
-                expected[(tag, step["step"])] = f32(value)
+                if column in REPLAY_TAGS:  # the replay's own curves, in the page's units
+                    human = C.metric(column).human(value)
+                    expected[(f"replay/{column}", step["step"])] = f32(human)
+                else:  # the trainer's tags carry the trainer's values, to overlay its curves
+                    expected[(trainer_tag(column), step["step"])] = f32(value)
         written = {
             (r["metric"], r["step"]): r["value"]
             for r in got.iter_rows(named=True)
@@ -76,7 +81,14 @@ def test_every_scalar_equals_the_step_table(sweep):
             .select("metric", "value")
             .rows()
         )
-        assert hparams["hparams/solve_push"] == f32(row["push/minutes_pass"])
+        ratio = row["step/resolve_vs_off"]
+        assert hparams["hparams/step_resolve_vs_off"] == f32(ratio * 100)  # in %, as on the page
+        solve = C.metric("step/solve_minutes_vs_off").human(row["step/solve_minutes_vs_off"])
+        assert hparams["hparams/step_solve_minutes_vs_off"] == f32(solve)
+    # A rounding-sized value is 0 on every surface: TensorBoard holds no 1e-17 where the CLI shows 0.
+    every = read_scalars(runs, run_name(summary["label"][0]))
+    tiny = every.filter((pl.col("value") != 0) & (pl.col("value").abs() < 1e-12))
+    assert tiny.filter(pl.col("metric").str.starts_with("replay/")).is_empty()
 
 
 def test_the_directory_is_refused_then_replaced_with_force(sweep, tmp_path):
@@ -172,7 +184,7 @@ def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep):
         for row in summary.iter_rows(named=True):
             hp = by_run[run_name(row["label"])]
             assert hp["apply_to"] == row["apply_to"]
-            assert hp["lambda_time"] == pytest.approx(row["lambda_time"])
+            assert hp["lambda_time"] == param_text("lambda_time", row["lambda_time"])  # 1/60
             assert hp["role"] in ("recommended", "runner-up", "eligible", "avoid")
         row = summary.row(1, named=True)
         query = urllib.parse.urlencode(

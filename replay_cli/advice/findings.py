@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, pct
@@ -71,14 +72,14 @@ class Context:
         """The sweep's lambda_time values, other settings as `row`'s, whose shaping introduces
         no inversion (a set: with a negative floor inversion need not grow with lambda)."""
         same = self.summary.filter(pl.col("enabled") & self._like(row, ("lambda_time",)))
-        free = same.filter(pl.col("inversion/introduced_group_rate").fill_null(0.0) == 0)
+        free = same.filter(pl.col(C.INTRODUCED).fill_null(0.0) == 0)
         return sorted(free["lambda_time"].to_list())
 
 
 def inversion_introduced(row: dict[str, Any], ctx: Context) -> Found | None:
     """Shaping puts a resolved rollout below an unresolved one in groups where shaping off (the
     raw rewards of the same trainable rows) has no such pair."""
-    rate = num(row, "inversion/introduced_group_rate")
+    rate = num(row, C.INTRODUCED)
     if rate <= 0:
         return None
     free = ctx.lambdas_without_introduced_inversion(row)
@@ -114,7 +115,7 @@ def _terms(row: dict[str, Any]) -> str:
 def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups already inverted with shaping off (e.g. a penalised resolved rollout below an
     unresolved one): not the time term's doing."""
-    rate = num(row, "inversion/group_rate_off")
+    rate = num(row, C.INVERSIONS_OFF)
     if rate <= 0:
         return None
     return Found(
@@ -127,7 +128,7 @@ def inversion_present_unshaped(row: dict[str, Any], ctx: Context) -> Found | Non
 def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
     """Trained advantages (after the clip, each side bounded only by its own clip bound) with
     |A| > EXPLOSION."""
-    share = num(row, "adv/explosion_trained_frac")
+    share = num(row, C.EXPLOSION_TRAINED)
     if share <= 0:
         return None
     top = ctx.top
@@ -147,30 +148,30 @@ def explosion_unbounded(row: dict[str, Any], ctx: Context) -> Found | None:
         else f"set ++grpo.advantage_clip_low=-{EXPLOSION:g} ++grpo.advantage_clip_high="
         f"{EXPLOSION:g} (the PR's recommendation)"
     )
-    low, high = row.get("adv/abs_max_low"), row.get("adv/abs_max_high")
+    low, high = row.get(C.ABS_MAX_LOW), row.get(C.ABS_MAX_HIGH)
     platforms = ""
     if low is not None and high is not None and high - low > 1e-3 * max(1.0, high):
         # Another platform's float32 summation order gives another number (docs/semantics.md).
-        certain = num(row, "adv/explosion_certain_frac")
+        certain = num(row, C.EXPLOSION_CERTAIN)
         platforms = f"{low:.4g} to {high:.4g} by platform, {pct(certain)} on every one"
     notes = "; ".join(part for part in (platforms, where) if part)
     return Found(
-        num(row, "adv/abs_max"),
+        num(row, C.ABS_MAX),
         f"{pct(share)} of trained rows have |advantage| > {EXPLOSION:g} {after}, up to "
-        f"{num(row, 'adv/abs_max'):.4g}{f' ({notes})' if notes else ''}; {fix}.",
+        f"{num(row, C.ABS_MAX):.4g}{f' ({notes})' if notes else ''}; {fix}.",
     )
 
 
 def explosion_bounded(row: dict[str, Any], ctx: Context) -> Found | None:
     """Rows whose unclipped |A| exceeds EXPLOSION, all brought inside it by the clip."""
-    share = num(row, "adv/explosion_frac")
-    if share <= 0 or num(row, "adv/explosion_trained_frac") > 0:
+    share = num(row, C.EXPLOSION_UNCLIPPED)
+    if share <= 0 or num(row, C.EXPLOSION_TRAINED) > 0:
         return None
     top = ctx.top.get(S.G_MAX_ABS_ADVANTAGE_UNCLIPPED)
     up_to = f", up to {top:.4g} unclipped" if top is not None else ""
     return Found(
-        num(row, "adv/clip_frac"),
-        f"the clip changes {pct(num(row, 'adv/clip_frac'))} of trained rows and keeps every "
+        num(row, C.CLIP_FRAC),
+        f"the clip changes {pct(num(row, C.CLIP_FRAC))} of trained rows and keeps every "
         f"one of the {pct(share)} that would exceed |{EXPLOSION:g}|{up_to} inside it.",
     )
 
@@ -178,10 +179,10 @@ def explosion_bounded(row: dict[str, Any], ctx: Context) -> Found | None:
 def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups where a resolved and an unresolved trainable rollout both end on the floor: their
     shaped rewards and advantages tie, so the update no longer prefers that success."""
-    share = num(row, "floor/tie_group_rate")
+    share = num(row, C.FLOOR_TIES)
     if share <= 0:
         return None
-    mixed = row.get("floor/tie_mixed_rate")
+    mixed = row.get(C.FLOOR_TIES_MIXED)
     of_mixed = "" if mixed is None else f" ({pct(mixed)} of mixed groups)"
     return Found(
         share,
@@ -194,12 +195,12 @@ def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
 def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     """The step teaches failures to end sooner than shaping off's step would: the mean minutes
     of a failure fall by more than Rule.max_fail_faster per step against shaping off."""
-    change = num(row, "step/fail_minutes_vs_off")
+    change = num(row, C.FAIL_VS_OFF)
     if -change <= ctx.rule.fail_limit(row):
         return None
     twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
     if twin is not None:
-        twin_change = num(twin, "step/fail_minutes_vs_off")
+        twin_change = num(twin, C.FAIL_VS_OFF)
         advice = (
             f"; '{twin['label']}' leaves them at {minutes_text(twin_change)} per step against "
             "shaping off"
@@ -212,7 +213,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
         change,
         f"teaches failures to give up sooner: a failure ends {minutes_text(-change, signed=False)} "
         f"per step sooner than under shaping off "
-        f"({_on_long(row.get('step/fail_minutes_vs_off@long'))}){advice}.",
+        f"({_on_long(row.get(C.FAIL_VS_OFF_LONG))}){advice}.",
     )
 
 
@@ -226,12 +227,12 @@ def _on_long(change: float | None) -> str:
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups whose only signal is the difference between rows that were not charged and charged
     siblings that all ended equal: the update learns which rows were exempt, not the time."""
-    share = num(row, "signal/uncharged_only_rate")
+    share = num(row, C.UNCHARGED_ONLY)
     if share <= 0:
         return None
     items = str(row.get("internal_items") or "").split(",")
     causes, advice = [], []
-    if row.get("mask_flagged") and "1" not in items and num(row, "input/masked_frac") > 0:
+    if row.get("mask_flagged") and "1" not in items and num(row, C.MASKED_FRAC) > 0:
         causes.append("masked rows (they keep their reward and still vote in the baseline)")
         if not row.get("exclude_masked"):
             advice.append("--exclude-masked (NeMo-RL PR #4160)")
@@ -253,10 +254,10 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
 def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:
     """Validation rows were charged (internal item 4 or the sync path), so the shaped validation
     reward is not the accuracy an unshaped run logs."""
-    charged = num(row, "input/validation_charged")
+    charged = num(row, C.VALIDATION_CHARGED)
     if charged <= 0:
         return None
-    acc, total = row.get("validation/accuracy"), row.get("validation/total_reward/mean")
+    acc, total = row.get(C.VALIDATION_ACCURACY), row.get(C.VALIDATION_REWARD)
     numbers = (
         ""
         if acc is None or total is None
@@ -274,14 +275,14 @@ def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None
 def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups that gain a learning signal under shaping and groups that lose the one shaping
     off gives them, both stated (a net figure hides the losses)."""
-    gained, lost = num(row, "signal/gained_rate"), num(row, "signal/lost_rate")
+    gained, lost = num(row, C.GAINED), num(row, C.LOST)
     if gained <= GAIN_EPS and lost <= GAIN_EPS:
         return None
     return Found(
         gained,
         f"signal gained in {pct(gained)} of groups (ties the shaping breaks) and lost in "
-        f"{pct(lost)} against shaping off ({pct(num(row, 'signal/group_rate_raw'))} -> "
-        f"{pct(num(row, 'signal/group_rate'))}).",
+        f"{pct(lost)} against shaping off ({pct(num(row, C.SIGNAL_RAW))} -> "
+        f"{pct(num(row, C.SIGNAL))}).",
     )
 
 
@@ -295,10 +296,10 @@ def time_only_step(row: dict[str, Any], ctx: Context) -> Found | None:
     them no signal): there normalisation divides the time term by λ·sd(minutes), so it trains
     at nearly full size for any λ well above 1e-6 / sd(minutes); λ trades resolving against time
     only in mixed groups. At a tiny λ this is the jump at λ → 0⁺."""
-    share = num(row, "step/time_only_share")
+    share = num(row, C.TIME_ONLY_SHARE)
     if share <= 0 or not row.get("enabled", True):
         return None
-    groups = pct(num(row, "signal/time_only_rate"))
+    groups = pct(num(row, C.TIME_ONLY_GROUPS))
     text = (
         f"{pct(share)} of its step goes to groups whose outcomes are all equal ({groups} of "
         "groups), about time alone: normalisation trains them at nearly full size for any λ "

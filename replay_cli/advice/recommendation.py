@@ -33,6 +33,7 @@ import polars as pl
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, param_text, pct
 from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
@@ -41,13 +42,13 @@ from replay_cli.parameters import registry
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
 """`unrated`: the summary predates the columns the rule reads (a report of an earlier version)."""
 NEEDED = (
-    "inversion/introduced_group_rate",
-    "adv/explosion_trained_frac",
-    "step/resolve_vs_off",
-    "step/resolve_vs_off@long",
-    "step/solve_minutes_vs_off",
-    "step/fail_minutes_vs_off",
-    "signal/uncharged_only_rate",
+    C.INTRODUCED,
+    C.EXPLOSION_TRAINED,
+    C.RESOLVE_VS_OFF,
+    C.RESOLVE_VS_OFF_LONG,
+    C.SOLVE_VS_OFF,
+    C.FAIL_VS_OFF,
+    C.UNCHARGED_ONLY,
 )
 """The summary columns the rule reads."""
 SAME_NUMBERS_NEEDED = ("trained_digest",)
@@ -116,7 +117,7 @@ class Rule(BaseModel):
         "ties with shaping off",
     )
     max_uncharged_only: float = Field(
-        0.01, description="signal/uncharged_only_rate at most this share of groups"
+        0.01, description="the share of groups with signal only from uncharged rows, at most"
     )
     require_launchable: bool = Field(
         True,
@@ -127,7 +128,7 @@ class Rule(BaseModel):
     def at_budget(self, minutes: float, row: dict[str, Any]) -> float:
         """A limit in minutes per step at the default budget, at the row's budget: a step of
         budget δ moves minutes about sqrt(δ) as far (first order)."""
-        budget = row.get("step/kl_budget") or DEFAULT_BUDGET
+        budget = row.get(C.KL_BUDGET) or DEFAULT_BUDGET
         return minutes * math.sqrt(budget / DEFAULT_BUDGET)
 
     def fail_limit(self, row: dict[str, Any]) -> float:
@@ -166,22 +167,23 @@ def _kept(row: dict[str, Any], where: str, least: float) -> bool:
     """The resolve progress keeps `least` of shaping off's at the low end of its interval (the
     point value where no interval was computed); where shaping off makes none (the ratio is
     null), it may not fall below shaping off's."""
-    low = row.get(f"step/resolve_vs_off_low{where}")
-    ratio = row.get(f"step/resolve_vs_off{where}")
+    low = row.get(C.bound(C.RESOLVE_VS_OFF, "low", where))
+    ratio = row.get(C.scoped(C.RESOLVE_VS_OFF, where))
     if ratio is not None:
         return float(low if low is not None else ratio) >= least
-    return num(row, f"step/resolve{where}") >= num(row, f"step/resolve_off{where}") - 1e-12
+    on, off = num(row, C.scoped(C.RESOLVE, where)), num(row, C.off(C.RESOLVE, where))
+    return on >= off - 1e-12
 
 
 def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
-    ratio = row.get(f"step/resolve_vs_off{where}")
-    low = row.get(f"step/resolve_vs_off_low{where}")
+    ratio = row.get(C.scoped(C.RESOLVE_VS_OFF, where))
+    low = row.get(C.bound(C.RESOLVE_VS_OFF, "low", where))
     if ratio is not None:
         interval = f" (low end {pct(float(low))})" if low is not None else ""
         return f"{pct(float(ratio))} of shaping off's{interval}, needs {pct(least)}"
     return (
-        f"{_points(num(row, f'step/resolve{where}'))} per step, below shaping off's "
-        f"{_points(num(row, f'step/resolve_off{where}'))}"
+        f"{_points(num(row, C.scoped(C.RESOLVE, where)))} per step, below shaping off's "
+        f"{_points(num(row, C.off(C.RESOLVE, where)))}"
     )
 
 
@@ -205,18 +207,18 @@ CRITERIA = (
     ),
     Criterion(
         "inversion",
-        lambda r, _: num(r, "inversion/introduced_group_rate") == 0,
+        lambda r, _: num(r, C.INTRODUCED) == 0,
         lambda r, _: (
             f"shaping puts a resolved rollout below an unresolved one in "
-            f"{pct(num(r, 'inversion/introduced_group_rate'))} of groups"
+            f"{pct(num(r, C.INTRODUCED))} of groups"
         ),
     ),
     Criterion(
         "explosion",
-        lambda r, _: num(r, "adv/explosion_trained_frac") == 0,
+        lambda r, _: num(r, C.EXPLOSION_TRAINED) == 0,
         lambda r, _: (
-            f"{pct(num(r, 'adv/explosion_trained_frac'))} of trained rows keep "
-            f"|advantage| > {EXPLOSION:g} (up to {num(r, 'adv/abs_max'):.4g}): clip to "
+            f"{pct(num(r, C.EXPLOSION_TRAINED))} of trained rows keep "
+            f"|advantage| > {EXPLOSION:g} (up to {num(r, C.ABS_MAX):.4g}): clip to "
             f"[-{EXPLOSION:g}, {EXPLOSION:g}]"
         ),
     ),
@@ -235,18 +237,18 @@ CRITERIA = (
     ),
     Criterion(
         "fail_faster",
-        lambda r, rule: num(r, "step/fail_minutes_vs_off") >= -rule.fail_limit(r),
+        lambda r, rule: num(r, C.FAIL_VS_OFF) >= -rule.fail_limit(r),
         lambda r, rule: (
             f"teaches failures to give up sooner: they end "
-            f"{minutes_text(-num(r, 'step/fail_minutes_vs_off'), signed=False)} per step sooner "
+            f"{minutes_text(-num(r, C.FAIL_VS_OFF), signed=False)} per step sooner "
             f"than under shaping off (limit {minutes_text(rule.fail_limit(r), signed=False)})"
         ),
     ),
     Criterion(
         "uncharged_only",
-        lambda r, rule: num(r, "signal/uncharged_only_rate") <= rule.max_uncharged_only,
+        lambda r, rule: num(r, C.UNCHARGED_ONLY) <= rule.max_uncharged_only,
         lambda r, rule: (
-            f"{pct(num(r, 'signal/uncharged_only_rate'))} of groups get signal only "
+            f"{pct(num(r, C.UNCHARGED_ONLY))} of groups get signal only "
             f"from rows that were not charged (limit {pct(rule.max_uncharged_only)})"
         ),
     ),
@@ -321,7 +323,7 @@ def _set_away(row: dict[str, Any]) -> list[str]:
 def _gain(row: dict[str, Any], rule: Rule | None = None) -> float:
     """The solve-minute change against shaping off per step (negative: faster), 0 within
     MINUTES_EPS, and with a rule, 0 where successes get less than its `min_faster` faster."""
-    value = num(row, "step/solve_minutes_vs_off")
+    value = num(row, C.SOLVE_VS_OFF)
     least = MINUTES_EPS if rule is None else max(MINUTES_EPS, rule.faster_limit(row))
     if value > MINUTES_EPS or -value > least:  # slower, or faster by enough to count
         return value
@@ -410,11 +412,11 @@ def recommend(
                 "overrides": launch_overrides(row, is_off),
                 "yaml": launch_yaml(row, is_off),
                 S.SHAPING_OFF: is_off,
-                "solve_minutes_vs_off": row.get("step/solve_minutes_vs_off"),
-                "resolve_vs_off": row.get("step/resolve_vs_off"),
-                "resolve_vs_off_low": row.get("step/resolve_vs_off_low"),
-                "resolve_vs_off_long": row.get("step/resolve_vs_off@long"),
-                "resolve_vs_off_low_long": row.get("step/resolve_vs_off_low@long"),
+                "solve_minutes_vs_off": row.get(C.SOLVE_VS_OFF),
+                "resolve_vs_off": row.get(C.RESOLVE_VS_OFF),
+                "resolve_vs_off_low": row.get(C.RESOLVE_VS_OFF_LOW),
+                "resolve_vs_off_long": row.get(C.RESOLVE_VS_OFF_LONG),
+                "resolve_vs_off_low_long": row.get(C.RESOLVE_VS_OFF_LOW_LONG),
                 "won_share": won.get(i),
                 "best_trade": trade == i,
                 "trade": trade_text(row) if _tradeable(row, failed, is_off, rule) else None,
@@ -439,7 +441,7 @@ def _tradeable(row: dict[str, Any], failed: list[Criterion], is_off: bool, rule:
         and bool(names)
         and names <= set(RESOLVE_CRITERIA)
         and _gain(row, rule) < 0
-        and row.get("step/resolve_vs_off") is not None
+        and row.get(C.RESOLVE_VS_OFF) is not None
     )
 
 
@@ -449,7 +451,7 @@ def _best_trade(
     """The tradeable config that keeps the most resolve progress (the lower of overall and long
     problems), ties to the larger solve-minute gain."""
     offers = [
-        (min(num(r, "step/resolve_vs_off"), _long_or_overall(r)), -_gain(r), -i, i)
+        (min(num(r, C.RESOLVE_VS_OFF), _long_or_overall(r)), -_gain(r), -i, i)
         for i, r, failed, off in rows
         if _tradeable(r, failed, off, rule)
     ]
@@ -457,17 +459,17 @@ def _best_trade(
 
 
 def _long_or_overall(row: dict[str, Any]) -> float:
-    long = row.get("step/resolve_vs_off@long")
-    return num(row, "step/resolve_vs_off") if long is None else float(long)
+    long = row.get(C.RESOLVE_VS_OFF_LONG)
+    return num(row, C.RESOLVE_VS_OFF) if long is None else float(long)
 
 
 def trade_text(row: dict[str, Any]) -> str:
     """What a config buys and what it costs per step against shaping off, in words."""
-    overall = num(row, "step/resolve_vs_off")
-    long = row.get("step/resolve_vs_off@long")
+    overall = num(row, C.RESOLVE_VS_OFF)
+    long = row.get(C.RESOLVE_VS_OFF_LONG)
     on_long = "" if long is None else f" ({_signed_pct(float(long) - 1)} on long problems)"
     return (
-        f"'{row['label']}' buys {minutes_text(num(row, 'step/solve_minutes_vs_off'))} per step "
+        f"'{row['label']}' buys {minutes_text(num(row, C.SOLVE_VS_OFF))} per step "
         f"on successes for {_signed_pct(overall - 1)} of resolve progress per step{on_long}"
     )
 
@@ -489,10 +491,10 @@ def _won_shares(
         return {}
     ids = [r[S.CONFIG_ID] for _, r, *_ in rows]
     names = (
-        "step/resolve_vs_off",
-        "step/resolve_vs_off@long",
-        "step/solve_minutes_vs_off",
-        "step/fail_minutes_vs_off",
+        C.RESOLVE_VS_OFF,
+        C.RESOLVE_VS_OFF_LONG,
+        C.SOLVE_VS_OFF,
+        C.FAIL_VS_OFF,
     )
     if any(name not in resamples.columns for name in names):
         return {}
@@ -504,20 +506,16 @@ def _won_shares(
     static = np.array([all(c.name in resampled for c in failed) for _, _, failed, _ in rows])
     is_off = np.array([o for *_, o in rows])
     limits = np.array([rule.fail_limit(r) for _, r, *_ in rows])
-    overall_null = np.array([r.get("step/resolve_vs_off") is None for _, r, *_ in rows])
-    long_null = np.array([r.get("step/resolve_vs_off@long") is None for _, r, *_ in rows])
+    overall_null = np.array([r.get(C.RESOLVE_VS_OFF) is None for _, r, *_ in rows])
+    long_null = np.array([r.get(C.RESOLVE_VS_OFF_LONG) is None for _, r, *_ in rows])
     with np.errstate(invalid="ignore"):
         ok = (
             static
-            & (is_off | overall_null | (wide["step/resolve_vs_off"] >= rule.min_resolve_vs_off))
-            & (
-                is_off
-                | long_null
-                | (wide["step/resolve_vs_off@long"] >= rule.min_resolve_vs_off_long)
-            )
-            & (wide["step/fail_minutes_vs_off"] >= -limits)
+            & (is_off | overall_null | (wide[C.RESOLVE_VS_OFF] >= rule.min_resolve_vs_off))
+            & (is_off | long_null | (wide[C.RESOLVE_VS_OFF_LONG] >= rule.min_resolve_vs_off_long))
+            & (wide[C.FAIL_VS_OFF] >= -limits)
         )
-    gain = wide["step/solve_minutes_vs_off"]
+    gain = wide[C.SOLVE_VS_OFF]
     least = np.array([max(MINUTES_EPS, rule.faster_limit(r)) for _, r, *_ in rows])
     small = (np.abs(gain) <= MINUTES_EPS) | ((gain < 0) & (-gain <= least))
     gain = np.where(is_off | small, 0.0, gain)
@@ -531,7 +529,7 @@ def _won_shares(
     winner = first[:, 0]
     counted = ok[np.arange(len(winner)), winner]
     counts = np.bincount(winner[counted], minlength=len(rows))
-    total = wide["step/resolve_vs_off"].shape[0]
+    total = wide[C.RESOLVE_VS_OFF].shape[0]
     return {i: float(counts[i] / total) for i in range(len(rows))}
 
 
@@ -569,10 +567,10 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
 
 def _why_eligible(row: dict[str, Any]) -> str:
     """The numbers an eligible config is ranked by."""
-    overall = row.get("step/resolve_vs_off")
-    low = row.get("step/resolve_vs_off_low")
-    long = row.get("step/resolve_vs_off@long")
-    low_long = row.get("step/resolve_vs_off_low@long")
+    overall = row.get(C.RESOLVE_VS_OFF)
+    low = row.get(C.RESOLVE_VS_OFF_LOW)
+    long = row.get(C.RESOLVE_VS_OFF_LONG)
+    low_long = row.get(C.RESOLVE_VS_OFF_LOW_LONG)
     kept = (
         f"{pct(overall)} of shaping off's resolve progress"
         + (f" (low end {pct(low)})" if low is not None else "")
@@ -583,12 +581,12 @@ def _why_eligible(row: dict[str, Any]) -> str:
         kept_long = f"{pct(long)} on long problems" + (
             f" (low end {pct(low_long)})" if low_long is not None else ""
         )
-    elif row.get("step/resolve@long") is None:
+    elif row.get(C.RESOLVE_LONG) is None:
         kept_long = NO_LONG_PROBLEMS
     else:
         kept_long = "as much on long problems"
     return (
-        f"makes successes {minutes_text(-num(row, 'step/solve_minutes_vs_off'), signed=False)} "
+        f"makes successes {minutes_text(-num(row, C.SOLVE_VS_OFF), signed=False)} "
         f"per step faster than shaping off; keeps {kept} ({kept_long}); no fail-faster drift, "
         "introduced inversion or unbounded explosion"
     )

@@ -84,15 +84,12 @@ class Verdict:
 
 
 def keep_off_text(d: Decision) -> str:
-    """Why shaping off is kept, and the best trade a user may accept knowingly."""
+    """Why shaping off is kept (the best trade, if any, is `d.best_trade['trade']`)."""
     if d.shaped_eligible:
-        why = "the shaped configs that pass the rule make successes no faster than shaping off"
-    else:
-        why = "no shaped config keeps 95% of shaping off's resolve progress with confidence"
-    trade = d.best_trade
-    if trade is None or not trade.get("trade"):
-        return f"{why}."
-    return f"{why}. The best trade: {trade['trade']}; launch it knowingly with {trade['overrides']}"
+        return "the shaped configs that pass the rule make successes no faster than shaping off"
+    return "no shaped config keeps 95% of shaping off's resolve progress with confidence" + (
+        "; the best trade is below" if d.best_trade is not None else ""
+    )
 
 
 def confidence_text(row: dict[str, Any]) -> str:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import INTERNAL_ITEMS, ITEM_DESCRIPTIONS, ReplayConfig
 from replay_cli.engine.run import run_replay
 from replay_cli.rollouts.validation import Rollouts
 
 ATTRIBUTED = (
-    "total_reward/mean",
-    "signal/group_rate",
-    "adv/resolved_mean",
-    "inversion/group_rate",
-    "validation/total_reward/mean",
+    C.TOTAL_REWARD,
+    C.SIGNAL,
+    C.ADV_RESOLVED,
+    C.INVERSIONS,
+    C.VALIDATION_REWARD,
 )
 
 

@@ -33,17 +33,24 @@ def _console() -> Console:
 
 
 LABEL_MAX = 44
-"""Config labels longer than this are cut with an ellipsis in the terminal (the page shows all)."""
+"""Config labels longer than this (or than a third of the terminal) are cut with an ellipsis in
+the terminal; the page shows them whole."""
+
+
+def label_width(labels: Sequence[str], width: int) -> int:
+    """The config column's width: the longest label, at most LABEL_MAX and a third of the
+    terminal (at least 16)."""
+    return min(max((len(x) for x in labels), default=6), max(16, min(LABEL_MAX, width // 3)))
 
 
 def fit_columns(labels: Sequence[str], cells: dict[str, list[str]], width: int) -> list[str]:
     """The metric columns (most important first) that fit beside the config and role columns in
     `width` characters, one line per row: the least important are dropped first."""
-    label = min(max((len(x) for x in labels), default=6), LABEL_MAX)
+    label = label_width(labels, width)
     used = 4 + label + 3 + len("recommended") + 3  # borders, config, role
     kept = []
     for name, values in cells.items():
-        need = max(len(C.metric(name).label), *(len(v) for v in values)) + 3
+        need = max(len(C.metric(name).brief), *(len(v) for v in values)) + 3
         if used + need > width:
             break
         kept.append(name)
@@ -65,15 +72,16 @@ def print_summary(result: ReplayResult, out: Path) -> None:
     width = terminal_width()
     shown = fit_columns(summary["label"].to_list(), cells, width)
     table = Table(title=f"replay report: {out}", title_justify="left")
-    table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=LABEL_MAX)
+    label = label_width(summary["label"].to_list(), width)
+    table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
     table.add_column("role", no_wrap=True)
     for name in shown:
-        table.add_column(C.metric(name).label, justify="right", no_wrap=True)
+        table.add_column(C.metric(name).brief, justify="right", no_wrap=True)
     for i, (cid, label) in enumerate(summary.select(S.CONFIG_ID, "label").rows()):
         table.add_row(label, roles.get(cid, ""), *(cells[m][i] for m in shown))
     _console().print(table)
     if len(shown) < len(names):
-        dropped = ", ".join(C.metric(m).label for m in names[len(shown) :])
+        dropped = ", ".join(C.metric(m).brief for m in names[len(shown) :])
         typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 
@@ -88,7 +96,10 @@ def print_decision(verdict: Verdict | None) -> None:
         typer.echo(f"No recommendation: this report was {d.unrated}.")
         return
     if rec is None:
-        typer.echo("No config passes the recommendation rule. Nearest misses:")
+        typer.echo(
+            "No config passes the recommendation rule: keep shaping off (every config is measured "
+            "against it). Nearest misses:"
+        )
         for m in d.near_misses:
             typer.echo(f"  {m['label']}: {m['reasons']}")
     else:
@@ -96,6 +107,10 @@ def print_decision(verdict: Verdict | None) -> None:
         typer.echo(f"  why: {keep_off_text(d) if d.keep_off else rec['reasons']}")
         typer.echo(f"  confidence: {confidence_text(rec)}")
         typer.echo(f"  launch: {rec['overrides']}")
+    trade = d.best_trade if d.keep_off or rec is None else None
+    if trade is not None and trade.get("trade"):
+        typer.echo(f"Best trade: {trade['trade']}")
+        typer.echo(f"  launch it knowingly: {trade['overrides']}")
         if runner is not None:
             gain = C.show(C.SOLVE_VS_OFF, runner["solve_minutes_vs_off"])
             typer.echo(f"Runner-up: {runner['label']} (successes {gain} per step vs off)")
@@ -106,13 +121,17 @@ def print_decision(verdict: Verdict | None) -> None:
         )
 
 
+FINDINGS_SHOWN = 4
+"""Headline hazards and warnings the terminal prints (index.html shows every finding)."""
+
+
 def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
-    """The headline findings in the order a user decides in, one line each (the terminal wraps
-    them), and where the rest are; the verdict itself is printed by `print_decision`."""
+    """The first headline hazards and warnings in the order a user decides in, one line each
+    (the terminal wraps them), and where the rest are; the verdict is `print_decision`'s."""
     if found is None or found.is_empty():
         return
-    found = found.filter(pl.col("severity") != "decision")
     head = found.filter(pl.col("headline") & pl.col("severity").is_in(["hazard", "warning"]))
+    head = head.head(FINDINGS_SHOWN)
     if not head.is_empty():
         typer.echo("Findings:")
     for row in head.iter_rows(named=True):
@@ -120,7 +139,7 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
     more = found.height - head.height
     if more:
         where = f"{out}/findings.parquet" if out is not None else "findings.parquet"
-        typer.echo(f"  ... and {more} more findings (context, per config) in {where}")
+        typer.echo(f"  ... and {more} more findings in index.html and {where}")
 
 
 def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = None) -> None:

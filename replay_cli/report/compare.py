@@ -14,12 +14,7 @@ from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.report.read import load_report
 
-_INTERNAL_TO_PR = {
-    "time_efficiency/minutes_mean": "time_efficiency/minutes/mean",
-    "time_efficiency/minutes_max": "time_efficiency/minutes/max",
-    "time_efficiency/deduction_mean": "time_efficiency/deduction/mean",
-    "time_efficiency/deduction_max": "time_efficiency/deduction/max",
-}
+_INTERNAL_TO_PR = C.INTERNAL_NAMES
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 
 

@@ -52,20 +52,20 @@ SUMMARY_METRICS = (
     C.FAIL_VS_OFF,
     C.TIME_ONLY_SHARE,
     C.INTRODUCED,
-    "inversion/group_rate",
+    C.INVERSIONS,
     C.FLOOR_TIES,
     C.ABS_MAX,
     C.EXPLOSION_TRAINED,
     C.EXPLOSION_UNCLIPPED,
     C.CLIP_FRAC,
-    "adv/fragile_std_frac",
-    "adv/sign_flip_frac",
+    C.FRAGILE_STD,
+    C.SIGN_FLIPS,
     C.SIGNAL,
     C.TIME_ONLY_GROUPS,
     C.UNCHARGED_ONLY,
     C.LOST,
-    "push/minutes_pass",
-    "push/resolve_vs_off",
+    C.SOLVE_PUSH,
+    C.RESOLVE_PUSH_VS_OFF,
     C.TOTAL_REWARD,
     C.VALIDATION_REWARD,
 )
@@ -98,19 +98,19 @@ def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
         return C.show(name, row.get(name))
 
     facts = [
-        ("rollouts", shown("input/rows")),
-        ("validation rollouts", shown("input/validation_rows")),
-        ("training steps", shown("input/steps")),
-        ("training groups", shown("input/groups")),
-        ("resolved share (training)", shown("input/resolved_frac")),
+        ("rollouts", shown(C.ROWS)),
+        ("validation rollouts", shown(C.VALIDATION_ROWS)),
+        ("training steps", shown(C.STEPS)),
+        ("training groups", shown(C.GROUPS)),
+        ("resolved share (training)", shown(C.RESOLVED_FRAC)),
         ("loss-masked share (training)", shown(C.MASKED_FRAC)),
         ("groups all fail / mixed / all pass", None),
         ("run time p50 / p90 / p99 / max", None),
         ("run times missing / NaN-inf / negative", None),
     ]
-    shares = " / ".join(shown(f"groups/{k}") for k in (S.ALL_FAIL, S.MIXED, S.ALL_PASS))
-    times = " / ".join(shown(f"input/run_time_{k}") for k in ("p50", "p90", "p99", "max"))
-    bad = " / ".join(shown(f"input/run_time_{k}") for k in ("null", "invalid", "negative"))
+    shares = " / ".join(shown(name) for name in C.GROUP_SHARES)
+    times = " / ".join(shown(name) for name in C.RUN_TIMES)
+    bad = " / ".join(shown(name) for name in C.BAD_RUN_TIMES)
     extra = {facts[6][0]: shares, facts[7][0]: times, facts[8][0]: bad}
     items = "".join(
         f"<dt>{escape(k)}</dt><dd>{escape(extra.get(k, v or ''))}</dd>" for k, v in facts
@@ -277,14 +277,15 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
             for m in d.near_misses
         )
         parts.append(
-            '<p class="verdict avoid">No config passes the recommendation rule. The nearest '
-            f"misses and what each fails:</p><ul>{misses}</ul>"
+            '<p class="verdict avoid">No config passes the recommendation rule: keep shaping off '
+            "(every config is measured against it). The nearest misses and what each fails:</p>"
+            f"<ul>{misses}</ul>"
         )
     else:
         what = "Keep shaping off" if d.keep_off else "Recommended"
         parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
         if d.keep_off:
-            parts.append(f"<p>{escape(keep_off_text(d))}</p>")
+            parts.append(f"<p>{escape(keep_off_text(d))}.</p>")
         else:
             parts.append(f"<p>{escape(rec['reasons'])}.</p>")
         parts.append(f'<p class="muted">{escape(confidence_text(rec))}</p>')
@@ -297,6 +298,13 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
                 f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
                 f"{escape(runner['reasons'])}.</p>"
             )
+    trade = d.best_trade if d.keep_off or rec is None else None
+    if trade is not None and trade.get("trade"):
+        parts.append(
+            f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade["trade"])}. '
+            "Launch it knowingly with:</p>"
+        )
+        parts.append(launch_block(trade["overrides"], "overrides of the trade"))
     if d.avoid:
         items = "".join(f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid)
         parts.append(

@@ -158,7 +158,8 @@ def frontier_svg(
             else ""
         )
         empty = p["role"] == "avoid" and all(i in hollow for i in p["ids"])
-        fill = f'fill="#fff" stroke="{colour}" stroke-width="2"' if empty else f'fill="{colour}"'
+        # Inline style: the stylesheet's white outline would hide a hollow point's ring.
+        fill = f'style="fill:#fff;stroke:{colour};stroke-width:2"' if empty else f'fill="{colour}"'
         parts.append(
             f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
             f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'

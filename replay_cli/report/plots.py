@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import highlights, rated
 from replay_cli.report.plots_sweep import (
@@ -37,10 +38,10 @@ if TYPE_CHECKING:
     from replay_cli.result import ReplayResult
 
 STEP_METRICS = (
-    ("total_reward/mean", "shaped reward (mean)"),
-    ("signal/group_rate", "groups with signal (share)"),
-    ("advantages/max", "max advantage"),
-    ("advantages/min", "min advantage"),
+    (C.TOTAL_REWARD, "shaped reward (mean)"),
+    (C.SIGNAL, "groups with signal (share)"),
+    (C.ADVANTAGES_MAX, "max advantage"),
+    (C.ADVANTAGES_MIN, "min advantage"),
 )
 
 __all__ = [

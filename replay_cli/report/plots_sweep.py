@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
 from replay_cli.advice.recommendation import Rule
@@ -128,10 +129,10 @@ def signal_vs_lambda(summary: pl.DataFrame) -> Figure:
     """Share of groups with a learning signal against lambda_time, with the shaping-off rate."""
     return vs_lambda(
         summary,
-        "signal/group_rate",
+        C.SIGNAL,
         "Groups with a learning signal vs time penalty",
         "share of groups with |adv| > 1e-6",
-        raw="signal/group_rate_raw",
+        raw=C.SIGNAL_RAW,
         ylim=(0, 1.05),
     )
 
@@ -140,7 +141,7 @@ def inversion_vs_lambda(summary: pl.DataFrame) -> Figure:
     """Share of groups where a resolved rollout's shaped reward is below an unresolved one's."""
     return vs_lambda(
         summary,
-        "inversion/group_rate",
+        C.INVERSIONS,
         "Reward inversions vs time penalty",
         "share of groups with an inversion",
     )
@@ -150,10 +151,10 @@ def explosion_vs_lambda(summary: pl.DataFrame) -> Figure:
     """Rows with |unclipped advantage| > 3 (solid) and rows changed by the clip (dashed)."""
     return vs_lambda(
         summary,
-        "adv/explosion_frac",
+        C.EXPLOSION_UNCLIPPED,
         "Advantage explosions (|A| > 3 before clip)",
         "share of trainable rows",
-        dashed="adv/clip_frac",
+        dashed=C.CLIP_FRAC,
         dashed_label="dashed: rows changed by the clip",
     )
 
@@ -162,7 +163,7 @@ def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
     """Largest |advantage| against lambda per estimator (signal rate is in signal_vs_lambda)."""
     return vs_lambda(
         summary,
-        "adv/abs_max",
+        C.ABS_MAX,
         "Largest |advantage| by estimator",
         "max |advantage| (symlog)",
         logy=True,
@@ -199,8 +200,8 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
         text = [["" for _ in lambdas] for _ in floors]
         for row in part.iter_rows(named=True):
             i, j = floors.index(row["floor"]), lambdas.index(row["lambda_time"])
-            grid[i, j] = row["signal/group_rate"]
-            text[i][j] = f"{row['signal/group_rate']:.2f}\ninv {row['inversion/group_rate']:.2f}"
+            grid[i, j] = row[C.SIGNAL]
+            text[i][j] = f"{row[C.SIGNAL]:.2f}\ninv {row[C.INVERSIONS]:.2f}"
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
         for i in range(len(floors)):
             for j in range(len(lambdas)):
@@ -239,10 +240,7 @@ def advantage_bands(summary: pl.DataFrame) -> Figure:
     fig, axes = figure(11.0, 1.3 + 0.3 * n)
     ax = axes[0][0]
     y = np.arange(n)[::-1]
-    col = {
-        k: summary[f"adv/{k}"].cast(pl.Float64).to_numpy()
-        for k in ("min", "max", "p01", "p05", "p50", "p95", "p99")
-    }
+    col = {k: summary[name].cast(pl.Float64).to_numpy() for k, name in C.ADV_BANDS.items()}
     ax.hlines(y, col["min"], col["max"], color="#9aa3b5", linewidth=1, label="min – max")
     ax.hlines(y, col["p01"], col["p99"], color="#7aa6e0", linewidth=6, label="p01 – p99")
     ax.hlines(y, col["p05"], col["p95"], color="#2859a8", linewidth=6, label="p05 – p95")

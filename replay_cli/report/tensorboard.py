@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import param_text
 from replay_cli.errors import ConfigError
@@ -26,26 +27,39 @@ from replay_cli.result import ReplayResult
 
 EXTRA = "replay-cli[tensorboard]"
 REPLAY_TAGS = (
-    "signal/group_rate",
-    "signal/time_only_rate",
-    "inversion/group_rate",
-    "adv/explosion_frac",
-    "push/resolve",
-    "push/minutes_fail",
-    "push/minutes_pass",
+    C.SIGNAL,
+    C.TIME_ONLY_GROUPS,
+    C.INVERSIONS,
+    C.EXPLOSION_UNCLIPPED,
+    C.RESOLVE_PUSH,
+    C.FAIL_PUSH,
+    C.SOLVE_PUSH,
 )
-"""Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`."""
-HPARAM_METRICS = {
-    "push/minutes_pass": "hparams/solve_push",
-    "push/minutes_fail": "hparams/fail_push",
-    "push/resolve_vs_off": "hparams/resolve_vs_off",
-    "push/resolve_vs_off@long": "hparams/resolve_vs_off_long",
-    "signal/group_rate": "hparams/signal_rate",
-    "inversion/introduced_group_rate": "hparams/introduced_inversions",
-    "adv/explosion_trained_frac": "hparams/explosion_trained",
-    "total_reward/mean": "hparams/total_reward",
-}
-"""Summary column -> the HParams dashboard's metric tag (one scalar at step 0 per run)."""
+"""Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`, in
+the units a person reads (the catalogue's: shares in %)."""
+HPARAM_COLUMNS = (
+    C.RESOLVE_VS_OFF,
+    C.RESOLVE_VS_OFF_LOW,
+    C.RESOLVE_VS_OFF_LONG,
+    C.RESOLVE_VS_OFF_LOW_LONG,
+    C.SOLVE_VS_OFF,
+    C.FAIL_VS_OFF,
+    C.TIME_ONLY_SHARE,
+    C.INTRODUCED,
+    C.EXPLOSION_TRAINED,
+    C.TOTAL_REWARD,
+)
+"""The summary columns the HParams dashboard shows per run (one scalar at step 0): the decision
+measure's, then what disqualifies; in the catalogue's human units."""
+
+
+def hparam_tag(column: str) -> str:
+    """A summary column's HParams metric tag: `hparams/step_resolve_vs_off_long`."""
+    return "hparams/" + column.replace("/", "_").replace("@", "_")
+
+
+HPARAM_METRICS = {column: hparam_tag(column) for column in HPARAM_COLUMNS}
+"""Summary column -> the HParams dashboard's metric tag."""
 NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *REPLAY_TAGS}
 
 
@@ -83,7 +97,9 @@ def hparam_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, An
         typed = all(isinstance(v, bool | int | float) for v in values) or all(
             isinstance(v, str) for v in values
         )
-        columns[p] = values if typed else [param_text(p, v) for v in values]
+        # λ as people write it (1/60), as on every other surface; the float is in the overrides.
+        written = p == "lambda_time" or not typed
+        columns[p] = [param_text(p, v) for v in values] if written else values
     return [{p: columns[p][i] for p in params} for i in range(summary.height)]
 
 
@@ -128,14 +144,16 @@ def _write(
                 if step_row[column] is not None:
                     writer.add_scalar(trainer_tag(column), step_row[column], step)
             for column in REPLAY_TAGS:
-                if step_row.get(column) is not None:
-                    writer.add_scalar(f"replay/{column}", step_row[column], step)
+                value = C.metric(column).human(step_row.get(column))
+                if value is not None:
+                    writer.add_scalar(f"replay/{column}", value, step)
         _, start, end = hparams(hparam, metrics)
         writer.file_writer.add_summary(start)
         writer.file_writer.add_summary(end)
         for column, tag in HPARAM_METRICS.items():
-            if row.get(column) is not None:
-                writer.add_scalar(tag, row[column], 0)
+            value = C.metric(column).human(row.get(column))
+            if value is not None:
+                writer.add_scalar(tag, value, 0)
         writer.close()
         runs.append(path.name)
     return runs

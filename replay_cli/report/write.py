@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli.config import unique_labels
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE
@@ -63,10 +64,27 @@ def manifest(
     }
 
 
+DESCRIBED = ("summary", "steps")
+"""Tables whose metric columns carry their catalogue description and unit as field metadata."""
+
+
 def write_tables(directory: Path, tables: dict[str, pl.DataFrame]) -> None:
-    """`name.parquet` per table."""
+    """`name.parquet` per table; a metric column of the summary and step tables says what it
+    is and in which unit (fractions and seconds: the machine units) in its field metadata."""
     for name, frame in tables.items():
-        frame.write_parquet(directory / f"{name}.parquet", row_group_size=ROW_GROUP_SIZE)
+        path = directory / f"{name}.parquet"
+        if name not in DESCRIBED:
+            frame.write_parquet(path, row_group_size=ROW_GROUP_SIZE)
+            continue
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = frame.to_arrow()
+        fields = []
+        for field in table.schema:
+            meta = C.field_metadata(field.name)
+            fields.append(field.with_metadata(meta) if meta else field)
+        pq.write_table(table.cast(pa.schema(fields)), path, row_group_size=ROW_GROUP_SIZE)
 
 
 def write_directory(

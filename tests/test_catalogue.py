@@ -1,0 +1,125 @@
+"""Tests for replay_cli.catalogue: every metric a report writes has one entry, no other module
+spells a metric name, the docs' table is the catalogue's, and every human surface writes a
+quantity in one unit."""
+
+import ast
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from replay_cli import api
+from replay_cli import catalogue as C
+from replay_cli.parameters import registry
+
+from factories import config
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "replay_cli"
+COMPUTING = ("catalogue.py", "engine/", "maths/")
+"""Where metric names may be spelled: the catalogue, and the code that computes the metrics."""
+NAMESPACES = {"validation/", "train/"}
+"""Tag prefixes that are namespaces of a logger, not metric names."""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cat") / "r"
+    configs = [
+        config({"enabled": False}),
+        config({"apply_to": "correct"}, {"clip_low": -3.0, "clip_high": 3.0}),
+        config({"semantics": "internal"}),
+    ]
+    api.replay_to_report(["data_samples/rollouts_medium.parquet"], configs, out)
+    return out
+
+
+def test_every_metric_column_of_a_report_has_an_entry(report):
+    known = {*registry(), "config_id", "label", C.TRAINED_DIGEST}
+    summary = pl.read_parquet(report / "summary.parquet")
+    missing = [c for c in summary.columns if c not in known and c not in C.CATALOGUE]
+    assert missing == []
+    steps = pl.read_parquet(report / "steps.parquet")
+    known |= {"step", "rows", "groups"}
+    assert [c for c in steps.columns if c not in known and c not in C.CATALOGUE] == []
+
+
+def test_the_summary_describes_its_metric_columns(report):
+    schema = pq.read_schema(report / "summary.parquet")
+    field = schema.field(C.RESOLVE_VS_OFF)
+    assert field.metadata[b"unit"] == b"ratio"
+    assert field.metadata[b"description"].startswith(b"resolve progress per step")
+    assert schema.field("input/run_time_p50").metadata[b"unit"] == b"seconds"
+    assert schema.field("lambda_time").metadata is None  # a parameter, not a metric
+
+
+def _spelled(path: Path) -> list[str]:
+    """Metric names a module spells: string constants that are catalogue names, and f-string
+    heads that build one."""
+    found = []
+    tree = ast.parse(path.read_text())
+    pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and node.values:
+            head = node.values[0]
+            if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                prefix = head.value
+                if (
+                    "/" in prefix
+                    and prefix not in NAMESPACES
+                    and any(k.startswith(prefix) and k != prefix for k in C.CATALOGUE)
+                ):
+                    found.append(f"{path.name}:{node.lineno} f'{prefix}...'")
+        elif (
+            isinstance(node, ast.Constant) and node.value in C.CATALOGUE and id(node) not in pieces
+        ):
+            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+    return found
+
+
+def test_no_module_but_the_catalogue_and_the_computing_code_spells_a_metric_name():
+    spelled = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if not where.startswith(COMPUTING):
+            spelled += _spelled(path)
+    assert spelled == []
+
+
+def test_the_check_catches_a_planted_name(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('x = row["step/resolve_vs_off"]\ny = f"push/resolve{scope}"\n')
+    assert len(_spelled(planted)) == 2
+
+
+def test_the_docs_metric_table_is_the_catalogues():
+    report_md = (ROOT / "docs" / "report.md").read_text()
+    assert C.markdown_table() in report_md, (
+        "docs/report.md's metric table is stale: paste replay_cli.catalogue.markdown_table()"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        (C.RESOLVE_VS_OFF, 1.0441, "104.4%"),
+        (C.RESOLVE_VS_OFF_LONG, -0.115, "−11.5%"),
+        (C.TIME_ONLY_SHARE, 0.0, "0"),
+        ("input/run_time_p50", 540.0, "9 min"),
+        (C.SOLVE_VS_OFF, -0.34, "−0.34 min"),
+        (C.SOLVE_VS_OFF, 1.36e-17, "0"),
+        (C.RESOLVE, 0.0123, "+1.2 pts"),
+        (C.SOLVE_PUSH, 1.36e-17, "0"),
+        (C.ABS_MAX, None, "-"),
+    ],
+)
+def test_one_unit_per_quantity(name, value, shown):
+    assert C.show(name, value) == shown
+
+
+def test_machine_tables_keep_fractions_and_people_get_percent():
+    m = C.metric(C.RESOLVE_VS_OFF)
+    assert m.human(1.044) == pytest.approx(104.4)
+    assert C.metric(C.SOLVE_VS_OFF).human(1.36e-17) == 0.0
+    assert C.metric("input/run_time_p50").human(120.0) == 2.0  # seconds -> minutes
