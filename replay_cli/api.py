@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from replay_cli.report.write import finish_report
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts
+
+if TYPE_CHECKING:
+    from replay_cli.io.jsonl import ImportStats
 
 
 def load(
@@ -315,14 +318,24 @@ def explain(
 
 
 def import_logs(
-    fmt: str, sources: Sequence[str | Path], out: Path, *, force: bool = False, **options: object
-):
+    fmt: str,
+    sources: Sequence[str | Path],
+    out: Path,
+    *,
+    force: bool = False,
+    step: int | None = None,
+    group_size: int | None = None,
+    skip_bad: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportStats:
     """Convert logs of another format into a canonical Parquet file (see io/importers.py)."""
     from replay_cli.io.importers import import_logs as run_import
 
     out = Path(out)
     refuse_existing(out, force)
-    return run_import(fmt, sources, out, **options)  # type: ignore[arg-type]
+    return run_import(
+        fmt, sources, out, step=step, group_size=group_size, skip_bad=skip_bad, progress=progress
+    )
 
 
 def verify_run(

@@ -168,6 +168,10 @@ def _explosions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str]
 EXPLOSION = 3.0
 """|unclipped advantage| above this is an explosion (the PR's recommended clip);
 maths/thresholds.EXPLOSION reads it from here."""
+TIME_ONLY_CELL = 0.25
+"""Share of the step spent on time alone above which the summary table marks the cell."""
+SIGN_FLIP_CELL = 0.05
+"""Share of rows flipping sign vs shaping off above which the summary table marks the cell."""
 
 
 # ---- the catalogue -----------------------------------------------------------------------
@@ -284,7 +288,7 @@ OTHER = [
         "gives them no signal): update about time alone",
         "share",
         "lower",
-        _above(0.25, "warn", "over a quarter of the step is about time alone"),
+        _above(TIME_ONLY_CELL, "warn", "over a quarter of the step is about time alone"),
     ),
     Metric(
         "step/first_order_gap",
@@ -350,7 +354,7 @@ OTHER = [
         "share of trained rows with |advantage| > 3 after the clip",
         "share",
         "lower",
-        _above(0.0, "hazard", "trained |advantage| above 3: no clip bounds them"),
+        _above(0.0, "hazard", f"trained |advantage| above {EXPLOSION:g}: no clip bounds them"),
     ),
     Metric(
         "adv/explosion_frac",
@@ -401,7 +405,7 @@ OTHER = [
         "share of rows whose advantage sign differs from shaping off's",
         "share",
         "lower",
-        _above(0.05, "warn", "over 5% of rows flip sign vs shaping off"),
+        _above(SIGN_FLIP_CELL, "warn", "over 5% of rows flip sign vs shaping off"),
     ),
     *(
         Metric(f"adv/{q}", f"adv {q}", f"advantage distribution: {q} (after the clip)", "advantage")

@@ -243,7 +243,13 @@ def workspace(base: Path) -> Path:
 
 def test_files(module: str, every_test: bool) -> tuple[str, ...]:
     """The tests run against a mutant of `module`: its mapped files, or the whole suite."""
-    return ("tests",) if every_test else tuple(f"tests/{t}.py" for t in MODULES[module])
+    if every_test:
+        return ("tests",)
+    # tests/ mirrors the package's folders: a test file is found by its name wherever it sits.
+    return tuple(
+        next(p for p in (ROOT / "tests").rglob(f"{t}.py")).relative_to(ROOT).as_posix()
+        for t in MODULES[module]
+    )
 
 
 def pytest(

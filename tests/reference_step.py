@@ -120,7 +120,7 @@ def _step(pi, p, d, e, eta):
     p2 = []
     for j in range(LEVELS):
         logit = math.log(p[j]) - math.log1p(-p[j]) + eta * e[j]
-        p2.append(min(max(1 / (1 + math.exp(-logit)), 1e-4), 1 - 1e-4))
+        p2.append(min(max(0.5 * (1 + math.tanh(0.5 * logit)), 1e-4), 1 - 1e-4))
     return pi2, p2
 
 
@@ -152,7 +152,7 @@ def measure(rows: pl.DataFrame, column: str = "advantage", budget: float = BUDGE
     eta = 0.0
     if moving:
         lo, hi = 0.0, 1.0
-        while mean_kl(hi) < budget:
+        while mean_kl(hi) < budget and hi < 1e15:  # a budget it cannot spend: saturate
             hi *= 2
         for _ in range(200):
             mid = (lo + hi) / 2

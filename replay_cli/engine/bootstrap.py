@@ -59,12 +59,15 @@ def sums(
         if resamples:
             rng = np.random.default_rng([seed, start // BLOCK])
             weights = rng.poisson(1.0, size=(resamples, len(bb))).astype(np.float64)
-        for scope in range(4):
-            mine = slice(None) if scope == 0 else bb == scope - 1
+        for b in range(3):  # scope 0, every problem, is the sum of the three buckets'
+            mine = bb == b
             xs = xb[mine]
-            point[0, scope] += xs.sum(0)
+            point[0, b + 1] += xs.sum(0)
             if weights is not None:
-                boot[:, scope] += weights[:, mine] @ xs
+                boot[:, b + 1] += weights[:, mine] @ xs
+    point[:, 0] = point[:, 1:].sum(1)
+    if boot is not None:
+        boot[:, 0] = boot[:, 1:].sum(1)
     return _split(point, configs), None if boot is None else _split(boot, configs)
 
 

@@ -22,7 +22,7 @@ from replay_cli.maths.segments import Runs
 from replay_cli.parameters import parse_value, to_config
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "float32_platforms"
+FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "float32_platforms"
 
 
 def parse_flags_for_tests(flags: str):

@@ -18,7 +18,7 @@ from factories import config
 
 pytestmark = pytest.mark.slow  # a Ray cluster per test: `-m "not slow"` skips it, CI runs it
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data_samples" / "rollouts_small.parquet"
+SAMPLE = Path(__file__).resolve().parents[2] / "data_samples" / "rollouts_small.parquet"
 TABLES = ("rollouts", "groups", "steps", "summary")
 
 

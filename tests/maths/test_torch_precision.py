@@ -20,10 +20,10 @@ from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, rollouts
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data_samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 SMALL = SAMPLES / "rollouts_small.parquet"
 MEDIUM = SAMPLES / "rollouts_medium.parquet"
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "float32_platforms"
+FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "float32_platforms"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,148 @@
+"""The decision measure's cost in a sweep; prints a Markdown table.
+
+    uv run python benchmarks/bench_measure.py                  # 1M rollouts, 24 configs
+    uv run python benchmarks/bench_measure.py --rows 1e5 --configs 4 --repeat 1
+
+Each line is its own process (its peak RSS its own), repeated `--repeat` times (the fastest run
+is reported): the sweep with the bootstrap (`--resamples 200`, the default) against the same sweep
+without it (`--resamples 0`), and, inside the first, the time of the measure's parts (the steps,
+the bootstrap's sums, the per-config pieces gathered during the replay). The input is made by
+`synth` (groups of 16) in a temporary directory; the sweep writes no per-row table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _configs(n: int) -> list:
+    from replay_cli.parameters import expand
+
+    lambdas = [0.0, 1 / 240, 1 / 120, 1 / 90, 1 / 60, 1 / 45, 1 / 30, 1 / 20, 1 / 15, 1 / 10]
+    grid = {"lambda_time": lambdas, "apply_to": ["all", "correct"], "clip_low": [-3.0]}
+    grid["clip_high"] = [3.0]
+    return expand({}, grid)[:n]
+
+
+def _child(path: str, configs: int, resamples: int, out: str) -> None:
+    """One sweep in this process: wall time, and the measure's parts timed by wrapping them."""
+    from replay_cli import api
+    from replay_cli.config import MeasureSettings
+    from replay_cli.engine import bootstrap, measure
+
+    parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0}
+
+    def timed(module, name: str, key: str) -> None:
+        inner = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                parts[key] += time.perf_counter() - start
+
+        setattr(module, name, wrapper)
+
+    timed(measure, "_steps", "steps")
+    timed(measure, "sums", "bootstrap")
+    from replay_cli.engine import run
+
+    timed(run, "measure", "measure")
+    start = time.perf_counter()
+    api.replay_to_report(
+        [path],
+        _configs(configs),
+        Path(out),
+        rows="none",
+        force=True,
+        measure=MeasureSettings(resamples=resamples),
+    )
+    total = time.perf_counter() - start
+    print(json.dumps({"seconds": total, **parts}))
+
+
+def _run(args: list[str]) -> tuple[dict, float]:
+    """A child process: its JSON line and its peak RSS (GiB)."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True
+    )
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"benchmark child {args} failed")
+    return json.loads(out.strip().splitlines()[-1]), usage.ru_maxrss / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=float, default=1e6)
+    parser.add_argument("--configs", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--child", nargs=4)
+    args = parser.parse_args()
+    if args.child:
+        path, configs, resamples, out = args.child
+        _child(path, int(configs), int(resamples), out)
+        return
+    rows = int(args.rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "rollouts.parquet"
+        steps = max(1, rows // (625 * 16))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "replay_cli",
+                "synth",
+                str(data),
+                "--steps",
+                str(steps),
+                "--groups",
+                "625",
+                "--group-size",
+                "16",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
+        results = {}
+        for resamples in (0, 200):
+            runs = [
+                _run([str(data), str(args.configs), str(resamples), str(Path(tmp) / "r")])
+                for _ in range(args.repeat)
+            ]
+            results[resamples] = min(runs, key=lambda r: r[0]["seconds"])
+    plain, boot = results[0][0], results[200][0]
+    print(f"Decision measure, {rows:,} rollouts (groups of 16), {args.configs} configs, rows none")
+    print(
+        f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores"
+    )
+    print(f"{time.strftime('%Y-%m-%d')}, fastest of {args.repeat}\n")
+    print("| sweep | seconds | measure | its steps | bootstrap sums | peak RSS GiB |")
+    print("|---|---|---|---|---|---|")
+    for name, (r, peak) in (("--resamples 0", results[0]), ("--resamples 200", results[200])):
+        print(
+            f"| {name} | {r['seconds']:.2f} | {r['measure']:.2f} | {r['steps']:.2f} | "
+            f"{r['bootstrap']:.2f} | {peak:.2f} |"
+        )
+    added = boot["seconds"] - plain["seconds"]
+    print(
+        f"\nThe bootstrap adds {added:.2f} s, {added / plain['seconds']:.1%} of the sweep without it "
+        f"(its sums alone: {boot['bootstrap'] / plain['seconds']:.1%})."
+    )
+
+
+if __name__ == "__main__":
+    main()
