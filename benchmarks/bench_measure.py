@@ -38,7 +38,7 @@ def _child(path: str, configs: int, resamples: int, out: str) -> None:
     """One sweep in this process: wall time, and the measure's parts timed by wrapping them."""
     from replay_cli import api
     from replay_cli.config import MeasureSettings
-    from replay_cli.engine import bootstrap, measure
+    from replay_cli.engine import measure
 
     parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0}
 
