@@ -12,7 +12,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.verdict import judge
-from replay_cli.config import ReplayConfig, build_config
+from replay_cli.config import ForecastSettings, ReplayConfig, build_config
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
 from replay_cli.errors import InputFileError
@@ -68,7 +68,20 @@ def replay(
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
     options = options or ReportOptions()
-    return judged(run_replay(rollouts, configs, settings=options.measure), rollouts, options.rule)
+    replayed = run_replay(rollouts, configs, settings=options.measure, forecast=options.forecast)
+    return judged(replayed, rollouts, options.rule)
+
+
+def forecast(
+    rollouts: Rollouts,
+    configs: Sequence[ReplayConfig] | ReplayConfig,
+    settings: ForecastSettings | None = None,
+    options: ReportOptions | None = None,
+) -> ReplayResult:
+    """Replay and judge configs with the forecast (`result.forecast`: per config, budget, step,
+    length bucket and metric; its numbers at the last step are summary columns the rule reads)."""
+    ahead = settings or ForecastSettings()
+    return replay(rollouts, configs, report_options(options, forecast=ahead))
 
 
 def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -> ReplayResult:
@@ -164,6 +177,7 @@ def _report(
             ray_address=options.ray_address,
             chunk_rows=options.chunk_rows,
             settings=options.measure,
+            forecast=options.forecast,
             load_args=load_args,
             progress=progress,
         )

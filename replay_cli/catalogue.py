@@ -532,6 +532,76 @@ OTHER = [
         "count",
     ),
 ]
+FORECAST = [
+    Metric(
+        "forecast/resolve_vs_off",
+        "forecast kept",
+        "resolve rate after T forecast steps as a share of shaping off's at the same step "
+        "(mean over seeds)",
+        "ratio",
+        "higher",
+        _below(lambda r: r.min_forecast_long, "warn", "below {p} of shaping off after T steps"),
+    ),
+    Metric(
+        "forecast/resolve_vs_off_low",
+        "forecast kept (low)",
+        "the lowest seed's resolve rate after T steps as a share of shaping off's",
+        "ratio",
+        "higher",
+    ),
+    Metric(
+        "forecast/resolve_vs_off_low_half",
+        "forecast kept (low, half budget)",
+        "the same at half the step budget",
+        "ratio",
+        "higher",
+    ),
+    Metric(
+        "forecast/resolve_vs_off_low_twice",
+        "forecast kept (low, twice the budget)",
+        "the same at twice the step budget",
+        "ratio",
+        "higher",
+    ),
+    Metric("forecast/resolve", "forecast resolve", "resolve rate after T steps", "share", "higher"),
+    Metric("forecast/steps", "forecast steps", "T, the steps the forecast ran", "count"),
+    Metric("forecast/resolve_off", "forecast resolve (off)", "the same under shaping off", "share"),
+    Metric(
+        "forecast/resolve_start", "resolve at start", "resolve rate of the logged effort", "share"
+    ),
+    Metric(
+        "forecast/fail_minutes",
+        "forecast fail min",
+        "mean minutes of a failed rollout after T steps",
+        "minutes",
+    ),
+    Metric(
+        "forecast/fail_minutes_off",
+        "forecast fail min (off)",
+        "the same under shaping off",
+        "minutes",
+    ),
+    Metric(
+        "forecast/fail_minutes_start",
+        "fail min at start",
+        "mean minutes of a failed rollout under the logged effort",
+        "minutes",
+    ),
+    Metric(
+        "forecast/solve_minutes_vs_off",
+        "forecast solve Δ",
+        "mean minutes of a resolved rollout after T steps minus shaping off's (negative: faster)",
+        "minutes",
+        "lower",
+    ),
+    Metric(
+        "forecast/give_up_vs_off",
+        "forecast giving up Δ",
+        "share of effort at the lowest level after T steps minus shaping off's",
+        "share",
+        "lower",
+    ),
+]
 TRAINER = [
     Metric(
         "time_efficiency/minutes/mean", "minutes", "mean agent minutes (trainer metric)", "minutes"
@@ -688,6 +758,10 @@ def _build() -> dict[str, Metric]:
             add(_twin_off(s))
     for s in _scoped(PUSH_VS_OFF):
         add(s)
+    for m in FORECAST:
+        add(m)
+        words = m.description + " on long problems"
+        add(replace(m, name=f"{m.name}@long", label=f"{m.label}, long", description=words))
     return out
 
 
@@ -702,6 +776,19 @@ SOLVE_VS_OFF = "step/solve_minutes_vs_off"
 FAIL_VS_OFF = "step/fail_minutes_vs_off"
 TIME_ONLY_SHARE = "step/time_only_share"
 KL_BUDGET = "step/kl_budget"
+FORECAST_KEPT_LOW = "forecast/resolve_vs_off_low"
+FORECAST_KEPT_LOW_LONG = "forecast/resolve_vs_off_low@long"
+FORECAST_KEPT_LONG = "forecast/resolve_vs_off@long"
+FORECAST_STEPS = "forecast/steps"
+FORECAST_FAIL_START_LONG = "forecast/fail_minutes_start@long"
+FORECAST_FAIL_LONG = "forecast/fail_minutes@long"
+FORECAST_RESOLVE_START_LONG = "forecast/resolve_start@long"
+FORECAST_RESOLVE_LONG = "forecast/resolve@long"
+FORECAST_RESOLVE_OFF_LONG = "forecast/resolve_off@long"
+FORECAST_KEPT_LOW_HALF_LONG = "forecast/resolve_vs_off_low_half@long"
+FORECAST_KEPT_LOW_TWICE_LONG = "forecast/resolve_vs_off_low_twice@long"
+FORECAST_SOLVE_VS_OFF = "forecast/solve_minutes_vs_off"
+FORECAST_GIVE_UP_VS_OFF_LONG = "forecast/give_up_vs_off@long"
 INTRODUCED = "inversion/introduced_group_rate"
 INVERSIONS = "inversion/group_rate"
 INVERSIONS_OFF = "inversion/group_rate_off"
@@ -852,6 +939,7 @@ FAMILIES = (
         [*PUSHES, PUSH_VS_OFF],
         "also `_off`; resolve, minutes_fail and minutes_pass also `@short`, `@medium`, `@long`",
     ),
+    ("the forecast (engine/forecast.py; with `--forecast`)", FORECAST, "also `@long`"),
 )
 """The catalogue as docs/report.md's metric table shows it: families of base names."""
 

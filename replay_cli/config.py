@@ -379,6 +379,23 @@ class MeasureSettings(_Frozen):
     seed: int = Field(0, description="seed of the bootstrap resamples")
 
 
+class ForecastSettings(_Frozen):
+    """How the forecast runs the decision measure's step forward (docs/report.md, "The
+    forecast"): T steps, S seeds, a stratified sample of problems."""
+
+    steps: int = Field(50, ge=1, le=10_000, description="simulated training steps (T)")
+    seeds: int = Field(
+        4, ge=1, le=62, description="seeds (S): each its own problem sample and draws"
+    )
+    problems: int = Field(
+        300, ge=1, description="problems sampled per length bucket and seed (all where fewer)"
+    )
+    check_budgets: bool = Field(
+        True, description="also run at half and twice the step budget (does the verdict hold?)"
+    )
+    seed: int = Field(0, description="seed of the problem samples and the draws")
+
+
 def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
     """Label per config_id, unique within `configs`: configs whose labels coincide (their
     difference is a parameter the label leaves out, e.g. lambda of a disabled config) get the

@@ -34,6 +34,9 @@ class ReplayResult:
     """`maths.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     resamples: pl.DataFrame | None = None
     """The decision measure per bootstrap resample and config (engine/measure.RESAMPLED)."""
+    forecast: pl.DataFrame | None = None
+    """The forecast per config, budget, step, bucket and metric (engine/forecast.py); None
+    unless asked for."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
     input_notes: list[str] = field(default_factory=list)

@@ -58,7 +58,7 @@ def levels_of(groups: dict) -> tuple[dict, dict]:
             if limit is not None and r["minutes"] >= limit:
                 lv = LEVELS - 1
             else:
-                lv = sum(r["minutes"] >= e for e in edges[bucket[k]])
+                lv = sum(r["minutes"] > e for e in edges[bucket[k]])
             level[(k, r["rollout_index"])] = lv
     return bucket, level
 
@@ -82,7 +82,7 @@ def model_of(groups: dict, bucket: dict, level: dict) -> dict:
         m = [sum(msum[k][j] for k in mine) for j in range(LEVELS)]
         total = sum(c)
         mix = [x / total if total else 0.0 for x in c]
-        rate = [(s[j] + 0.5) / (c[j] + 1) for j in range(LEVELS)]
+        rate = [s[j] / c[j] if c[j] else 0.0 for j in range(LEVELS)]
         mean = [m[j] / c[j] if c[j] else 0.0 for j in range(LEVELS)]
         for k in mine:
             n = sum(count[k])
@@ -117,20 +117,25 @@ def _step(pi, p, d, e, eta):
     top = max(z)
     w = [math.exp(x - top) for x in z]
     pi2 = [x / sum(w) for x in w]
-    p2 = []
-    for j in range(LEVELS):
-        logit = math.log(p[j]) - math.log1p(-p[j]) + eta * e[j]
-        p2.append(min(max(0.5 * (1 + math.tanh(0.5 * logit)), 1e-4), 1 - 1e-4))
-    return pi2, p2
+    z2 = [math.log(p[j]) - math.log1p(-p[j]) + eta * e[j] for j in range(LEVELS)]
+    return pi2, z2
 
 
-def _kl(pi, p, pi2, p2):
+def _softplus(x):
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def _kl(pi, p, pi2, z2):
+    """KL of the joint distribution, the new outcome by its logit (log-rates by softplus)."""
     total = 0.0
     for j in range(LEVELS):
         if pi2[j] > 0:
             total += pi2[j] * math.log(pi2[j] / pi[j])
-            q, q0 = p2[j], p[j]
-            total += pi2[j] * (q * math.log(q / q0) + (1 - q) * math.log((1 - q) / (1 - q0)))
+            z0 = math.log(p[j]) - math.log1p(-p[j])
+            log_q, log_nq = -_softplus(-z2[j]), -_softplus(z2[j])
+            log_q0, log_nq0 = -_softplus(-z0), -_softplus(z0)
+            q = math.exp(log_q)
+            total += pi2[j] * (q * (log_q - log_q0) + (1 - q) * (log_nq - log_nq0))
     return total
 
 
@@ -164,7 +169,8 @@ def measure(rows: pl.DataFrame, column: str = "advantage", budget: float = BUDGE
         sums = defaultdict(float)
         for k in mine:
             pi, p, m = model[k]
-            pi2, p2 = _step(pi, p, *dirs[k], eta)
+            pi2, z2 = _step(pi, p, *dirs[k], eta)
+            p2 = [0.5 * (1 + math.tanh(0.5 * z)) for z in z2]
             for j in range(LEVELS):
                 sums["p0"] += pi[j] * p[j]
                 sums["p1"] += pi2[j] * p2[j]
@@ -173,10 +179,12 @@ def measure(rows: pl.DataFrame, column: str = "advantage", budget: float = BUDGE
                 sums["pm1"] += pi2[j] * p2[j] * m[j]
                 sums["fm0"] += pi[j] * (1 - p[j]) * m[j]
                 sums["fm1"] += pi2[j] * (1 - p2[j]) * m[j]
+                sums["f0"] += pi[j] * (1 - p[j])
+                sums["f1"] += pi2[j] * (1 - p2[j])
         n = len(mine)
         if not n:
             continue
-        f0, f1 = n - sums["p0"], n - sums["p1"]
+        f0, f1 = sums["f0"], sums["f1"]
         out[f"resolve{scope}"] = (sums["p1"] - sums["p0"]) / n
         out[f"resolve_effort{scope}"] = (sums["pe"] - sums["p0"]) / n
         out[f"solve_minutes{scope}"] = sums["pm1"] / sums["p1"] - sums["pm0"] / sums["p0"]

@@ -286,6 +286,32 @@ def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
     )
 
 
+def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
+    """After T forecast steps, the config's resolve rate on long problems falls below the rule's
+    share of shaping off's (the lowest seed): the drift a one-step measure cannot show, in
+    numbers (failures' minutes and the resolve rate on long problems, start to T)."""
+    low = row.get(C.FORECAST_KEPT_LOW_LONG)
+    if low is None or low >= ctx.rule.min_forecast_long:
+        return None
+    one_step = row.get(C.RESOLVE_VS_OFF_LOW_LONG)
+    unseen = (
+        f"; one step alone keeps {pct(one_step)} there (low end)"
+        if one_step is not None and one_step >= ctx.rule.min_resolve_vs_off_long
+        else ""
+    )
+    steps = num(row, C.FORECAST_STEPS)
+    fail0, fail = num(row, C.FORECAST_FAIL_START_LONG), num(row, C.FORECAST_FAIL_LONG)
+    res0, res = num(row, C.FORECAST_RESOLVE_START_LONG), num(row, C.FORECAST_RESOLVE_LONG)
+    off = num(row, C.FORECAST_RESOLVE_OFF_LONG)
+    return Found(
+        low,
+        f"after {steps:.0f} steps at the same budget the forecast moves failures on long "
+        f"problems from {fail0:.1f} to {fail:.1f} minutes and resolve there from {pct(res0)} to "
+        f"{pct(res)}, against {pct(off)} with shaping off (lowest seed: {pct(low)} of shaping "
+        f"off's, the rule needs {pct(ctx.rule.min_forecast_long)}){unseen}.",
+    )
+
+
 TINY_LAMBDA = 1e-4
 """A λ below this charges an hour of agent time less than 0.006 reward: a charge of that size
 trains only through normalisation (the jump at λ → 0⁺)."""
@@ -322,6 +348,11 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
         f"train on |advantage| > {EXPLOSION:g} after the clip",
     ),
     "floor_tie": ("hazard", floor_tie, "tie successes to failures on the floor"),
+    "forecast_drift": (
+        "warning",
+        forecast_drift,
+        "lose resolve rate on long problems over the forecast",
+    ),
     "fail_faster": ("warning", fail_faster, "teach failures to give up sooner"),
     S.G_UNCHARGED_ONLY_SIGNAL: ("warning", uncharged_only, "get signal only from uncharged rows"),
     "validation_not_comparable": (
@@ -388,6 +419,7 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
     ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
     show = {
         "explosion_unbounded": lambda v: f"{v:.4g}",
+        "forecast_drift": pct,
         "fail_faster": lambda v: minutes_text(v),
     }.get(kind, pct)
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])

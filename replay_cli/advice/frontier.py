@@ -66,7 +66,7 @@ def highlights(
     verdict: pl.DataFrame | None = None,
 ) -> list[str]:
     """Config ids to draw step by step: the chosen ones (ids or id prefixes, or labels), else
-    shaping off, the recommended and the runner-up configs."""
+    shaping off, the recommended and the runner-up configs, and the best trade."""
     ids = summary[S.CONFIG_ID].to_list()
     if chosen:
         out = []
@@ -83,4 +83,6 @@ def highlights(
     out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
     for role in ("recommended", "runner-up"):
         out.extend(c for c in verdict.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
+    if "best_trade" in verdict.columns:  # where shaping off is kept: the trade worth a look
+        out.extend(c for c in verdict.filter(pl.col("best_trade"))[S.CONFIG_ID] if c not in out)
     return out or ids[:3]

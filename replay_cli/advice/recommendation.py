@@ -75,6 +75,7 @@ SCHEMA = {
     "won_share": pl.Float64,
     "best_trade": pl.Boolean,
     "trade": pl.String,
+    "budget_check": pl.String,
 }
 
 
@@ -115,6 +116,11 @@ class Rule(BaseModel):
         "for a config to count as faster at all (at the default budget; scaled like "
         "max_fail_faster): a smaller change, such as the rounding-sized charge of a tiny λ, "
         "ties with shaping off",
+    )
+    min_forecast_long: float = Field(
+        0.95,
+        description="with a forecast: the lowest seed's resolve rate on long problems after T "
+        "steps, as a share of shaping off's, at least this",
     )
     max_uncharged_only: float = Field(
         0.01, description="the share of groups with signal only from uncharged rows, at most"
@@ -245,6 +251,19 @@ CRITERIA = (
         ),
     ),
     Criterion(
+        "forecast_long",
+        lambda r, rule: (
+            r.get(C.FORECAST_KEPT_LOW_LONG) is None
+            or r[C.FORECAST_KEPT_LOW_LONG] >= rule.min_forecast_long
+        ),
+        lambda r, rule: (
+            f"after {num(r, C.FORECAST_STEPS):.0f} forecast steps it keeps "
+            f"{pct(num(r, C.FORECAST_KEPT_LONG))} of shaping off's resolve rate on long problems "
+            f"(lowest seed {pct(num(r, C.FORECAST_KEPT_LOW_LONG))}), needs "
+            f"{pct(rule.min_forecast_long)}"
+        ),
+    ),
+    Criterion(
         "uncharged_only",
         lambda r, rule: num(r, C.UNCHARGED_ONLY) <= rule.max_uncharged_only,
         lambda r, rule: (
@@ -253,7 +272,7 @@ CRITERIA = (
         ),
     ),
 )
-RESOLVE_CRITERIA = ("resolve", "resolve_long")
+RESOLVE_CRITERIA = ("resolve", "resolve_long", "forecast_long")
 """Criteria a config may fail and still be named as the best trade when shaping off is kept."""
 
 
@@ -356,7 +375,10 @@ def _differs_in(row: dict[str, Any], base: dict[str, Any]) -> str:
 
 
 def recommend(
-    summary: pl.DataFrame, rule: Rule | None = None, resamples: pl.DataFrame | None = None
+    summary: pl.DataFrame,
+    rule: Rule | None = None,
+    resamples: pl.DataFrame | None = None,
+    check_budgets: bool = True,
 ) -> pl.DataFrame:
     """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons
     with their numbers, launch overrides and YAML, the numbers it is ranked by, the share of
@@ -389,6 +411,8 @@ def recommend(
             roles[i] = "eligible" if "runner-up" in roles.values() else "runner-up"
     keep_off = bool(eligible) and eligible[0][3]
     trade = _best_trade(rows, rule) if keep_off or not eligible else None
+    best_id = best.get(S.CONFIG_ID)
+    checked = _budget_check(summary, rule, best_id) if check_budgets and eligible else None
     won = _won_shares(summary, rows, rule, resamples)
     out = []
     for i, row, failed, is_off in rows:
@@ -420,6 +444,7 @@ def recommend(
                 "won_share": won.get(i),
                 "best_trade": trade == i,
                 "trade": trade_text(row) if _tradeable(row, failed, is_off, rule) else None,
+                "budget_check": checked if role == "recommended" else None,
             }
         )
     order = {role: i for i, role in enumerate(ROLES)}
@@ -430,6 +455,29 @@ def recommend(
         item["rank"] = ranked.get(i)
     out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
+
+
+HALF_TWICE = (("_half", "half"), ("_twice", "twice"))
+
+
+def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
+    """Whether the recommendation holds when the forecast runs at half and at twice the step
+    budget (None without those forecasts): the rule applied again to the forecast's low ends at
+    those budgets."""
+    moved = []
+    for suffix, words in HALF_TWICE:
+        column = C.scoped(f"{C.FORECAST_KEPT_LOW}{suffix}", "@long")
+        if column not in summary.columns:
+            return None
+        alt = summary.with_columns(pl.col(column).alias(C.FORECAST_KEPT_LOW_LONG))
+        table = recommend(alt, rule, check_budgets=False)
+        first = table.filter(pl.col("role") == "recommended")
+        other = first.row(0, named=True) if first.height else None
+        if other is None:
+            moved.append(f"at {words} the step budget no config passes the rule")
+        elif other[S.CONFIG_ID] != best_id:
+            moved.append(f"at {words} the step budget the rule would pick '{other['label']}'")
+    return "; ".join(moved) or "the verdict holds at half and at twice the step budget"
 
 
 def _tradeable(row: dict[str, Any], failed: list[Criterion], is_off: bool, rule: Rule) -> bool:
@@ -559,6 +607,7 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
             "won_share": None,
             "best_trade": False,
             "trade": None,
+            "budget_check": None,
         }
         for i, row in enumerate(summary.iter_rows(named=True))
     ]

@@ -52,8 +52,10 @@ def _report(
     opts: tuple[InputOptions, RunOptions],
     charts: bool,
     label: str,
+    forecast: bool = False,
 ) -> None:
-    """Replay the configs `configs_of(base)` builds and print the report (replay and sweep)."""
+    """Replay the configs `configs_of(base)` builds and print the report (replay, sweep and
+    forecast)."""
     inputs, run = opts
     with user_errors():
         paths, base = inputs.layers(sources)
@@ -63,7 +65,7 @@ def _report(
                 paths,
                 configs,
                 out,
-                run.report_options(charts),
+                run.report_options(charts, forecast),
                 progress=tick,
                 **inputs.load_args(),
             )
@@ -89,29 +91,9 @@ def replay(
     _report(sources, configs_of, out, (inputs, run), charts, "replaying 1 config")
 
 
-@app.command(rich_help_panel="Replay")
-@with_parameters("sweep")
-def sweep(
-    sources: Sources,
-    out: OutOpt,
-    params: dict[str, Any],
-    grid: Annotated[
-        Path | None,
-        typer.Option(
-            "--grid",
-            help="YAML: grid (parameter -> list), configs (explicit points), base.",
-            exists=True,
-            dir_okay=False,
-        ),
-    ] = None,
-    charts: ChartsOpt = True,
-    inputs: InputOptions = INJECTED,
-    run: RunOptions = INJECTED,
-) -> None:
-    """Replay the Cartesian product of parameter lists in one pass and write one report.
-
-    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
-    """
+def _grid_configs(params: dict[str, Any], grid: Path | None) -> Any:
+    """`configs_of(base)` of a sweep: the grid file's axes, points and base, then the flags (a
+    flag with one value is a setting of every config, with several an axis of the grid)."""
 
     def configs_of(base: dict[str, Any]) -> list[Any]:
         axes: dict[str, list[Any]] = {}
@@ -120,15 +102,65 @@ def sweep(
             file_axes, points, file_base = parameters.read_grid(grid)
             base = {**base, **file_base}
             axes.update(file_axes)
-        # A flag with one value is a setting of every config, the file's explicit points too
-        # (where a point does not name it); a flag with several values is an axis of the grid.
         single = {name: values[0] for name, values in params.items() if len(values) == 1}
         axes.update({name: values for name, values in params.items() if len(values) > 1})
         for name in single:
             axes.pop(name, None)
         return parameters.expand({**base, **single}, axes, points)
 
+    return configs_of
+
+
+GridOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--grid",
+        help="YAML: grid (parameter -> list), configs (explicit points), base.",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
+@app.command(rich_help_panel="Replay")
+@with_parameters("sweep")
+def sweep(
+    sources: Sources,
+    out: OutOpt,
+    params: dict[str, Any],
+    grid: GridOpt = None,
+    charts: ChartsOpt = True,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
+) -> None:
+    """Replay the Cartesian product of parameter lists in one pass and write one report.
+
+    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
+    """
+    configs_of = _grid_configs(params, grid)
     _report(sources, configs_of, out, (inputs, run), charts, "replaying {n} configs")
+
+
+@app.command(rich_help_panel="Replay")
+@with_parameters("sweep")
+def forecast(
+    sources: Sources,
+    out: OutOpt,
+    params: dict[str, Any],
+    grid: GridOpt = None,
+    charts: ChartsOpt = True,
+    inputs: InputOptions = INJECTED,
+    run: RunOptions = INJECTED,
+) -> None:
+    """Forecast what T steps of training under each config (a sweep's lists, grids and ++
+    overrides) do to the resolve rate and the minutes, beside shaping off, and write the sweep's
+    report with it (forecast.parquet, a chart, a section of index.html).
+
+    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --steps 50 --seeds 4
+    """
+    configs_of = _grid_configs(params, grid)
+    label = "replaying and forecasting {n} configs"
+    _report(sources, configs_of, out, (inputs, run), charts, label, forecast=True)
 
 
 @app.command(rich_help_panel="Data")

@@ -279,6 +279,41 @@ ResamplesOpt = Annotated[
 ]
 
 
+ForecastOpt = Annotated[
+    bool,
+    typer.Option(
+        "--forecast",
+        help="Also forecast T steps of training under each config (forecast.parquet, a chart, "
+        "a section of index.html, a criterion of the rule).",
+        rich_help_panel="Decision",
+    ),
+]
+StepsOpt = Annotated[
+    int,
+    typer.Option(
+        "--steps", min=1, help="Forecast: simulated training steps.", rich_help_panel="Decision"
+    ),
+]
+SeedsOpt = Annotated[
+    int,
+    typer.Option(
+        "--seeds",
+        min=1,
+        help="Forecast: seeds, each with its own problem sample and draws.",
+        rich_help_panel="Decision",
+    ),
+]
+ProblemsOpt = Annotated[
+    int,
+    typer.Option(
+        "--problems",
+        min=1,
+        help="Forecast: problems sampled per length bucket and seed (all where fewer).",
+        rich_help_panel="Decision",
+    ),
+]
+
+
 def highlight_ids(value: str | None) -> list[str] | None:
     """The --highlight list, or None for the default choice."""
     if not value:
@@ -328,11 +363,20 @@ class RunOptions:
     tensorboard: Path | None
     step_kl: float
     resamples: int
+    forecast: bool
+    steps: int
+    seeds: int
+    problems: int
 
-    def report_options(self, charts: bool) -> Any:
-        """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
-        from replay_cli.config import MeasureSettings
+    def report_options(self, charts: bool, forecast: bool = False) -> Any:
+        """The report's `ReportOptions` (imported here: `--help` loads no pydantic models);
+        `forecast` forces the forecast on (the `forecast` command)."""
+        from replay_cli.config import ForecastSettings, MeasureSettings
         from replay_cli.report.options import ReportOptions
+
+        ahead = None
+        if forecast or self.forecast:
+            ahead = ForecastSettings(steps=self.steps, seeds=self.seeds, problems=self.problems)
 
         return ReportOptions(
             force=self.force,
@@ -344,6 +388,7 @@ class RunOptions:
             highlight=tuple(highlight_ids(self.highlight) or ()),
             tensorboard=self.tensorboard,
             measure=MeasureSettings(step_kl=self.step_kl, resamples=self.resamples),
+            forecast=ahead,
         )
 
 
@@ -361,6 +406,10 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "tensorboard": (TensorBoardOpt, None),
         "step_kl": (StepKlOpt, 0.001),
         "resamples": (ResamplesOpt, 200),
+        "forecast": (ForecastOpt, False),
+        "steps": (StepsOpt, 50),
+        "seeds": (SeedsOpt, 4),
+        "problems": (ProblemsOpt, 300),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -125,6 +125,31 @@ FINDINGS_SHOWN = 4
 """Headline hazards and warnings the terminal prints (index.html shows every finding)."""
 
 
+def print_forecast(result: ReplayResult) -> None:
+    """The forecast in two lines: shaping off's trajectory on long problems, what the pick (or
+    the best trade) keeps of it after T steps, and whether the verdict holds at other budgets."""
+    summary, verdict = result.summary, result.verdict
+    if result.forecast is None or verdict is None or C.FORECAST_STEPS not in summary.columns:
+        return
+    row = summary.row(0, named=True)
+    steps = int(row[C.FORECAST_STEPS] or 0)
+    start = C.show(C.FORECAST_RESOLVE_START_LONG, row.get(C.FORECAST_RESOLVE_START_LONG))
+    off = C.show(C.FORECAST_RESOLVE_OFF_LONG, row.get(C.FORECAST_RESOLVE_OFF_LONG))
+    typer.echo(
+        f"Forecast ({steps} steps): shaping off takes long problems from {start} to {off} resolved."
+    )
+    d = verdict.decision
+    shown = d.best_trade if d.keep_off or d.recommended is None else d.recommended
+    if shown is not None:
+        mine = summary.filter(pl.col(S.CONFIG_ID) == shown[S.CONFIG_ID]).row(0, named=True)
+        kept = C.show(C.FORECAST_KEPT_LONG, mine.get(C.FORECAST_KEPT_LONG))
+        low = C.show(C.FORECAST_KEPT_LOW_LONG, mine.get(C.FORECAST_KEPT_LOW_LONG))
+        typer.echo(f"  '{shown['label']}' keeps {kept} of it (lowest seed {low}).")
+    checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
+    if checked.len() and checked[0]:
+        typer.echo(f"  Budget: {checked[0]}.")
+
+
 def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
     """The first headline hazards and warnings in the order a user decides in, one line each
     (the terminal wraps them), and where the rest are; the verdict is `print_decision`'s."""
@@ -153,6 +178,7 @@ def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = Non
     for line in result.computed_by:
         typer.echo(f"Note: {line}", err=True)
     print_decision(result.verdict)
+    print_forecast(result)
     print_summary(result, out)
     print_findings(result.findings, out)
     if tensorboard is not None:

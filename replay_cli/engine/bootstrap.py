@@ -19,8 +19,8 @@ from replay_cli.maths.effort import EffortModel
 
 BLOCK = 1 << 16
 """Problems whose resample weights are drawn and multiplied at a time (bounded memory)."""
-BASE = ("w", "p0", "pm0", "m0")
-PER_CONFIG = ("d_p", "d_pm", "d_m", "d_pe", "kl")
+BASE = ("w", "p0", "pm0", "f0", "fm0")
+PER_CONFIG = ("d_p", "d_pm", "d_fm", "d_pe", "kl")
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,16 @@ class Sums:
 
 
 def _columns(model: EffortModel, steps: Steps) -> tuple[np.ndarray, int]:
-    """(problems, 4 + 5 C) float64 columns of every summed quantity, weighted by the problem's
-    groups."""
+    """(problems, 5 + 5 C) float64 columns of every summed quantity, weighted by the problem's
+    groups (failures summed directly: where they are rare, 1 − P would cancel)."""
     pi, p, m, w = model.pi, model.p, model.m, model.weight
-    base = [w, w * (pi * p).sum(-1), w * (pi * p * m).sum(-1), w * (pi * m).sum(-1)]
+    base = [
+        w,
+        w * (pi * p).sum(-1),
+        w * (pi * p * m).sum(-1),
+        w * (pi * (1 - p)).sum(-1),
+        w * (pi * (1 - p) * m).sum(-1),
+    ]
     per = [w * getattr(steps, name) for name in PER_CONFIG]  # each (C, P)
     configs = per[0].shape[0]
     stacked = np.stack(per).reshape(len(PER_CONFIG) * configs, -1)  # (5C, P), value-major
@@ -90,11 +96,11 @@ def measures(s: Sums, budget: float, point: bool) -> dict[str, np.ndarray]:
         else:
             mean_kl = c["kl"][:, :, :1] / w[:, :, :1]
             scale = np.sqrt(np.where(mean_kl > 0, budget / mean_kl, 0.0))
-        d_p, d_pm, d_m = scale * c["d_p"], scale * c["d_pm"], scale * c["d_m"]
-        p0, pm0, m0 = b["p0"][:, None, :], b["pm0"][:, None, :], b["m0"][:, None, :]
-        f0, fm0 = w - p0, m0 - pm0
+        d_p, d_pm, d_fm = scale * c["d_p"], scale * c["d_pm"], scale * c["d_fm"]
+        p0, pm0 = b["p0"][:, None, :], b["pm0"][:, None, :]
+        f0, fm0 = b["f0"][:, None, :], b["fm0"][:, None, :]
         solve = (pm0 + d_pm) / (p0 + d_p) - pm0 / p0
-        fail = (fm0 + d_m - d_pm) / (f0 - d_p) - fm0 / f0
+        fail = (fm0 + d_fm) / (f0 - d_p) - fm0 / f0
         return {
             "resolve": d_p / w,
             "resolve_effort": scale * c["d_pe"] / w,

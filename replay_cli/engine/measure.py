@@ -13,7 +13,6 @@ shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from dataclasses import fields
 
 import numpy as np
@@ -26,7 +25,6 @@ from replay_cli.engine.step_measure import (
     CONFIG_BLOCK,
     SCOPES,
     ConfigLevels,
-    GroupLevels,
     Problems,
     Steps,
     take_steps,
@@ -47,9 +45,46 @@ INTERVALS = (*RESAMPLED, "step/solve_minutes_vs_off@long", "step/fail_minutes_vs
 
 
 def _concat_steps(parts: list[Steps]) -> Steps:
-    return Steps(
-        **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Steps)}
-    )
+    def joined(name: str) -> object:
+        if name == "new":
+            return {k: np.concatenate([p.new[k] for p in parts]) for k in parts[0].new}
+        return np.concatenate([getattr(p, name) for p in parts])
+
+    return Steps(**{f.name: joined(f.name) for f in fields(Steps)})
+
+
+MEASURES = ("resolve", "resolve_effort", "solve_minutes", "fail_minutes")
+
+
+def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
+    """The point estimate per (1, config, scope), as `bootstrap.measures` lays it out, from the
+    problems' sums before and after the step taken directly (no base + change)."""
+    pi, p, m, w = model.pi, model.p, model.m, model.weight
+    before = {
+        "p": (pi * p).sum(-1),
+        "pm": (pi * p * m).sum(-1),
+        "f": (pi * (1 - p)).sum(-1),
+        "fm": (pi * (1 - p) * m).sum(-1),
+    }
+    out = {name: np.zeros((1, len(steps.eta), 4)) for name in MEASURES}
+    for scope in range(4):
+        mine = w * (True if scope == 0 else model.bucket == scope - 1)
+        total = mine.sum()
+
+        def summed(x: np.ndarray, mine: np.ndarray = mine) -> np.ndarray:
+            return (x * mine).sum(-1)
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["resolve"][0, :, scope] = summed(steps.d_p) / total
+            out["resolve_effort"][0, :, scope] = summed(steps.d_pe) / total
+            new, old = steps.new, before
+            out["solve_minutes"][0, :, scope] = summed(new["pm"]) / summed(new["p"]) - summed(
+                old["pm"]
+            ) / summed(old["p"])
+            out["fail_minutes"][0, :, scope] = summed(new["fm"]) / summed(new["f"]) - summed(
+                old["fm"]
+            ) / summed(old["f"])
+    return out
 
 
 def _steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
@@ -103,17 +138,16 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
 
 
 def measure(
-    groups: Sequence[GroupLevels],
+    problems: Problems | None,
     per_config: dict[str, list[ConfigLevels]],
     settings: MeasureSettings,
 ) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
     """Per config id, the measure's summary columns, and the bootstrap table (config_id,
-    resample, the measures of `RESAMPLED`)."""
+    resample, the measures of `RESAMPLED`); `problems`: the input's (None: it has none)."""
     ids = list(per_config)
     empty = pl.DataFrame(schema={S.CONFIG_ID: pl.String, "resample": pl.Int64})
-    if not ids or not groups or sum(len(g.bucket) for g in groups) == 0:
+    if not ids or problems is None:
         return {cid: {} for cid in ids}, empty
-    problems = Problems.of(groups)
     model = problems.model
 
     def gather(name: str, cid: str) -> np.ndarray:
@@ -133,8 +167,8 @@ def measure(
     tied = np.stack([gather("off_tied", c) for c in ids])
     share = _time_only_share(problems, a, ay, tied)
 
-    point_sums, boot_sums = sums(model, steps, settings.resamples, settings.seed)
-    point = measures(point_sums, budget, point=True)
+    _, boot_sums = sums(model, steps, settings.resamples, settings.seed)
+    point = point_measures(model, steps)
     values = {k: v[0, : len(ids)] for k, v in point.items()}
     off = {k: v[0, twin] for k, v in point.items()}
     named = _named(values, off)

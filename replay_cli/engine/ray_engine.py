@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.config import MeasureSettings, ReplayConfig
+from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig
 from replay_cli.engine.run import (
     Accumulator,
     ChunkState,
@@ -128,6 +128,7 @@ def run_replay_ray(
     address: str | None = None,
     group_sink: Callable[[Any], None] | None = None,
     settings: MeasureSettings | None = None,
+    forecast: ForecastSettings | None = None,
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
     ray = ensure_ray(address)
@@ -136,7 +137,7 @@ def run_replay_ray(
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
     settings = settings or MeasureSettings()
-    shape = InputShape.of(rollouts, settings.levels)
+    shape = InputShape.of(rollouts, settings.levels, forecast)
     jobs = [
         (i, lo, hi, j, batch)
         for i, (lo, hi) in enumerate(chunks)
@@ -167,7 +168,12 @@ def run_replay_ray(
     index = {ref: k for k, ref in enumerate(refs)}
     results: dict[int, Any] = {}
     acc = Accumulator(
-        unique, keep_rows=False, group_sink=group_sink, edges=shape.length_edges, settings=settings
+        unique,
+        keep_rows=False,
+        group_sink=group_sink,
+        edges=shape.length_edges,
+        settings=settings,
+        forecast=forecast,
     )
     pending, fed, done = list(refs), 0, 0
     while pending:

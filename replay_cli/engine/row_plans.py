@@ -3,11 +3,14 @@ advantages, plus the shaping-off advantages that a sweep shares between its conf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import AdvantageParams, ReplayConfig
+from replay_cli.frames import collect_all
 from replay_cli.maths.advantages import AdvColumns, add_baseline_and_std, add_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.filters import add_kept
@@ -175,3 +178,20 @@ def row_plan(
         pl.lit(raw).alias(S.ADV_RAW),
     )
     return lf.select(*inputs, *S.REPORT_COLUMNS, S.ADV_F32_BOUND, S.IS_VAL, S.TRAINABLE, S.GID)
+
+
+def planned_rows(
+    arrays: ChunkArrays, batch: Sequence[ReplayConfig], cache: dict[RawKey, pl.Series]
+) -> list[pl.DataFrame]:
+    """The per-row frames of configs that take the polars plans (filters, peer estimators), over
+    a chunk; `cache` keeps the shaping-off column per `raw_key` between batches."""
+    if not batch:
+        return []
+    source = arrays.frame.lazy()
+    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in cache))
+    raws = collect_all([raw_plan(source, k, arrays.runs) for k in missing])
+    for key, raw in zip(missing, raws, strict=True):
+        cache[key] = raw.to_series()
+    plans = [row_plan(source, cfg, cache[raw_key(cfg)], arrays) for cfg in batch]
+    # One chunk per frame: float sums depend on chunk boundaries.
+    return [f.rechunk() for f in collect_all(plans)]

@@ -13,24 +13,32 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import DEFAULT_CHUNK_ROWS, MeasureSettings, ReplayConfig, unique_labels
+from replay_cli.config import (
+    DEFAULT_CHUNK_ROWS,
+    ForecastSettings,
+    MeasureSettings,
+    ReplayConfig,
+    unique_labels,
+)
 from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
+from replay_cli.engine.forecast import forecast
 from replay_cli.engine.measure import measure
 from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
-from replay_cli.engine.row_plans import RawKey, raw_key, raw_plan, row_plan
+from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
 from replay_cli.engine.step_measure import (
     ChunkLevels,
     ConfigLevels,
     GroupLevels,
+    Problems,
     config_levels,
     effort_levels,
 )
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
-from replay_cli.frames import collect, collect_all
+from replay_cli.frames import collect
 from replay_cli.maths import torch_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
 from replay_cli.maths.effort import EffortLevels
@@ -117,7 +125,8 @@ class ChunkState:
     @classmethod
     def of(cls, chunk: pl.DataFrame, shape: InputShape) -> ChunkState:
         arrays = ChunkArrays.of(chunk, shape.length_edges)
-        return cls(arrays, ChunkLevels.of(arrays, shape.levels, shape.problem_buckets))
+        levels = ChunkLevels.of(arrays, shape.levels, shape.problem_buckets, shape.forecast_keys)
+        return cls(arrays, levels)
 
 
 def replay_batch(
@@ -154,18 +163,7 @@ def replay_batch(
 
 def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.DataFrame]:
     """The per-row frames of configs that take the polars plans (filters, peer estimators)."""
-    if not batch:
-        return []
-    source = state.arrays.frame.lazy()
-    cache = state.raw_columns
-    missing = list(dict.fromkeys(k for k in map(raw_key, batch) if k not in cache))
-    runs = state.arrays.runs
-    raws = collect_all([raw_plan(source, k, runs) for k in missing])
-    for key, raw in zip(missing, raws, strict=True):
-        cache[key] = raw.to_series()
-    plans = [row_plan(source, cfg, cache[raw_key(cfg)], state.arrays) for cfg in batch]
-    # One chunk per frame: float sums depend on chunk boundaries.
-    return [f.rechunk() for f in collect_all(plans)]
+    return planned_rows(state.arrays, batch, state.raw_columns)
 
 
 def config_pieces(
@@ -238,11 +236,13 @@ class Accumulator:
         group_sink: RowSink | None = None,
         edges: tuple[float, float] = (0.0, 0.0),
         settings: MeasureSettings | None = None,
+        forecast: ForecastSettings | None = None,
     ) -> None:
         self.configs = configs
         self.labels = unique_labels(configs)
         self.edges = edges
         self.settings = settings or MeasureSettings()
+        self.forecast = forecast
         self.keep_rows = keep_rows
         self.group_sink = group_sink  # groups go out as they come; only their counts stay
         self.rows: list[pl.DataFrame] = []
@@ -290,13 +290,22 @@ class Accumulator:
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
+        groups = [p.levels for p in self.inputs]
+        problems = Problems.of(groups)
         steps_measure, resamples = measure(
-            [p.levels for p in self.inputs],
+            problems,
             {c.config_id: [p.effort for p in self.pieces[c.config_id]] for c in self.configs},
             self.settings,
         )
         for row in summaries:
             row |= steps_measure[row[S.CONFIG_ID]]
+        forecast_table = None
+        if self.forecast is not None and problems is not None:
+            forecast_table, ahead = forecast(
+                problems, groups, self.configs, self.forecast, self.settings.step_kl
+            )
+            for row in summaries:
+                row |= ahead[row[S.CONFIG_ID]]
         groups_all, steps_all = [], []
         advantages, deductions = {}, {}
         for cfg in self.configs:
@@ -324,6 +333,7 @@ class Accumulator:
             minutes=pl.concat([p.minutes for p in self.inputs]),
             top_groups=top,
             resamples=resamples,
+            forecast=forecast_table,
             computed_by=computed_by or [],
         )
 
@@ -376,12 +386,16 @@ class InputShape:
     length_edges: tuple[float, float]
     levels: EffortLevels
     problem_buckets: pl.DataFrame | None
+    forecast_keys: pl.DataFrame | None = None
 
     @classmethod
-    def of(cls, rollouts: Rollouts, levels: int) -> InputShape:
+    def of(
+        cls, rollouts: Rollouts, levels: int, forecast: ForecastSettings | None = None
+    ) -> InputShape:
         edges = input_length_edges(rollouts)
-        effort, buckets = effort_levels(rollouts.frame, edges, levels)
-        return cls(edges, effort, buckets)
+        sample = None if forecast is None else (forecast.problems, forecast.seeds, forecast.seed)
+        effort, buckets, keys = effort_levels(rollouts.frame, edges, levels, sample)
+        return cls(edges, effort, buckets, keys)
 
 
 def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
@@ -404,6 +418,7 @@ def run_replay(
     with_rows: bool = True,
     workers: int | None = None,
     settings: MeasureSettings | None = None,
+    forecast: ForecastSettings | None = None,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
@@ -412,7 +427,8 @@ def run_replay(
     results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
     Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
     builds no per-row frames (the report's `--rows none`). `settings`: the decision measure's
-    step budget, levels and bootstrap (defaults: `MeasureSettings()`).
+    step budget, levels and bootstrap (defaults: `MeasureSettings()`); `forecast`: run the
+    forecast too (engine/forecast.py).
     """
     settings = settings or MeasureSettings()
     if not configs:
@@ -426,13 +442,14 @@ def run_replay(
         for d in sorted({c.advantage.device for c in unique if c.advantage.precision == "torch"})
     ]
     chunks, chart_every = plan(rollouts, chunk_rows)
-    shape = InputShape.of(rollouts, settings.levels)
+    shape = InputShape.of(rollouts, settings.levels, forecast)
     acc = Accumulator(
         unique,
         keep_rows=row_sink is None and with_rows,
         group_sink=group_sink,
         edges=shape.length_edges,
         settings=settings,
+        forecast=forecast,
     )
     total, done = len(chunks) * len(unique), 0
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:

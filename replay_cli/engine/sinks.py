@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay_cli import schema as S
-from replay_cli.config import DEFAULT_CHUNK_ROWS, MeasureSettings, ReplayConfig
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSettings, ReplayConfig
 from replay_cli.engine.run import run_replay
 from replay_cli.errors import ConfigError
 from replay_cli.io.parquet import ParquetRowSink, RowsMode
@@ -27,6 +27,7 @@ def replay_into(
     ray_address: str | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     settings: MeasureSettings | None = None,
+    forecast: ForecastSettings | None = None,
     load_args: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
@@ -52,6 +53,7 @@ def replay_into(
                 address=ray_address,
                 group_sink=group_sink,
                 settings=settings,
+                forecast=forecast,
             )
         finally:
             group_sink.close()
@@ -69,6 +71,7 @@ def replay_into(
             group_sink=group_sink,
             with_rows=rows != "none",
             settings=settings,
+            forecast=forecast,
         )
     finally:
         sink.close()

@@ -22,14 +22,16 @@ from replay_cli import schema as S
 from replay_cli.engine.pushes import LENGTHS, length_bucket
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import collect
-from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
+from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
 from replay_cli.maths.effort import (
     Direction,
     EffortLevels,
     EffortModel,
+    kl,
     limit_of,
     solve_eta,
     stepped,
+    success,
     window_start,
 )
 from replay_cli.maths.segments import Runs
@@ -41,12 +43,32 @@ CONFIG_BLOCK = 8
 """Configs whose steps are computed together ((configs, problems, levels) arrays)."""
 
 
+def forecast_keys(
+    medians: pl.LazyFrame, key: list[str], per_bucket: int, seeds: int, seed: int
+) -> pl.DataFrame:
+    """The problems the forecast keeps rows of: for each seed, up to `per_bucket` problems of
+    each length bucket drawn at random; one row per problem with a bit per seed that drew it."""
+    chosen = []
+    for s in range(seeds):
+        order = pl.int_range(pl.len()).shuffle(seed=seed * 1_000 + s).over("_bucket")
+        bit = pl.lit(1 << s, dtype=pl.Int64).alias("_seeds")
+        picked = medians.filter(order < per_bucket).select(*key, bit)
+        chosen.append(picked)
+    return collect(pl.concat(chosen).group_by(key).agg(pl.col("_seeds").sum().cast(pl.Int64))).sort(
+        key
+    )
+
+
 def effort_levels(
-    rollouts_frame: pl.LazyFrame, length_edges: tuple[float, float], levels: int
-) -> tuple[EffortLevels, pl.DataFrame | None]:
+    rollouts_frame: pl.LazyFrame,
+    length_edges: tuple[float, float],
+    levels: int,
+    forecast: tuple[int, int, int] | None = None,
+) -> tuple[EffortLevels, pl.DataFrame | None, pl.DataFrame | None]:
     """The input's effort levels (one pass over the training rows' run times) and, where rows
     name their problem (`instance_id`), each problem's length bucket (by the median run time of
-    all its training rollouts, so a problem's groups share their levels)."""
+    all its training rollouts, so a problem's groups share their levels), and with `forecast`
+    (problems per bucket, seeds, seed) the problems whose rows the forecast keeps."""
     columns = rollouts_frame.collect_schema().names()
     train = rollouts_frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
     pooled = S.INSTANCE_ID in columns
@@ -58,35 +80,26 @@ def effort_levels(
         pl.when(pl.col("_median") <= lo).then(0).when(pl.col("_median") > hi).then(2).otherwise(1)
     )
     medians = medians.with_columns(bucket.cast(pl.Int8).alias("_bucket"))
-    stats = collect(
-        seconds.select(pl.col(S.RUN_TIME).max().alias("longest"), pl.len().alias("rows"))
-    )
-    longest = float(stats["longest"][0] or 0.0) / 60
-    rows = int(stats["rows"][0])
-    near = collect(seconds.select((pl.col(S.RUN_TIME) / 60 >= window_start(longest)).sum())).item()
-    limit = limit_of(longest, int(near or 0), rows)
-    below = seconds.join(medians, on=key, nulls_equal=True)
-    if limit is not None:
-        below = below.filter(pl.col(S.RUN_TIME) / 60 < limit)
+    # Minutes by numpy's IEEE division, as the chunks compute each row's level (polars divides
+    # by a literal through its reciprocal, one ulp off in some rows: a row on an edge would fall
+    # on the other side of it).
+    rows = collect(seconds.join(medians, on=key, nulls_equal=True).select(S.RUN_TIME, "_bucket"))
+    minutes = minutes_of(rows[S.RUN_TIME].to_numpy())
+    row_bucket = rows["_bucket"].to_numpy()
+    longest = float(minutes.max()) if len(minutes) else 0.0
+    near = int((minutes >= window_start(longest)).sum())
+    limit = limit_of(longest, near, len(minutes))
+    below = np.ones(len(minutes), bool) if limit is None else minutes < limit
     qs = np.linspace(0, 1, levels)[1:-1]
-    edges_frame = collect(
-        below.group_by("_bucket").agg(
-            *(
-                (pl.col(S.RUN_TIME) / 60).quantile(float(q), "linear").alias(f"q{i}")
-                for i, q in enumerate(qs)
-            )
-        )
-    )
     edges = []
     for b in range(3):
-        row = edges_frame.filter(pl.col("_bucket") == b)
+        mine = minutes[below & (row_bucket == b)]
         edges.append(
-            tuple(float(row[f"q{i}"][0]) for i in range(len(qs)))
-            if row.height
-            else (0.0,) * len(qs)
+            tuple(float(x) for x in np.quantile(mine, qs)) if len(mine) else (0.0,) * len(qs)
         )
     buckets = collect(medians.select(S.INSTANCE_ID, "_bucket")) if pooled else None
-    return EffortLevels(tuple(edges), limit), buckets
+    keys = None if forecast is None else forecast_keys(medians.sort(key), key, *forecast)
+    return EffortLevels(tuple(edges), limit), buckets, keys
 
 
 @dataclass
@@ -100,6 +113,11 @@ class GroupLevels:
     minutes: np.ndarray
     bucket: np.ndarray
     problem: pl.Series | None
+    seeds: np.ndarray | None = None
+    """Per group, a bit per forecast seed that drew its problem (None: no forecast)."""
+    rows: dict[str, np.ndarray] | None = None
+    """The logged training rollouts of the forecast's groups (`forecast.LOGGED`, and `group`:
+    the group's position in this chunk's training groups)."""
 
 
 @dataclass
@@ -111,7 +129,11 @@ class ChunkLevels:
 
     @classmethod
     def of(
-        cls, c: ChunkArrays, levels: EffortLevels, problem_buckets: pl.DataFrame | None
+        cls,
+        c: ChunkArrays,
+        levels: EffortLevels,
+        problem_buckets: pl.DataFrame | None,
+        forecast_keys: pl.DataFrame | None = None,
     ) -> ChunkLevels:
         runs, pick = c.runs, c.train_runs
         if problem_buckets is not None:
@@ -133,7 +155,37 @@ class ChunkLevels:
         problem = None
         if problem_buckets is not None:
             problem = c.frame[S.INSTANCE_ID].gather(runs.starts[pick])
-        return cls(rows, GroupLevels(count, success, minutes, bucket[pick], problem))
+        groups = GroupLevels(count, success, minutes, bucket[pick], problem)
+        if forecast_keys is not None:
+            groups.seeds, groups.rows = _kept_rows(c, rows, pick, forecast_keys)
+        return cls(rows, groups)
+
+
+def _kept_rows(
+    c: ChunkArrays, levels: np.ndarray, pick: np.ndarray, keys: pl.DataFrame
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The forecast's seeds per training group, and the logged rows of the groups it keeps."""
+    key = [k for k in keys.columns if k != "_seeds"]
+    first = c.frame.select(key).gather(c.runs.starts[pick])
+    seeds = first.join(keys, on=key, how="left", maintain_order="left", nulls_equal=True)
+    bits = seeds["_seeds"].fill_null(0).to_numpy()
+    kept_group = np.zeros(len(c.runs), bool)
+    kept_group[pick[bits > 0]] = True
+    local = np.full(len(c.runs), -1)
+    local[pick] = np.arange(len(pick))
+    row_run = c.run_of_row
+    keep = kept_group[row_run] & c.train
+    rows = {
+        "group": local[row_run[keep]],
+        "level": levels[keep],
+        "resolved": c.resolved[keep],
+        "reward": c.reward[keep],
+        "minutes": c.minutes[keep],
+        "calls": c.calls[keep],
+        "mask_sample": c.mask_sample[keep],
+        "zeroed": c.zeroed[keep],
+    }
+    return bits, rows
 
 
 @dataclass
@@ -190,7 +242,10 @@ class Problems:
     runs: Runs | None
 
     @classmethod
-    def of(cls, groups: Sequence[GroupLevels]) -> Problems:
+    def of(cls, groups: Sequence[GroupLevels]) -> Problems | None:
+        """The problems of the gathered groups (None where the input has no training group)."""
+        if not groups or sum(len(g.bucket) for g in groups) == 0:
+            return None
         count = np.concatenate([g.count for g in groups])
         success = np.concatenate([g.success for g in groups])
         minutes = np.concatenate([g.minutes for g in groups])
@@ -229,36 +284,47 @@ class Problems:
 
 @dataclass(frozen=True)
 class Steps:
-    """One step per config (or shaping-off twin) on every problem: per problem the resolve
-    probability P, the summed minutes of successes PM and of all rollouts M before and after, the
-    resolve probability with only the effort moved (Pe), the step's KL, and its first-order P."""
+    """One step per config (or shaping-off twin) on every problem: per problem the change of the
+    resolve probability P, of the minutes-weighted success and failure probabilities PM and FM,
+    of the resolve probability with only the effort moved (Pe), the step's KL, and its
+    first-order P (failures summed directly: where they are rare, M − PM would cancel)."""
 
     kl: np.ndarray
     d_p: np.ndarray
     d_pm: np.ndarray
-    d_m: np.ndarray
+    d_fm: np.ndarray
     d_pe: np.ndarray
     first_p: np.ndarray
     eta: np.ndarray
+    new: dict[str, np.ndarray]
+    """Per problem after the step: P, PM, F (failure probability) and FM, summed directly (the
+    point estimate's ratios then need no difference of nearly equal sums)."""
 
 
 def take_steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
     """The fixed-KL step of each config (rows of a, ay: (configs, problems, levels))."""
     direction = Direction.of(model, a, ay)
     eta = solve_eta(model, direction, budget)
-    pi2, p2 = stepped(model, direction, eta)
+    pi2, z2 = stepped(model, direction, eta)
+    p2 = np.where(eta[:, None, None] == 0, model.p, success(z2))  # no step: p as it was
     pi, p, m = model.pi, model.p, model.m
-    from replay_cli.maths.effort import kl as kl_of
 
-    p0, pm0, m0 = (pi * p).sum(-1), (pi * p * m).sum(-1), (pi * m).sum(-1)
+    p0, pm0, fm0 = (pi * p).sum(-1), (pi * p * m).sum(-1), (pi * (1 - p) * m).sum(-1)
     mean_d = (pi * direction.d).sum(-1, keepdims=True)
     first = (pi * (direction.d - mean_d) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
+    new = {
+        "p": (pi2 * p2).sum(-1),
+        "pm": (pi2 * p2 * m).sum(-1),
+        "f": (pi2 * (1 - p2)).sum(-1),
+        "fm": (pi2 * (1 - p2) * m).sum(-1),
+    }
     return Steps(
-        kl=kl_of(model, pi2, p2),
-        d_p=(pi2 * p2).sum(-1) - p0,
-        d_pm=(pi2 * p2 * m).sum(-1) - pm0,
-        d_m=(pi2 * m).sum(-1) - m0,
+        kl=kl(model, pi2, z2),
+        d_p=new["p"] - p0,
+        d_pm=new["pm"] - pm0,
+        d_fm=new["fm"] - fm0,
         d_pe=(pi2 * p).sum(-1) - p0,
         first_p=eta[:, None] * first,
         eta=eta,
+        new=new,
     )

@@ -15,7 +15,8 @@ exact KL divergence of the problems' distributions equals a budget δ: the step'
 so only its direction (how the advantages are spread over problems, levels and outcomes) decides
 what it teaches. docs/report.md derives it and states what it assumes.
 
-Arrays are (configs, problems, levels) or (problems, levels); every function is vectorised.
+Arrays are (..., problems, levels): a model's (problems, levels), or with leading axes (configs,
+seeds) for its steps; every function is vectorised over them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class EffortModel:
     m: np.ndarray
     bucket: np.ndarray
     weight: np.ndarray
+    rate: np.ndarray | None = None
+    """The success rates before they are kept off 0 and 1 for the logits (`p`): a level its bucket
+    never resolved at has rate 0, and a forecast never draws a success there."""
 
     @classmethod
     def of_counts(
@@ -60,20 +64,21 @@ class EffortModel:
         rate by SUCCESS_PRIOR, minutes only where the problem has none at that level."""
         levels = count.shape[1]
         mix = np.zeros((3, levels))
-        rate = np.full((3, levels), 0.5)
+        rate = np.zeros((3, levels))
         mean_minutes = np.zeros((3, levels))
         for b in range(3):
             mine = bucket == b
             c, s, m = count[mine].sum(0), success[mine].sum(0), minutes[mine].sum(0)
             if c.sum() > 0:
                 mix[b] = c / c.sum()
-            rate[b] = (s + 0.5) / (c + 1.0)
+            rate[b] = np.where(c > 0, s / np.maximum(c, 1), 0.0)
             mean_minutes[b] = np.where(c > 0, m / np.maximum(c, 1), 0.0)
         n = count.sum(1, keepdims=True)
         pi = (count + EFFORT_PRIOR * mix[bucket]) / (n + EFFORT_PRIOR)
         p = (success + SUCCESS_PRIOR * rate[bucket]) / (count + SUCCESS_PRIOR)
         m = np.where(count > 0, minutes / np.maximum(count, 1), mean_minutes[bucket])
-        return cls(pi, np.clip(p, P_EDGE, 1 - P_EDGE), m, bucket, weight.astype(np.float64))
+        clipped = np.clip(p, P_EDGE, 1 - P_EDGE)
+        return cls(pi, clipped, m, bucket, weight.astype(np.float64), p)
 
     def __len__(self) -> int:
         return len(self.bucket)
@@ -122,72 +127,108 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def stepped(
     model: EffortModel, direction: Direction, eta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(pi', p') after a step of size eta (one per config) along the direction."""
-    eta = np.asarray(eta, dtype=np.float64).reshape(-1, 1, 1)
+    """(pi', success logits') after a step of size eta (one per config) along the direction;
+    `success(logits)` gives the new success rates. Logits, not rates, so that a large step
+    neither rounds a rate to 0 or 1 nor saturates its KL."""
+    eta = np.asarray(eta, dtype=np.float64)[..., None, None]
     with np.errstate(divide="ignore"):
         log_pi = np.log(model.pi)
     with np.errstate(over="ignore", invalid="ignore"):
         pi = softmax(log_pi + eta * direction.d)
-    p = np.clip(_sigmoid(_logit(model.p) + eta * direction.e), P_EDGE, 1 - P_EDGE)
+    z = _logit(model.p) + eta * direction.e
     still = eta == 0  # no step: the policy as it was, not its softmax's rounding
-    return np.where(still, model.pi, pi), np.where(still, model.p, p)
+    return np.where(still, model.pi, pi), z
 
 
-def kl(model: EffortModel, pi: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """KL(new ‖ old) of each problem's joint level-and-outcome distribution (configs, problems)."""
+def success(logits: np.ndarray) -> np.ndarray:
+    """Success rates of logits."""
+    return _sigmoid(logits)
+
+
+def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """KL(new ‖ old) of each problem's joint level-and-outcome distribution, the new outcome
+    given by its logits `z` (configs, problems); log-rates by softplus, finite at any logit."""
+    z0 = _logit(model.p)
+    log_q, log_not_q = -np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)
+    log_q0, log_not_q0 = -np.logaddexp(0.0, -z0), -np.logaddexp(0.0, z0)
+    q = np.exp(log_q)
+    outcome = q * (log_q - log_q0) + (1 - q) * (log_not_q - log_not_q0)
     with np.errstate(divide="ignore", invalid="ignore"):
         level = np.where(pi > 0, pi * (np.log(pi) - np.log(model.pi)), 0.0)
-        q, q0 = p, model.p
-        outcome = q * (np.log(q) - np.log(q0)) + (1 - q) * (np.log1p(-q) - np.log1p(-q0))
     return (level + pi * outcome).sum(-1)
 
 
 def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """Per config, the weighted mean KL over problems of a step of size eta."""
-    pi, p = stepped(model, direction, eta)
+    pi, z = stepped(model, direction, eta)
     w = model.weight
-    return (kl(model, pi, p) * w).sum(-1) / max(w.sum(), 1e-300)
+    return (kl(model, pi, z) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
 
 
 def solve_eta(
     model: EffortModel, direction: Direction, budget: float, tol: float = 1e-12
 ) -> np.ndarray:
-    """Per config, the step size whose weighted mean exact KL equals `budget` (0 for a config
-    whose direction is 0). KL grows like η² near 0, so log KL is nearly linear in log η: secant
-    steps in log-log space from the second-order estimate converge in a few evaluations; a
-    bracket kept on the way falls back to bisection where a secant step leaves it."""
-    w = model.weight
-    quad = (direction.second_order_kl(model) * w).sum(-1) / max(w.sum(), 1e-300)
+    """Per config (the direction's leading axes), the step size whose weighted mean exact KL
+    equals `budget` (0 for a config whose direction is 0). KL grows like η² near 0, so log KL is
+    nearly linear in log η: a step of slope 2 from the second-order estimate, then secant steps
+    in log-log space, converge in a few evaluations; a bracket kept on the way falls back to
+    bisection where a secant step leaves it. Each evaluation covers only the configs that have
+    not converged."""
+    lead, (n_p, n_k) = direction.d.shape[:-2], direction.d.shape[-2:]
+    size = int(np.prod(lead))
+
+    def flat(a: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
+        return np.broadcast_to(a, (*lead, *tail)).reshape(size, *tail)
+
+    pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
+    w = flat(model.weight, (n_p,))
+    d, e = flat(direction.d, (n_p, n_k)), flat(direction.e, (n_p, n_k))
+    one = EffortModel(pi, p, model.m, model.bucket, w)
+    quad = (Direction(d, e).second_order_kl(one) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
     moving = quad > 0
     x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
     x0 = x
     target = np.log(budget)
 
-    def f(log_eta: np.ndarray) -> np.ndarray:
-        # KL ≥ 0; rounding can leave a tiny negative where the step barely moves anything.
-        return np.log(np.maximum(mean_kl(model, direction, np.exp(log_eta)), 1e-300)) - target
+    def f(log_eta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """log mean KL − log budget of the configs `rows` (KL ≥ 0: rounding can leave a tiny
+        negative where the step barely moves anything)."""
+        sub = EffortModel(pi[rows], p[rows], model.m, model.bucket, w[rows])
+        kl_ = mean_kl(sub, Direction(d[rows], e[rows]), np.exp(log_eta[rows]))
+        return np.log(np.maximum(kl_, 1e-300)) - target
 
-    lo, hi = np.full_like(x, -np.inf), np.full_like(x, np.inf)
-    fx = f(x)
-    x_prev, f_prev = x - 0.1, f(x - 0.1)
+    every = np.flatnonzero(moving)
+    lo, hi = np.full(size, -np.inf), np.full(size, np.inf)
+    x_prev, f_prev = x.copy(), np.zeros(size)
+    f_prev[every] = f(x, every)
+    # The first step assumes KL ∝ η² (slope 2 in log-log), then secant steps.
+    x = np.clip(x - f_prev / 2, x0 - 40.0, x0 + 40.0)
+    fx = np.zeros(size)
+    fx[every] = f(x, every)
+    lo = np.where(f_prev < 0, x_prev, lo)
+    hi = np.where(f_prev > 0, x_prev, hi)
     for _ in range(100):
         lo = np.where(fx < 0, np.maximum(lo, x), lo)
         hi = np.where(fx > 0, np.minimum(hi, x), hi)
         done = ~moving | (np.abs(fx) <= tol) | (hi - lo <= tol)
         if done.all():
             break
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # ±inf bounds, equal values
             step = np.where(fx != f_prev, fx * (x - x_prev) / (fx - f_prev), 0.0)
+            middle = (lo + hi) / 2
         guess = x - step
         bracketed = np.isfinite(lo) & np.isfinite(hi)
         outside = ~np.isfinite(guess) | (guess <= lo) | (guess >= hi)
-        halfway = np.where(bracketed, (lo + hi) / 2, np.where(fx > 0, x - 1.0, x + 1.0))
+        newton = x - np.clip(fx / 2, -4.0, 4.0)
+        halfway = np.where(bracketed, middle, newton)
         guess = np.where(outside, halfway, guess)
         # A budget the step cannot spend (its KL saturates) stops far out, not at infinity.
         guess = np.clip(np.where(done, x, guess), x0 - 40.0, x0 + 40.0)
-        x_prev, f_prev = x, fx
-        x, fx = guess, np.where(done, fx, f(guess))
-    return np.where(moving, np.exp(x), 0.0)
+        active = np.flatnonzero(~done)
+        x_prev, f_prev = x, fx.copy()
+        x = guess
+        fx[active] = f(x, active)
+    return np.where(moving, np.exp(x), 0.0).reshape(lead)
 
 
 DEFAULT_LEVELS = 4
@@ -215,11 +256,11 @@ class EffortLevels:
         return len(self.edges[0]) + 2 if self.edges else DEFAULT_LEVELS
 
     def of_rows(self, minutes: np.ndarray, bucket: np.ndarray) -> np.ndarray:
-        """Each row's level (int8): its bin among its bucket's edges, the last level at the limit."""
+        """Each row's level (int8): its bin among its bucket's edges (a value on an edge in the lower bin, as the length buckets), the last level at the limit."""
         out = np.zeros(len(minutes), np.int8)
         for b, edges in enumerate(self.edges):
             mine = bucket == b
-            out[mine] = np.searchsorted(np.asarray(edges), minutes[mine], side="right")
+            out[mine] = np.searchsorted(np.asarray(edges), minutes[mine], side="left")
         if self.limit is not None:
             out[minutes >= self.limit] = self.count - 1
         return out

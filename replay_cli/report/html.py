@@ -41,6 +41,7 @@ REPLAY_TABLES = (
     "findings",
     "recommendation",
     "resamples",
+    "forecast",
 )
 
 SUMMARY_METRICS = (
@@ -317,6 +318,57 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
     return "".join(parts)
 
 
+FORECAST_COLUMNS = (
+    C.FORECAST_RESOLVE_LONG,
+    C.FORECAST_KEPT_LONG,
+    C.FORECAST_KEPT_LOW_LONG,
+    C.FORECAST_KEPT_LOW_HALF_LONG,
+    C.FORECAST_KEPT_LOW_TWICE_LONG,
+    C.FORECAST_FAIL_LONG,
+    C.FORECAST_SOLVE_VS_OFF,
+    C.FORECAST_GIVE_UP_VS_OFF_LONG,
+)
+"""The forecast's columns the page shows per config (labels and units from the catalogue)."""
+
+
+def _forecast(
+    summary: pl.DataFrame, verdict: Verdict, manifest: dict[str, Any], directory: Path
+) -> str:
+    """What T steps of training under each config do, beside shaping off: a table per config
+    at the last step, whether the verdict holds at half and twice the budget, and the chart."""
+    settings = manifest.get("forecast") or {}
+    row = summary.row(0, named=True)
+    steps = int(row.get(C.FORECAST_STEPS) or 0)
+    start, off = row.get(C.FORECAST_RESOLVE_START_LONG), row.get(C.FORECAST_RESOLVE_OFF_LONG)
+    roles = verdict.recommendation
+    checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
+    intro = (
+        f"<p>{steps} simulated steps of the decision measure's fixed-size step, "
+        f"{settings.get('seeds', '?')} seeds, up to {settings.get('problems', '?')} problems "
+        "per length bucket and seed; each level keeps its logged success rate, effort moves "
+        f'(docs/report.md, "The forecast"). Shaping off takes long problems from '
+        f"{escape(C.show(C.FORECAST_RESOLVE_START_LONG, start))} to "
+        f"{escape(C.show(C.FORECAST_RESOLVE_OFF_LONG, off))} resolved.</p>"
+    )
+    if checked and checked[0]:
+        intro += f'<p class="muted">Budget: {escape(checked[0])}.</p>'
+    columns = [c for c in FORECAST_COLUMNS if c in summary.columns]
+    rows = []
+    for n, r in enumerate(summary.iter_rows(named=True), start=1):
+        cells = [cell(n), cell(r["label"], "text config")]
+        for name in columns:
+            css, why = C.hazard(name, r.get(name), r, verdict.rule)
+            cells.append(
+                cell(r.get(name), css, why or C.metric(name).description, C.show(name, r.get(name)))
+            )
+        rows.append(cells)
+    headers = ["#", "config", *(C.metric(c).label for c in columns)]
+    body = table(headers, rows, css="sortable", text_headers=["config"])
+    chart = directory / "charts" / "forecast.png"
+    picture = png_image(chart, "forecast") if chart.exists() else ""
+    return intro + f'<div class="scroll">{body}</div>' + picture
+
+
 def _charts(directory: Path) -> str:
     charts = sorted((directory / "charts").glob("*.png"))
     if not charts:
@@ -426,6 +478,9 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         verdict = verdict_of(directory, summary)
         found, table_of_roles = verdict.findings, verdict.recommendation
         add("decision", "Decision", _decision(verdict, summary))
+        ahead = _read(directory, "forecast")
+        if ahead is not None and C.FORECAST_STEPS in summary.columns:
+            add("forecast", "Forecast", _forecast(summary, verdict, manifest, directory))
         add("findings", "Findings", _findings(found))
         add(
             "summary",

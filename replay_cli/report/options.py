@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli.advice.recommendation import Rule
-from replay_cli.config import DEFAULT_CHUNK_ROWS, MeasureSettings
+from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSettings
 from replay_cli.io.parquet import RowsMode
 
 Engine = Literal["local", "ray"]
@@ -34,4 +34,7 @@ class ReportOptions(BaseModel):
     ray_address: str | None = Field(None, description="the Ray cluster to join")
     chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1, description="rows per chunk of whole steps")
     measure: MeasureSettings = Field(MeasureSettings(), description="the decision measure")
+    forecast: ForecastSettings | None = Field(
+        None, description="run the forecast too (sweep --forecast, the forecast command)"
+    )
     rule: Rule = Field(Rule(), description="the recommendation's thresholds")

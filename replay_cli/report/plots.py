@@ -18,6 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import highlights, rated
+from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
     colours,
@@ -166,6 +167,12 @@ CHARTS: dict[str, Chart] = {
             r.summary, r.recommendation, r.verdict.rule if r.verdict else None
         ),
         lambda r: r.summary.height > 1 and rated(r.summary) and r.recommendation is not None,
+    ),
+    "forecast": Chart(
+        "The forecast: the resolve rate on long problems and the minutes of a resolved rollout "
+        "over simulated training steps, per config; shaping off dashed.",
+        lambda r, chosen: forecast_chart(r.forecast, r.summary, r.recommendation, chosen),
+        lambda r: r.forecast is not None and not r.forecast.is_empty(),
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",

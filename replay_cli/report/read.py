@@ -97,6 +97,7 @@ def load_report(path: str | Path) -> ReplayResult:
         deductions=deductions,
         minutes=minutes,
         resamples=_read(path, "resamples"),
+        forecast=_read(path, "forecast"),
         verdict=verdict_of(path, summary),
     )
 

@@ -23,7 +23,16 @@ from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts
 
-TABLES = ("rollouts", "groups", "steps", "summary", "findings", "recommendation", "resamples")
+TABLES = (
+    "rollouts",
+    "groups",
+    "steps",
+    "summary",
+    "findings",
+    "recommendation",
+    "resamples",
+    "forecast",
+)
 
 
 def manifest(
@@ -45,6 +54,7 @@ def manifest(
         "rows": options.rows,
         "highlight": list(options.highlight) or None,
         "measure": options.measure.model_dump(mode="json"),
+        "forecast": None if options.forecast is None else options.forecast.model_dump(mode="json"),
         "rule": options.rule.model_dump(mode="json"),
         **({"tensorboard": str(options.tensorboard)} if options.tensorboard else {}),
         **(
@@ -59,7 +69,8 @@ def manifest(
         "tables": {
             name: f"{name}.parquet"
             for name in TABLES
-            if name != "rollouts" or options.rows != "none"
+            if (name != "rollouts" or options.rows != "none")
+            and (name != "forecast" or options.forecast is not None)
         },
     }
 
@@ -118,6 +129,8 @@ def finish_report(
         tables["rollouts"] = result.rows
     if result.resamples is not None:
         tables["resamples"] = result.resamples
+    if result.forecast is not None:
+        tables["forecast"] = result.forecast
     tables["findings"] = result.verdict.findings
     tables["recommendation"] = result.verdict.recommendation
     write_tables(tmp, tables)

@@ -419,7 +419,7 @@ def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
     assert on_disk.columns == ["config_id", "kind", "severity", "value", "text", "headline"]
 
 
-def test_highlights_are_shaping_off_and_the_verdict(synth_path):
+def test_highlights_are_shaping_off_the_verdict_and_the_best_trade(synth_path):
     configs = [config({"enabled": False})] + [
         config({"lambda_time": lam, "apply_to": a}, {"clip_low": -3.0, "clip_high": 3.0})
         for lam in (1 / 120, 1 / 15)
@@ -429,10 +429,10 @@ def test_highlights_are_shaping_off_and_the_verdict(synth_path):
     verdict = result.recommendation
     chosen = highlights(result.summary, verdict=verdict)
     expected = [configs[0].config_id] + [
-        verdict.filter(pl.col("role") == role)["config_id"][0]
-        for role in ("recommended", "runner-up")
-        if verdict.filter(pl.col("role") == role).height
-        and verdict.filter(pl.col("role") == role)["config_id"][0] != configs[0].config_id
+        verdict.filter(pl.col(flag))["config_id"][0]
+        for flag in (pl.col("role") == "recommended", pl.col("role") == "runner-up", "best_trade")
+        if verdict.filter(flag).height
+        and verdict.filter(flag)["config_id"][0] != configs[0].config_id
     ]
     assert chosen == expected
     wanted = [configs[2].config_id[:6], "λ=1/15 all clip[-3,3]"]

@@ -69,6 +69,11 @@ FAILING = {
     "resolve_long": {"step/resolve_vs_off@long": 0.8, "step/resolve_vs_off_low@long": 0.65},
     "fail_faster": {"step/fail_minutes_vs_off": -0.03},
     "uncharged_only": {"signal/uncharged_only_rate": 0.02},
+    "forecast_long": {
+        "forecast/steps": 50.0,
+        "forecast/resolve_vs_off@long": 0.96,
+        "forecast/resolve_vs_off_low@long": 0.93,
+    },
 }
 
 

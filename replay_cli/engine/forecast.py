@@ -1,0 +1,441 @@
+"""The forecast: what T steps of training under each config do to the logged behaviours, on the
+decision measure's effort model run forward (docs/report.md, "The forecast").
+
+On a stratified sample of problems, each simulated step draws each problem's group of n
+rollouts from its current effort (a level from π, an outcome from the level's logged success
+rate, held fixed, and the minutes, calls, mask flag and reward of a logged rollout of that level
+and outcome), shapes and normalises them with the replay's own functions (`maths.shaping`,
+`maths.grpo_arrays`; the polars plans for filters and peer estimators), and takes the decision
+measure's fixed-KL natural-gradient step, applying its effort part (the success rates stay as
+the log shows them). Every config runs S seeds (its own problem sample and draws each), beside
+its shaping-off twin under the same seeds; the table holds the expected resolve rate, the mean
+minutes of successes and failures, and the share of effort at the lowest level (giving up), per
+step, length bucket and config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.config import ForecastSettings, ReplayConfig, ShapingParams
+from replay_cli.engine.batched import batchable
+from replay_cli.engine.row_plans import planned_rows, raw_key
+from replay_cli.engine.step_measure import GroupLevels, Problems
+from replay_cli.maths.chunk_arrays import ChunkArrays
+from replay_cli.maths.effort import Direction, EffortModel, softmax, solve_eta
+from replay_cli.maths.grpo_arrays import grpo
+from replay_cli.maths.segments import Runs
+from replay_cli.maths.shaping import shape_arrays
+
+BUCKETS = ("all", "short", "medium", "long")
+METRICS = ("resolve", "solve_minutes", "fail_minutes", "give_up")
+"""Per step and bucket: the expected resolve rate, the mean minutes of a resolved and of a failed
+rollout, and the share of effort at the lowest level (giving up)."""
+ETA_TOL = 1e-6
+"""The forecast spends each step's budget to this relative precision in log KL (about 1e-6 of
+η): far below its seeds' spread, at a third of the KL evaluations of the measure's 1e-12."""
+LOGGED = ("level", "resolved", "reward", "minutes", "calls", "mask_sample", "zeroed")
+"""What a simulated rollout takes from a logged one."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The logged training rollouts of the sampled problems, sorted by (problem, level, outcome),
+    with each cell's start and count, and the same per (bucket, level, outcome) for cells a
+    problem never logged."""
+
+    rows: dict[str, np.ndarray]
+    start: np.ndarray  # (problems, levels, 2)
+    count: np.ndarray
+    bucket_rows: np.ndarray  # row indices sorted by (bucket, level, outcome)
+    bucket_start: np.ndarray  # (3, levels, 2)
+    bucket_count: np.ndarray
+    fallback_reward: np.ndarray  # (3, 2): a bucket's mean reward of failures, of successes
+
+    @classmethod
+    def of(
+        cls,
+        rows: dict[str, np.ndarray],
+        problem: np.ndarray,
+        bucket: np.ndarray,
+        levels: int,
+        problems: int,
+    ) -> Pool:
+        outcome = rows["resolved"].astype(np.int64)
+        level = rows["level"].astype(np.int64)
+        cell = (problem * levels + level) * 2 + outcome
+        order = np.argsort(cell, kind="stable")
+        rows = {k: v[order] for k, v in rows.items()}
+        count = np.bincount(cell, minlength=problems * levels * 2).reshape(problems, levels, 2)
+        start = np.concatenate([[0], np.cumsum(count.ravel())[:-1]]).reshape(count.shape)
+        row_bucket = bucket[problem][order]
+        bucket_cell = (row_bucket * levels + rows["level"].astype(np.int64)) * 2 + rows[
+            "resolved"
+        ].astype(np.int64)
+        bucket_order = np.argsort(bucket_cell, kind="stable")
+        bucket_count = np.bincount(bucket_cell, minlength=3 * levels * 2).reshape(3, levels, 2)
+        bucket_start = np.concatenate([[0], np.cumsum(bucket_count.ravel())[:-1]]).reshape(
+            bucket_count.shape
+        )
+        fallback = np.array([[0.0, 1.0]] * 3)
+        for b in range(3):
+            for o in (0, 1):
+                mine = (row_bucket == b) & (rows["resolved"] == bool(o))
+                if mine.any():
+                    fallback[b, o] = rows["reward"][mine].mean()
+        return cls(rows, start, count, bucket_order, bucket_start, bucket_count, fallback)
+
+    def draw(
+        self,
+        problem: np.ndarray,
+        bucket: np.ndarray,
+        level: np.ndarray,
+        outcome: np.ndarray,
+        u: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """The logged values of one rollout per draw: the problem's own of that level and outcome,
+        else its bucket's, else any of the bucket's at that level (then with the bucket's mean
+        reward of that outcome)."""
+        o = outcome.astype(np.int64)
+        own = self.count[problem, level, o]
+        pick = self.start[problem, level, o] + np.minimum((u * own).astype(np.int64), own - 1)
+        wide = self.bucket_count[bucket, level, o]
+        from_bucket = self.bucket_rows[
+            np.minimum(
+                self.bucket_start[bucket, level, o]
+                + np.minimum((u * wide).astype(np.int64), wide - 1),
+                len(self.bucket_rows) - 1,
+            )
+        ]
+        index = np.where(own > 0, pick, from_bucket)
+        out = {k: v[np.clip(index, 0, len(v) - 1)] for k, v in self.rows.items()}
+        missing = (own == 0) & (wide == 0)
+        out["resolved"] = outcome.astype(bool)
+        out["level"] = level
+        if missing.any():
+            out["reward"] = np.where(missing, self.fallback_reward[bucket, o], out["reward"])
+        return out
+
+
+def off_twin(cfg: ReplayConfig) -> ReplayConfig:
+    """A config's shaping-off twin: the same estimator and masking, no shaping."""
+    shaping = ShapingParams(enabled=False, mask_flagged=cfg.shaping.mask_flagged)
+    return cfg.model_copy(update={"shaping": shaping})
+
+
+def _chunk(rows: dict[str, np.ndarray], runs: Runs) -> ChunkArrays:
+    """A simulated chunk as the shaping and GRPO functions read it (every row trains)."""
+    n = len(rows["reward"])
+    reward = rows["reward"].astype(np.float64)
+    return ChunkArrays(
+        frame=pl.DataFrame(),
+        runs=runs,
+        steps=Runs.of_lengths(np.array([n])),
+        reward=reward,
+        truthy=reward != 0,
+        negative=reward < 0,
+        resolved=rows["resolved"].astype(bool),
+        minutes=rows["minutes"].astype(np.float64),
+        calls=rows["calls"],
+        mask_sample=rows["mask_sample"].astype(bool),
+        zeroed=rows["zeroed"].astype(bool),
+        is_val=np.zeros(n, bool),
+        train=np.ones(n, bool),
+        train_runs=np.arange(len(runs)),
+    )
+
+
+def _frame(rows: dict[str, np.ndarray], runs: Runs) -> pl.DataFrame:
+    """A simulated chunk as the polars plans read it (filters and peer estimators)."""
+    n = len(rows["reward"])
+    group = np.repeat(np.arange(len(runs)), runs.lengths)
+    index = np.arange(n) - np.repeat(runs.starts, runs.lengths)
+    return pl.DataFrame(
+        {
+            S.STEP: np.ones(n, np.int64),
+            S.GROUP_ID: group.astype(np.int64),
+            S.ROLLOUT_INDEX: index.astype(np.int64),
+            S.REWARD: rows["reward"].astype(np.float64),
+            S.RESOLVED: rows["resolved"].astype(bool),
+            S.RUN_TIME: rows["minutes"].astype(np.float64) * 60.0,
+            S.CALLS: rows["calls"].astype(np.int64),
+            S.MASK_SAMPLE: rows["mask_sample"].astype(bool),
+            S.SPLIT: np.full(n, S.SPLIT_TRAIN),
+            S.ZEROED: rows["zeroed"].astype(bool),
+            S.IS_VAL: np.zeros(n, bool),
+            S.GID: group.astype(np.int64),
+            S.BID: np.full(n, 2, np.int64),
+        }
+    )
+
+
+def advantages(
+    cfg: ReplayConfig, rows: dict[str, np.ndarray], runs: Runs
+) -> tuple[np.ndarray, np.ndarray]:
+    """(trained advantage, trainable) of a config over simulated rollouts, by the replay's own
+    functions: shaping and NeMo-RL's GRPO for the batched path, the polars plans otherwise."""
+    c = _chunk(rows, runs)
+    if batchable(cfg):
+        a, mask_flagged = raw_key(cfg)
+        shaped = shape_arrays(c, cfg.shaping).reward_shaped
+        masked = c.mask_sample & mask_flagged
+        valid = ~masked if a.exclude_masked else np.ones(len(masked), bool)
+        return grpo(shaped, valid, runs, a).advantage.astype(np.float64), ~masked
+    (out,) = planned_rows(ChunkArrays.of(_frame(rows, runs)), [cfg], {})
+    advantage = out[S.ADVANTAGE].fill_null(0.0).to_numpy().astype(np.float64)
+    trainable = (~out[S.MASKED] & out[S.KEPT]).to_numpy()
+    return advantage, trainable
+
+
+def _metrics(
+    pi: np.ndarray, p: np.ndarray, m: np.ndarray, bucket: np.ndarray, weight: np.ndarray
+) -> np.ndarray:
+    """(..., buckets, metrics) of efforts `pi` (..., problems, levels): the expected resolve rate,
+    the mean minutes of a resolved and of a failed rollout, and the share of effort at the
+    lowest level; buckets all, short, medium, long, each problem weighted by `weight`."""
+    resolve = (pi * p).sum(-1)
+    solve = (pi * p * m).sum(-1)
+    fail = (pi * (1 - p) * m).sum(-1)
+    low = pi[..., 0]
+    out = np.full((*pi.shape[:-2], 4, len(METRICS)), np.nan)
+    for b in range(4):
+        w = weight * (True if b == 0 else bucket == b - 1)
+        total = w.sum(-1)
+        if np.all(total <= 0):
+            continue
+        r = (resolve * w).sum(-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[..., b, 0] = r / total
+            out[..., b, 1] = (solve * w).sum(-1) / r
+            out[..., b, 2] = (fail * w).sum(-1) / (total - r)
+            out[..., b, 3] = (low * w).sum(-1) / total
+    return out
+
+
+@dataclass(frozen=True)
+class World:
+    """The forecast's problems, per seed (S, P): their model, group sizes, weights and pool."""
+
+    pi: np.ndarray  # (S, P, K), the starting effort
+    p: np.ndarray  # success rates kept off 0 and 1 (the logits)
+    rate: np.ndarray  # success rates as estimated (draws and expected outcomes)
+    m: np.ndarray
+    bucket: np.ndarray  # (S, P)
+    weight: np.ndarray  # (S, P): stands for this many training groups of the input
+    size: np.ndarray  # (S, P): rollouts per group
+    local: np.ndarray  # (S, P): the problem's row in the pool
+    pool: Pool
+
+    @classmethod
+    def of(cls, problems: Problems, groups: Sequence[GroupLevels], seeds: int) -> World:
+        model = problems.model
+        bits = np.concatenate([g.seeds for g in groups])
+        sizes = np.concatenate([g.count.sum(1) for g in groups])
+        offsets = np.cumsum([0] + [len(g.bucket) for g in groups[:-1]])
+        rows = {
+            k: np.concatenate([g.rows[k] for g in groups])
+            for k in groups[0].rows  # type: ignore[index]
+        }
+        rows["group"] = np.concatenate(
+            [g.rows["group"] + o for g, o in zip(groups, offsets, strict=True)]  # type: ignore[index]
+        )
+        of_group = problems.of_group
+        problem_bits = np.zeros(len(model), np.int64)
+        np.bitwise_or.at(problem_bits, of_group, bits)
+        size = np.zeros(len(model))
+        np.maximum.at(size, of_group, sizes)
+        chosen = [np.flatnonzero(problem_bits & (1 << s)) for s in range(seeds)]
+        width = max(len(c) for c in chosen)
+        if any(len(c) != width for c in chosen):  # a bucket smaller than the sample: all of it
+            chosen = [np.flatnonzero(problem_bits > 0)] * seeds
+            width = len(chosen[0])
+        kept = np.flatnonzero(problem_bits > 0)
+        local = np.full(len(model), -1)
+        local[kept] = np.arange(len(kept))
+        row_problem = local[of_group[rows.pop("group")]]
+        pool = Pool.of(rows, row_problem, model.bucket[kept], model.pi.shape[1], len(kept))
+        # Each sampled problem stands for its bucket's share of the input's training groups.
+        index = np.stack(chosen)
+        bucket = model.bucket[index]
+        weight = np.zeros(index.shape)
+        for b in range(3):
+            total = model.weight[model.bucket == b].sum()
+            mine = bucket == b
+            weight[mine] = total / np.maximum(mine.sum(1, keepdims=True), 1).repeat(width, 1)[mine]
+        rate = model.p if model.rate is None else model.rate
+        return cls(
+            pi=model.pi[index],
+            p=model.p[index],
+            rate=rate[index],
+            m=model.m[index],
+            bucket=bucket,
+            weight=weight,
+            size=np.maximum(size[index], 1).astype(np.int64),
+            local=local[index],
+            pool=pool,
+        )
+
+
+def _simulate(
+    world: World, runs: Sequence[ReplayConfig], steps: int, budget: float, seed: int
+) -> np.ndarray:
+    """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort.
+    Every run draws with the same random numbers (common random numbers: a config and its
+    shaping-off twin differ by their policies, not by luck)."""
+    n_runs = len(runs)
+    seeds, problems, levels = world.pi.shape
+    pi = np.broadcast_to(world.pi, (n_runs, seeds, problems, levels)).copy()
+    sizes = world.size.ravel()
+    group_runs = Runs.of_lengths(sizes)
+    rollouts = int(sizes.sum())
+    problem_of_row = np.repeat(np.arange(seeds * problems), sizes)
+    flat_p = world.rate.reshape(-1, levels)
+    out = np.zeros((steps + 1, n_runs, seeds, 4, len(METRICS)))
+    out[0] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
+    rng = np.random.default_rng([seed, 11])
+    for t in range(1, steps + 1):
+        u_level, u_outcome, u_row = rng.random((3, rollouts))
+        a = np.zeros((n_runs, seeds * problems, levels))
+        ay = np.zeros_like(a)
+        for r, cfg in enumerate(runs):
+            cdf = np.cumsum(pi[r].reshape(-1, levels), axis=-1)[problem_of_row]
+            level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
+            outcome = u_outcome < flat_p[problem_of_row, level]
+            local = world.local.ravel()[problem_of_row]
+            bucket = world.bucket.ravel()[problem_of_row]
+            rows = world.pool.draw(local, bucket, level, outcome, u_row)
+            advantage, trainable = advantages(cfg, rows, group_runs)
+            counted = group_runs.sum(trainable)
+            weight = np.where(trainable, advantage, 0.0) / np.maximum(counted, 1)[problem_of_row]
+            cell = problem_of_row * levels + level
+            a[r] = np.bincount(cell, weight, seeds * problems * levels).reshape(-1, levels)
+            ay[r] = np.bincount(cell, weight * outcome, seeds * problems * levels).reshape(
+                -1, levels
+            )
+        now = EffortModel(pi, world.p, world.m, world.bucket, world.weight)
+        # The success rates are held: the budget is spent on the effort softmax alone.
+        effort = Direction.of(now, a.reshape(pi.shape), ay.reshape(pi.shape))
+        direction = Direction(effort.d, np.zeros_like(effort.e))
+        eta = solve_eta(now, direction, budget, tol=ETA_TOL)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            moved = softmax(np.log(pi) + eta[..., None, None] * direction.d)
+        pi = np.where(eta[..., None, None] > 0, moved, pi)
+        out[t] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
+    return out
+
+
+def forecast(
+    problems: Problems,
+    groups: Sequence[GroupLevels],
+    configs: Sequence[ReplayConfig],
+    settings: ForecastSettings,
+    budget: float,
+) -> tuple[pl.DataFrame, dict[str, dict[str, float | None]]]:
+    """The forecast table (config_id, budget, step, bucket, metric, mean, low, high; `_off`
+    metrics for the config's shaping-off twin, `_vs_off` for their per-seed ratio or
+    difference) and per config its summary columns at the last step."""
+    world = World.of(problems, groups, settings.seeds)
+    twins = {raw_key(c) if batchable(c) else c.config_id: off_twin(c) for c in configs}
+    keys = list(twins)
+    runs = [*configs, *twins.values()]
+    twin_of = [
+        len(configs) + keys.index(raw_key(c) if batchable(c) else c.config_id) for c in configs
+    ]
+    scales = (1.0, 0.5, 2.0) if settings.check_budgets else (1.0,)
+    frames, columns = [], {c.config_id: {} for c in configs}
+    for scale in scales:
+        sim = _simulate(world, runs, settings.steps, budget * scale, settings.seed)
+        frames.append(_table(sim, configs, twin_of, budget * scale))
+        last = sim[-1]
+        for k, cfg in enumerate(configs):
+            columns[cfg.config_id] |= _summary(
+                last[k], last[twin_of[k]], scale, sim[0][k], settings.steps
+            )
+    return pl.concat(frames), columns
+
+
+def _ratios(run: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:
+    """Per seed and bucket: the resolve rate against shaping off's (ratio), and the minutes and
+    giving up against shaping off's (differences)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            "resolve_vs_off": run[..., 0] / off[..., 0],
+            "solve_minutes_vs_off": run[..., 1] - off[..., 1],
+            "fail_minutes_vs_off": run[..., 2] - off[..., 2],
+            "give_up_vs_off": run[..., 3] - off[..., 3],
+        }
+
+
+def _table(
+    sim: np.ndarray, configs: Sequence[ReplayConfig], twin_of: list[int], budget: float
+) -> pl.DataFrame:
+    """The long forecast table of one budget: mean, low, high over seeds."""
+    frames = []
+    steps = sim.shape[0]
+    for k, cfg in enumerate(configs):
+        own, off = sim[:, k], sim[:, twin_of[k]]
+        series = {name: own[..., i] for i, name in enumerate(METRICS)}
+        series |= {f"{name}_off": off[..., i] for i, name in enumerate(METRICS)}
+        series |= _ratios(own, off)
+        names = list(series)
+        values = np.stack([series[n] for n in names])  # (metrics, steps, seeds, buckets)
+        with np.errstate(all="ignore"):
+            stats = [values.mean(2), values.min(2), values.max(2)]  # (metrics, steps, buckets)
+        shape = stats[0].shape
+        frames.append(
+            pl.DataFrame(
+                {
+                    S.CONFIG_ID: np.full(values[..., 0, :].size, cfg.config_id),
+                    "budget": np.full(values[..., 0, :].size, budget),
+                    "step": np.broadcast_to(np.arange(steps)[None, :, None], shape).ravel(),
+                    "bucket": np.broadcast_to(np.array(BUCKETS)[None, None, :], shape).ravel(),
+                    "metric": np.broadcast_to(np.array(names)[:, None, None], shape).ravel(),
+                    "mean": stats[0].ravel(),
+                    "low": stats[1].ravel(),
+                    "high": stats[2].ravel(),
+                }
+            )
+        )
+    frame = pl.concat(frames)
+    return frame.with_columns(pl.col("mean", "low", "high").fill_nan(None))
+
+
+def _summary(
+    last: np.ndarray, off: np.ndarray, scale: float, start: np.ndarray, steps: int
+) -> dict[str, float | None]:
+    """A config's summary columns at the last step (at the default budget; `_half`, `_twice`
+    for the resolve ratio's low end at half and twice the budget)."""
+
+    def value(x: float) -> float | None:
+        return None if not np.isfinite(x) else float(x)
+
+    ratios = _ratios(last, off)
+    if scale != 1.0:
+        suffix = "_half" if scale < 1 else "_twice"
+        return {
+            f"forecast/resolve_vs_off_low{suffix}": value(np.min(ratios["resolve_vs_off"][:, 0])),
+            f"forecast/resolve_vs_off_low{suffix}@long": value(
+                np.min(ratios["resolve_vs_off"][:, 3])
+            ),
+        }
+    out: dict[str, float | None] = {"forecast/steps": float(steps)}
+    for b, scope in ((0, ""), (3, "@long")):
+        r = ratios["resolve_vs_off"][:, b]
+        out[f"forecast/resolve_vs_off{scope}"] = value(np.mean(r))
+        out[f"forecast/resolve_vs_off_low{scope}"] = value(np.min(r))
+        out[f"forecast/resolve{scope}"] = value(np.mean(last[:, b, 0]))
+        out[f"forecast/resolve_off{scope}"] = value(np.mean(off[:, b, 0]))
+        out[f"forecast/resolve_start{scope}"] = value(np.mean(start[:, b, 0]))
+        out[f"forecast/fail_minutes{scope}"] = value(np.mean(last[:, b, 2]))
+        out[f"forecast/fail_minutes_off{scope}"] = value(np.mean(off[:, b, 2]))
+        out[f"forecast/fail_minutes_start{scope}"] = value(np.mean(start[:, b, 2]))
+        out[f"forecast/solve_minutes_vs_off{scope}"] = value(
+            np.mean(ratios["solve_minutes_vs_off"][:, b])
+        )
+        out[f"forecast/give_up_vs_off{scope}"] = value(np.mean(ratios["give_up_vs_off"][:, b]))
+    return out

@@ -1,0 +1,94 @@
+"""The forecast chart: per config, the resolve rate on long problems and the minutes of a
+successful rollout against the simulated training step, shaping off marked (engine/forecast.py).
+matplotlib is imported inside (via plots_sweep.figure) so `--help` stays fast."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from replay_cli import schema as S
+from replay_cli.advice.frontier import highlights
+from replay_cli.report.plots_sweep import colours, figure, legend
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+ALL_COLOURED = 12
+"""Up to this many configs every line has its colour and label; beyond, the highlighted ones."""
+PANELS = (
+    ("long", "resolve", "resolve rate on long problems", 100.0, "%"),
+    ("all", "solve_minutes", "minutes of a resolved rollout", 1.0, "min"),
+)
+"""(bucket, metric, title, scale, unit) of each panel."""
+
+
+def default_budget(forecast: pl.DataFrame) -> float:
+    """The forecast's own budget among those it ran (half, own, twice: the middle one)."""
+    budgets = sorted(forecast["budget"].unique().to_list())
+    return budgets[len(budgets) // 2] if budgets else 0.0
+
+
+def forecast_chart(
+    forecast: pl.DataFrame,
+    summary: pl.DataFrame,
+    verdict: pl.DataFrame | None = None,
+    highlight: list[str] | None = None,
+) -> Figure:
+    """Each config's forecast at the default budget, one line per config, in colour with its band
+    over seeds (beyond ALL_COLOURED configs only the highlighted ones: shaping off, the
+    recommended, the runner-up, the best trade, or `highlight`; the others thin and grey);
+    shaping off's trajectory dashed and black."""
+    data = forecast.filter(pl.col("budget") == default_budget(forecast))
+    ids = summary[S.CONFIG_ID].to_list()
+    chosen = ids if len(ids) <= ALL_COLOURED else highlights(summary, highlight, verdict)
+    labels = dict(summary.select(S.CONFIG_ID, "label").rows())
+    fig, axes = figure(13.0, 4.6, ncols=2)
+    palette = dict(zip(chosen, colours(max(len(chosen), 1)), strict=False))
+    for ax, (bucket, metric, title, scale, unit) in zip(axes[0], PANELS, strict=True):
+        part = data.filter(pl.col("bucket") == bucket).sort(S.CONFIG_ID, "step")
+        off_drawn = False
+        for cid in summary[S.CONFIG_ID]:
+            mine = part.filter(pl.col(S.CONFIG_ID) == cid)
+            own = mine.filter(pl.col("metric") == metric)
+            if own.is_empty():
+                continue
+            if not off_drawn:
+                off = mine.filter(pl.col("metric") == f"{metric}_off")
+                ax.plot(
+                    off["step"],
+                    off["mean"] * scale,
+                    color="black",
+                    linestyle="--",
+                    lw=1.6,
+                    label="shaping off",
+                    zorder=4,
+                )
+                off_drawn = True
+            if cid in palette:
+                ax.plot(
+                    own["step"],
+                    own["mean"] * scale,
+                    color=palette[cid],
+                    lw=1.8,
+                    label=labels[cid],
+                    zorder=3,
+                )
+                ax.fill_between(
+                    own["step"],
+                    own["low"] * scale,
+                    own["high"] * scale,
+                    color=palette[cid],
+                    alpha=0.15,
+                    lw=0,
+                )
+            else:
+                ax.plot(own["step"], own["mean"] * scale, color="#b8bec9", lw=0.8, zorder=1)
+        ax.set_title(title)
+        ax.set_xlabel("simulated training step")
+        ax.set_ylabel(unit)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Forecast at the step budget (bands: lowest to highest seed)")
+    legend(fig, *axes[0][0].get_legend_handles_labels())
+    return fig
