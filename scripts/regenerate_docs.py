@@ -36,7 +36,7 @@ def blocks(path: str) -> None:
     """Every ```-block that starts with `$ uv run replay-cli ...` and shows its whole output."""
     file = ROOT / path
     text = file.read_text()
-    pattern = re.compile(r"```\n\$ uv run replay-cli ((?:[^\n]*\\\n)*[^\n]*)\n(.*?)```", re.S)
+    pattern = re.compile(r"```\n\$ uv run replay-cli ((?:[^\n]*\\\n)*[^\n]*)\n(.*?)```", re.DOTALL)
 
     def again(m: re.Match[str]) -> str:
         if "\n…\n" in m.group(2):  # an excerpt (README's replay example): its row is replaced below
