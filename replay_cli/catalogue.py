@@ -565,6 +565,13 @@ FORECAST = [
     ),
     Metric("forecast/resolve", "forecast resolve", "resolve rate after T steps", "share", "higher"),
     Metric("forecast/steps", "forecast steps", "T, the steps the forecast ran", "count"),
+    Metric(
+        "forecast/problems",
+        "forecast problems",
+        "problems the forecast sampled per seed (stratified by length bucket)",
+        "count",
+    ),
+    Metric("forecast/problems_total", "problems", "problems in the input", "count"),
     Metric("forecast/resolve_off", "forecast resolve (off)", "the same under shaping off", "share"),
     Metric(
         "forecast/resolve_start", "resolve at start", "resolve rate of the logged effort", "share"
@@ -760,6 +767,8 @@ def _build() -> dict[str, Metric]:
         add(s)
     for m in FORECAST:
         add(m)
+        if m.unit == "count":  # the forecast's size, not a measure per bucket
+            continue
         words = m.description + " on long problems"
         add(replace(m, name=f"{m.name}@long", label=f"{m.label}, long", description=words))
     return out
@@ -780,6 +789,8 @@ FORECAST_KEPT_LOW = "forecast/resolve_vs_off_low"
 FORECAST_KEPT_LOW_LONG = "forecast/resolve_vs_off_low@long"
 FORECAST_KEPT_LONG = "forecast/resolve_vs_off@long"
 FORECAST_STEPS = "forecast/steps"
+FORECAST_PROBLEMS = "forecast/problems"
+FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
 FORECAST_FAIL_START_LONG = "forecast/fail_minutes_start@long"
 FORECAST_FAIL_LONG = "forecast/fail_minutes@long"
 FORECAST_RESOLVE_START_LONG = "forecast/resolve_start@long"

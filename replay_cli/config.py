@@ -388,10 +388,12 @@ class ForecastSettings(_Frozen):
         4, ge=1, le=62, description="seeds (S): each its own problem sample and draws"
     )
     problems: int = Field(
-        300, ge=1, description="problems sampled per length bucket and seed (all where fewer)"
+        150, ge=1, description="problems sampled per length bucket and seed (all where fewer)"
     )
     check_budgets: bool = Field(
-        True, description="also run at half and twice the step budget (does the verdict hold?)"
+        True,
+        description="also run at half and twice the step budget, with half the seeds (does the "
+        "verdict hold?)",
     )
     seed: int = Field(0, description="seed of the problem samples and the draws")
 

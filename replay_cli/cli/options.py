@@ -409,7 +409,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "forecast": (ForecastOpt, False),
         "steps": (StepsOpt, 50),
         "seeds": (SeedsOpt, 4),
-        "problems": (ProblemsOpt, 300),
+        "problems": (ProblemsOpt, 150),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -135,9 +135,12 @@ def print_forecast(result: ReplayResult) -> None:
     steps = int(row[C.FORECAST_STEPS] or 0)
     start = C.show(C.FORECAST_RESOLVE_START_LONG, row.get(C.FORECAST_RESOLVE_START_LONG))
     off = C.show(C.FORECAST_RESOLVE_OFF_LONG, row.get(C.FORECAST_RESOLVE_OFF_LONG))
-    typer.echo(
-        f"Forecast ({steps} steps): shaping off takes long problems from {start} to {off} resolved."
+    sample = (
+        f"{int(row.get(C.FORECAST_PROBLEMS) or 0):,} of "
+        f"{int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0):,} problems per seed"
     )
+    typer.echo(f"Forecast ({steps} steps, {sample}):")
+    typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.")
     d = verdict.decision
     shown = d.best_trade if d.keep_off or d.recommended is None else d.recommended
     if shown is not None:

@@ -140,9 +140,23 @@ def stepped(
     return np.where(still, model.pi, pi), z
 
 
+def stepped_effort(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
+    """pi' after an effort-only step of size eta (the success rates stay)."""
+    eta = np.asarray(eta, dtype=np.float64)[..., None, None]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        pi = softmax(np.log(model.pi) + eta * direction.d)
+    return np.where(eta == 0, model.pi, pi)
+
+
 def success(logits: np.ndarray) -> np.ndarray:
     """Success rates of logits."""
     return _sigmoid(logits)
+
+
+def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
+    """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pi > 0, pi * (np.log(pi) - np.log(model.pi)), 0.0).sum(-1)
 
 
 def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -160,8 +174,11 @@ def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """Per config, the weighted mean KL over problems of a step of size eta."""
-    pi, z = stepped(model, direction, eta)
     w = model.weight
+    if not direction.e.any():  # an effort-only step (the forecast's): no outcome term
+        pi = stepped_effort(model, direction, eta)
+        return (effort_kl(model, pi) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
+    pi, z = stepped(model, direction, eta)
     return (kl(model, pi, z) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
 
 

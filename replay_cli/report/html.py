@@ -342,10 +342,13 @@ def _forecast(
     start, off = row.get(C.FORECAST_RESOLVE_START_LONG), row.get(C.FORECAST_RESOLVE_OFF_LONG)
     roles = verdict.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
+    sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
+    total = int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0)
     intro = (
         f"<p>{steps} simulated steps of the decision measure's fixed-size step, "
-        f"{settings.get('seeds', '?')} seeds, up to {settings.get('problems', '?')} problems "
-        "per length bucket and seed; each level keeps its logged success rate, effort moves "
+        f"{settings.get('seeds', '?')} seeds, each on {sampled:,} of the input's {total:,} "
+        "problems (a sample stratified by length bucket; the bands are the seeds' range, "
+        "sampling included); each level keeps its logged success rate, effort moves "
         f'(docs/report.md, "The forecast"). Shaping off takes long problems from '
         f"{escape(C.show(C.FORECAST_RESOLVE_START_LONG, start))} to "
         f"{escape(C.show(C.FORECAST_RESOLVE_OFF_LONG, off))} resolved.</p>"

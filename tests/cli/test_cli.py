@@ -299,3 +299,22 @@ def test_replay_prints_how_the_input_was_read(tmp_path):
     assert "Note: no 'resolved' column: resolved = reward > 0" in result.output
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert "no 'resolved' column: resolved = reward > 0" in manifest["notes"]
+
+
+def test_forecast_writes_its_table_and_sweep_forecast_too(synth_path, tmp_path):
+    out = tmp_path / "fx"
+    args = ["--lambda-time", "0,1/60", "--steps", "3", "--seeds", "2", "--no-charts"]
+    result = run("forecast", synth_path, "--out", out, *args)
+    assert result.exit_code == 0, result.output
+    table = pl.read_parquet(out / "forecast.parquet")
+    assert table["step"].max() == 3
+    assert set(table["budget"]) == {0.0005, 0.001, 0.002}
+    assert "Forecast (3 steps, " in result.output
+    assert '<section id="forecast">' in (out / "index.html").read_text()
+    swept = run("sweep", synth_path, "--out", tmp_path / "sw", *args, "--forecast")
+    assert swept.exit_code == 0, swept.output
+    assert (tmp_path / "sw" / "forecast.parquet").exists()
+    plain = run("sweep", synth_path, "--out", tmp_path / "plain", *args)
+    assert plain.exit_code == 0, plain.output
+    assert not (tmp_path / "plain" / "forecast.parquet").exists()
+    assert "Forecast (" not in plain.output

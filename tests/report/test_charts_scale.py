@@ -5,6 +5,7 @@ import polars as pl
 import pytest
 
 from replay_cli import api
+from replay_cli.config import ForecastSettings
 from replay_cli.parameters import expand
 from replay_cli.report import plots
 from replay_cli.report.facets import layout
@@ -37,7 +38,8 @@ def sweep(request, tmp_path_factory):
     synth_rollouts(steps=2, groups_per_step=6, group_size=4, seed=5).write_parquet(path)
     configs = expand({"clip_high": 3.0}, GRIDS[request.param])
     assert len(configs) == request.param
-    return api.replay(api.load([path]), configs)
+    ahead = ForecastSettings(steps=3, seeds=1, check_budgets=False)
+    return api.forecast(api.load([path]), configs, ahead)  # every chart, the forecast's too
 
 
 def _inside(fig):
