@@ -12,13 +12,14 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.verdict import judge
-from replay_cli.config import ForecastSettings, ReplayConfig, build_config
+from replay_cli.config import ForecastSettings, ReplayConfig, build_config, config_warnings
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
 from replay_cli.errors import InputFileError
 from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
 from replay_cli.io.parquet import ParquetRowSink, parse_mapping
 from replay_cli.maths.peers import estimator_notes
+from replay_cli.progress import Progress, phase
 from replay_cli.report.options import ReportOptions
 from replay_cli.report.plots import render_all
 from replay_cli.report.write import finish_report
@@ -90,7 +91,10 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
     columns = rollouts.frame.collect_schema().names()
     return replace(
         result,
-        notes=estimator_notes(columns, {c.advantage.estimator for c in result.configs}),
+        notes=[
+            *estimator_notes(columns, {c.advantage.estimator for c in result.configs}),
+            *config_warnings(result.configs),
+        ],
         input_notes=list(rollouts.notes),
         verdict=judge(result.summary, result.top_groups, result.resamples, rule),
     )
@@ -123,7 +127,7 @@ def replay_to_report(
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     **fields: Any,
 ) -> ReplayResult:
     """Load, replay, judge and write a report directory atomically; refuses an existing `out`
@@ -133,6 +137,8 @@ def replay_to_report(
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
     groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
     and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
+    `progress(phase, done, total)` hears each phase (replay, decision measure, forecast, verdict,
+    tables, charts, index.html, TensorBoard) as it starts and as its units finish.
     """
     options = report_options(options, **fields)
     check_outputs(Path(out), options)
@@ -164,7 +170,7 @@ def _report(
     configs: Sequence[ReplayConfig],
     options: ReportOptions,
     load_args: dict[str, Any] | None,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress | None,
 ) -> ReplayResult:
     """load → replay → judge → write, into a staged directory renamed into place."""
     with staged_directory(out, options.force) as tmp:
@@ -181,13 +187,15 @@ def _report(
             load_args=load_args,
             progress=progress,
         )
+        phase(progress, "verdict")
         result = judged(replayed, rollouts, options.rule)
-        finish_report(tmp, result, rollouts, options)
+        finish_report(tmp, result, rollouts, options, progress)
     if options.tensorboard is not None:
         from replay_cli.report.tensorboard import write_runs
 
         # check_outputs checked the extra and the directory before replaying.
-        write_runs(result, options.tensorboard, force=True)
+        tick = phase(progress, "TensorBoard", result.summary.height)
+        write_runs(result, options.tensorboard, force=True, tick=tick)
     return result
 
 
@@ -229,7 +237,7 @@ def run_demo(
     out: Path,
     scratch: Path,
     options: ReportOptions | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ReplayResult:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to
     `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs)."""

@@ -495,6 +495,25 @@ OTHER = [
     Metric("input/steps", "steps", "training steps", "count"),
     Metric("input/validation_rows", "validation rollouts", "validation rollouts", "count"),
     Metric("input/validation_charged", "validation charged", "validation rows charged", "count"),
+    Metric(
+        "input/validation_changed",
+        "validation changed",
+        "charged validation rows whose shaped reward differs from the raw one",
+        "count",
+    ),
+    *(
+        Metric(
+            f"signal/uncharged_only_{kind}_rate",
+            f"uncharged-only: {words}",
+            f"share of groups with signal only from uncharged rows, among them {words}",
+            "share",
+        )
+        for kind, words in (
+            ("masked", "loss-masked rows"),
+            ("reset", "rows a zeroing penalty reset"),
+            ("gate", "rows the correct gate skipped"),
+        )
+    ),
     Metric("input/masked_frac", "masked", "loss-masked share of training rows", "share"),
     Metric("input/resolved_frac", "resolved", "resolved share of training rows", "share"),
     *(
@@ -824,6 +843,10 @@ FLOOR_TIES_MIXED = "floor/tie_mixed_rate"
 VALIDATION_ACCURACY = "validation/accuracy"
 VALIDATION_REWARD = "validation/total_reward/mean"
 VALIDATION_CHARGED = "input/validation_charged"
+VALIDATION_CHANGED = "input/validation_changed"
+UNCHARGED_MASKED = "signal/uncharged_only_masked_rate"
+UNCHARGED_RESET = "signal/uncharged_only_reset_rate"
+UNCHARGED_GATE = "signal/uncharged_only_gate_rate"
 VALIDATION_ROWS = "input/validation_rows"
 MASKED_FRAC = "input/masked_frac"
 RESOLVED_FRAC = "input/resolved_frac"

@@ -59,7 +59,8 @@ def param(
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built on first use, not at import: `replay-cli --help` never validates (benchmarks/bench_startup.py)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 TE = "grpo.time_efficiency."
@@ -421,10 +422,10 @@ def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
 def lambda_text(value: float) -> str:
     """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
     minutes, else 4 significant digits."""
-    if value > 0:
-        k = round(1 / value)
-        if 1 < k <= 100_000 and 1 / k == value:
-            return f"1/{k}"
+    if value != 0:
+        k = round(1 / abs(value))
+        if 1 < k <= 100_000 and 1 / k == abs(value):
+            return f"{'-' if value < 0 else ''}1/{k}"
     return f"{value:.4g}"
 
 
@@ -465,3 +466,27 @@ def build_config(values: dict[str, Any]) -> ReplayConfig:
             got = f" (got {err.get('input')!r})" if loc else ""
             lines.append(f"  {loc or 'config'}: {msg}{got}")
         raise ConfigError("Invalid parameters:\n" + "\n".join(lines)) from None
+
+
+def config_warnings(configs: list[ReplayConfig]) -> list[str]:
+    """Settings the trainer accepts that do not mean what a user of the shaping wants, one
+    sentence each (printed with the report and kept in its manifest)."""
+    labels = unique_labels(configs)
+    out = []
+    for cfg in {c.config_id: c for c in configs}.values():
+        s = cfg.shaping
+        if not s.enabled:
+            continue
+        name = labels[cfg.config_id]
+        if s.lambda_time < 0:
+            out.append(
+                f"'{name}': lambda_time {lambda_text(s.lambda_time)} is negative: NeMo-RL accepts "
+                "it, but it pays for agent time and so rewards longer runs (the opposite of the "
+                "time-efficiency shaping)."
+            )
+        if s.bonus_on and s.apply_to == "all":
+            out.append(
+                f"'{name}': the call bonus is paid on failures too (apply_to=all); the PR advises "
+                "apply_to=correct, since paying it on failures rewards junk calls."
+            )
+    return out

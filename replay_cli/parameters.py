@@ -11,7 +11,6 @@ import itertools
 import types
 import typing
 from dataclasses import dataclass
-from enum import Enum
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -19,7 +18,13 @@ from typing import Any, Literal
 
 from pydantic.fields import FieldInfo
 
-from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams, build_config
+from replay_cli.config import (
+    AdvantageParams,
+    ReplayConfig,
+    ShapingParams,
+    build_config,
+    lambda_text,
+)
 from replay_cli.errors import ConfigError
 from replay_cli.io.run_config import lookup, read_tree, read_yaml, resolve
 
@@ -53,15 +58,18 @@ class Param:
         """`replay`'s flag for a boolean: the one that leaves the default."""
         return f"--no-{self.name.replace('_', '-')}" if self.default else self.flag
 
-    def enum(self) -> type[Enum]:
-        """The choices as a str Enum (Typer shows them in --help and completes them)."""
-        return _enum(self.name, self.choices)
-
-
-@cache
-def _enum(name: str, choices: tuple[str, ...]) -> type[Enum]:
-    title = "".join(part.title() for part in name.split("_"))
-    return Enum(title, {c: c for c in choices}, type=str)  # type: ignore[return-value]
+    @property
+    def default_text(self) -> str:
+        """The default as --help shows it, written the way the option takes it (1/60, none)."""
+        if self.default is None:
+            return "none"
+        if self.kind == "bool":
+            return "true" if self.default else "false"
+        if self.name == "lambda_time":
+            return lambda_text(self.default)
+        if isinstance(self.default, float):
+            return f"{self.default:g}"
+        return str(self.default)
 
 
 def _kind(annotation: Any) -> tuple[Kind, tuple[str, ...]]:
@@ -134,8 +142,6 @@ def parse_value(name: str, value: Any) -> Any:
             f"Unknown sweep parameter {name!r}.\n\nKnown: {', '.join(sorted(params))}"
         )
     p = params[name]
-    if isinstance(value, Enum):
-        value = value.value
     if p.kind in ("number", "optional_number"):
         if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
             return None if value is None else float(value)
@@ -147,6 +153,15 @@ def parse_value(name: str, value: Any) -> Any:
         if text in _TRUE | _FALSE:
             return text in _TRUE
         raise ConfigError(f"{p.flag} expects true or false, got {value!r}.")
+    if p.kind == "choice":
+        text = str(value).strip()
+        if text not in p.choices:
+            close = difflib.get_close_matches(text, p.choices, n=1, cutoff=0.5)
+            hint = f" Did you mean {close[0]}?" if close else ""
+            raise ConfigError(
+                f"{p.flag} expects one of {', '.join(p.choices)}, got {value!r}.{hint}"
+            )
+        return text
     if p.kind == "items":
         if value is None or str(value).strip().lower() in NONE_WORDS:
             return None
@@ -211,7 +226,9 @@ def trainer_values(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         order = params[name].trainer.index(key)
         if name in rank and rank[name] < order:
             continue
-        out[name] = _from_trainer(key, value)
+        value = _from_trainer(key, value)
+        # One parser for every place a value is written: fractions, none, true/false, choices.
+        out[name] = value if name == "baseline" else parse_value(name, value)
         rank[name] = order
     return out
 
@@ -258,9 +275,56 @@ def parse_overrides(
     return trainer_values(pairs), ignored
 
 
+TE_BLOCK = "grpo.time_efficiency."
+STRICT_BLOCKS = ("grpo.time_efficiency",)
+"""Run-config blocks the tool reads whole: a key there it does not know is a mistake."""
+NEAR_MISS = 0.85
+"""Elsewhere a key this close to one the tool reads (difflib ratio) is taken for a misspelling."""
+
+
+def _misspelled(tree: dict[str, Any]) -> list[str]:
+    """Keys of a run config the tool would silently ignore although they look like its own:
+    every unknown key of a strict block, and near misses of a known key beside it."""
+    known = set(trainer_keys())
+    problems = []
+
+    def walk(node: Any, prefix: str) -> None:
+        if not isinstance(node, dict):
+            return
+        siblings = {k.rsplit(".", 1)[1] for k in known if k.rsplit(".", 1)[0] == prefix}
+        for key, value in node.items():
+            dotted = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, dict):
+                walk(value, dotted)
+                continue
+            if dotted in known:
+                continue
+            strict = prefix in STRICT_BLOCKS
+            close = difflib.get_close_matches(
+                str(key), siblings, n=1, cutoff=0.6 if strict else NEAR_MISS
+            )
+            if strict or close:
+                hint = f" (did you mean {prefix}.{close[0]}?)" if close else ""
+                problems.append(f"{dotted}{hint}")
+
+    walk(tree, "")
+    return problems
+
+
 def read_run_config(path: str | Path) -> dict[str, Any]:
-    """The replay parameters a NeMo-RL run config sets (its trainer keys), as flat values."""
+    """The replay parameters a NeMo-RL run config sets (its trainer keys), as flat values. A key
+    under `grpo.time_efficiency` the tool does not know, or one anywhere that looks like a
+    misspelling of a key it reads, is an error (the trainer's other settings are ignored)."""
     tree = read_tree(Path(path))
+    unknown = _misspelled(tree)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} the replay would ignore: "
+            f"{'; '.join(unknown)}.\n\nKnown under grpo.time_efficiency: "
+            + ", ".join(
+                sorted(k.rsplit(".", 1)[1] for k in trainer_keys() if k.startswith(TE_BLOCK))
+            )
+        )
     pairs = []
     for key in trainer_keys():
         try:

@@ -99,6 +99,10 @@ G_KEPT_ROWS = "kept_rows"
 G_PHANTOM = "phantom"
 G_TIME_ONLY_SIGNAL = "time_only_signal"
 G_UNCHARGED_ONLY_SIGNAL = "uncharged_only_signal"
+G_UNCHARGED_CAUSES = "uncharged_causes"  # bits of UNCHARGED_CAUSES an uncharged-only group holds
+UNCHARGED_CAUSES = {"masked": 1, "reset": 2, "gate": 4}
+"""The kinds of uncharged rows a group can hold: loss-masked rows (not charged, still voting),
+rows a zeroing penalty reset to 0 (internal item 2), rows the correct gate skipped."""
 G_SIZE = "size"
 G_INVERTED_OFF = "inverted_off"  # inverted with shaping off (raw rewards, same rows)
 G_FLOOR_TIE = "floor_tie"  # a resolved and an unresolved trainable row both end on the floor

@@ -228,8 +228,9 @@ def reference_groups(rows: list[dict], shaping: dict[str, Any]) -> dict[tuple, d
 
 
 def _on_floor(r: dict, shaping: dict[str, Any]) -> bool:
+    """On the floor whichever side was charged: a tie is a tie."""
     floor = shaping.get("floor")
-    return floor is not None and r["charged"] and r["reward_shaped"] == floor
+    return floor is not None and r["reward_shaped"] == floor
 
 
 def _raw(r: dict) -> float:

@@ -97,6 +97,8 @@ def model_of(groups: dict, bucket: dict, level: dict) -> dict:
 def _direction(g, k, level, pi, p, column):
     t = [r for r in g if not r["masked"] and r["kept"]]
     n = max(len(t), 1)
+    if not any(abs(r[column] or 0.0) > 1e-6 for r in t):  # no signal (spec §5): no step
+        t = []
     a = [0.0] * LEVELS
     ay = [0.0] * LEVELS
     for r in t:

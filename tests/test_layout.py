@@ -18,6 +18,7 @@ LAYERS = {
     "schema": 0,
     "frames": 0,
     "catalogue": 0,
+    "progress": 0,
     "config": 1,
     "io": 1,
     "parameters": 2,

@@ -53,7 +53,24 @@ def test_every_trainer_key_reaches_its_parameter():
 
 def test_choices_come_from_the_field():
     assert P.registry()["std_guard"].choices == ("legacy", "trivial")
-    assert [e.value for e in P.registry()["apply_to"].enum()] == ["all", "correct"]
+    assert P.registry()["apply_to"].choices == ("all", "correct")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("lambda_time", "1/60"),
+        ("floor", "none"),
+        ("lambda_call_bonus", "0"),
+        ("apply_to", "all"),
+        ("normalize", "true"),
+        ("clip_low", "none"),
+    ],
+)
+def test_help_shows_each_default_as_the_option_takes_it(name, text):
+    p = P.registry()[name]
+    assert p.default_text == text
+    assert P.parse_value(name, text) == p.default  # what --help shows parses back to the default
 
 
 DUMMY = """

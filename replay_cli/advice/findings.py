@@ -226,20 +226,24 @@ def _on_long(change: float | None) -> str:
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
     """Groups whose only signal is the difference between rows that were not charged and charged
-    siblings that all ended equal: the update learns which rows were exempt, not the time."""
+    siblings that all ended equal: the update learns which rows were exempt, not the time. The
+    causes named are the kinds of uncharged rows present in the groups counted."""
     share = num(row, C.UNCHARGED_ONLY)
     if share <= 0:
         return None
-    items = str(row.get("internal_items") or "").split(",")
-    causes, advice = [], []
-    if row.get("mask_flagged") and "1" not in items and num(row, C.MASKED_FRAC) > 0:
-        causes.append("masked rows (they keep their reward and still vote in the baseline)")
-        if not row.get("exclude_masked"):
-            advice.append("--exclude-masked (NeMo-RL PR #4160)")
-    if "2" in items:
-        causes.append("rows a zeroing penalty reset to 0 (internal item 2)")
-    if row.get("apply_to") == "correct":
-        causes.append("unresolved rows, which apply_to=correct does not charge")
+    kinds = {
+        C.UNCHARGED_MASKED: "masked rows (they keep their reward and still vote in the baseline)",
+        C.UNCHARGED_RESET: "rows a zeroing penalty reset to 0 (internal item 2)",
+        C.UNCHARGED_GATE: "rows the correct gate did not charge (unresolved, or resolved with "
+        "a falsy reward, under apply_to=correct)",
+    }
+    present = {name: num(row, name) > 0 for name in kinds}
+    if not any(name in row for name in kinds):  # a report before the causes were counted
+        present = _causes_from_settings(row)
+    causes = [kinds[name] for name, found in present.items() if found]
+    advice = []
+    if present.get(C.UNCHARGED_MASKED) and not row.get("exclude_masked"):
+        advice.append("--exclude-masked (NeMo-RL PR #4160)")
     if row.get("floor") is not None:
         advice.append("a lower floor")
     cause = "; ".join(causes) or "rows the hook skipped"
@@ -251,11 +255,25 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
     )
 
 
+def _causes_from_settings(row: dict[str, Any]) -> dict[str, bool]:
+    """The kinds of uncharged rows a config can have (reports that did not count them)."""
+    items = str(row.get("internal_items") or "").split(",")
+    return {
+        C.UNCHARGED_MASKED: bool(row.get("mask_flagged"))
+        and "1" not in items
+        and num(row, C.MASKED_FRAC) > 0,
+        C.UNCHARGED_RESET: "2" in items,
+        C.UNCHARGED_GATE: row.get("apply_to") == "correct",
+    }
+
+
 def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:
-    """Validation rows were charged (internal item 4 or the sync path), so the shaped validation
-    reward is not the accuracy an unshaped run logs."""
+    """Validation rows were charged (internal item 4 or the sync path) and some shaped validation
+    reward differs from the raw one, so the shaped validation reward is not the accuracy an
+    unshaped run logs (a charge that deducts nothing leaves the curves comparable)."""
     charged = num(row, C.VALIDATION_CHARGED)
-    if charged <= 0:
+    changed = row.get(C.VALIDATION_CHANGED)
+    if charged <= 0 or (changed is not None and changed <= 0):  # charged but nothing deducted
         return None
     acc, total = row.get(C.VALIDATION_ACCURACY), row.get(C.VALIDATION_REWARD)
     numbers = (

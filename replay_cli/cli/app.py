@@ -36,6 +36,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain help: `replay-cli[tensorboard]` prints as written (Rich markup ate it), and --help
+    # costs little more than the import (benchmarks/bench_startup.py).
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # wider terminals get fewer wrapped lines
 )
 
 
@@ -60,7 +64,7 @@ def _report(
     with user_errors():
         paths, base = inputs.layers(sources)
         configs = configs_of(base)
-        with terminal.progress(label.format(n=len(configs))) as tick:
+        with terminal.phases(label.format(n=len(configs))) as tick:
             result = api.replay_to_report(
                 paths,
                 configs,
@@ -88,7 +92,7 @@ def replay(
     Precedence: flags > ++overrides > --config run.yaml > defaults.
     """
     configs_of = lambda base: parameters.expand({**base, **params}, {})
-    _report(sources, configs_of, out, (inputs, run), charts, "replaying 1 config")
+    _report(sources, configs_of, out, (inputs, run), charts, "1 config")
 
 
 def _grid_configs(params: dict[str, Any], grid: Path | None) -> Any:
@@ -138,7 +142,7 @@ def sweep(
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
     configs_of = _grid_configs(params, grid)
-    _report(sources, configs_of, out, (inputs, run), charts, "replaying {n} configs")
+    _report(sources, configs_of, out, (inputs, run), charts, "{n} configs")
 
 
 @app.command(rich_help_panel="Replay")
@@ -159,7 +163,7 @@ def forecast(
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --steps 50 --seeds 4
     """
     configs_of = _grid_configs(params, grid)
-    label = "replaying and forecasting {n} configs"
+    label = "{n} configs"
     _report(sources, configs_of, out, (inputs, run), charts, label, forecast=True)
 
 
@@ -224,7 +228,7 @@ def demo(
     with (
         user_errors(),
         tempfile.TemporaryDirectory() as tmp,
-        terminal.progress("replaying demo configs") as tick,
+        terminal.phases("demo") as tick,
     ):
         options = api.report_options(tensorboard=tensorboard)
         result = api.run_demo(out, Path(tmp), options, progress=tick)
@@ -239,7 +243,9 @@ app.command(rich_help_panel="Analysis")(cli_analysis.explain)
 app.command(rich_help_panel="Analysis")(cli_analysis.verify)
 app.command("import", rich_help_panel="Data")(cli_analysis.import_)
 
-export_app = typer.Typer(help="Export a written report to other tools.", no_args_is_help=True)
+export_app = typer.Typer(
+    help="Export a written report to other tools.", no_args_is_help=True, rich_markup_mode=None
+)
 export_app.command("tensorboard")(cli_analysis.export_tensorboard)
 app.add_typer(export_app, name="export", rich_help_panel="Analysis")
 

@@ -51,6 +51,11 @@ def _complete(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
     return complete
 
 
+def _default(p: P.Param) -> str:
+    """The parameter's default for its --help line, unless the help already says it."""
+    return "" if "default:" in p.help else f"  [default: {p.default_text}]"
+
+
 def _option(p: P.Param, mode: Mode) -> tuple[Any, Any]:
     """(annotation, default) of one parameter's option in a command of this mode."""
     common = {"help": p.help, "rich_help_panel": p.panel, "show_default": False}
@@ -59,12 +64,15 @@ def _option(p: P.Param, mode: Mode) -> tuple[Any, Any]:
         if p.choices:
             extra = f" Comma list of: {', '.join(p.choices)}."
             common["autocompletion"] = _complete(p.choices)
-        option = typer.Option(p.flag, **{**common, "help": p.help + extra})
+        option = typer.Option(p.flag, **{**common, "help": p.help + extra + _default(p)})
         return Annotated[str | None, option], None
     if p.kind == "bool":
-        return Annotated[bool, typer.Option(p.switch, **common)], False
-    if p.kind == "choice":
-        return Annotated[p.enum() | None, typer.Option(p.flag, **common)], None
+        return Annotated[bool, typer.Option(p.switch, **common)], False  # a switch: off by default
+    common["help"] += _default(p)
+    if p.kind == "choice":  # text, checked by the one parser (`sweep`'s message, did-you-mean)
+        common["autocompletion"] = _complete(p.choices)
+        option = typer.Option(p.flag, metavar=f"<{'|'.join(p.choices)}>", **common)
+        return Annotated[str | None, option], None
     return Annotated[str | None, typer.Option(p.flag, **common)], None
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 import polars as pl
 import typer
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.analysis.verify import rewards_match
+from replay_cli.progress import Progress as PhaseProgress
 from replay_cli.report.compare import delta_table, internal_summary
 from replay_cli.report.tensorboard import open_commands
 from replay_cli.result import ReplayResult
@@ -230,6 +231,28 @@ def progress(description: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(task, completed=done, total=total)
 
         yield tick
+
+
+@contextmanager
+def phases(description: str) -> Iterator[PhaseProgress]:
+    """A phase-aware progress callback (replay_cli.progress): one bar line per phase, each
+    finished one ticked full, so the bar never sits at 100% while charts or TensorBoard are
+    written; silent when stderr is a pipe or file."""
+    if not sys.stderr.isatty():
+        yield lambda name, done, total: None
+        return
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def report(name: str, done: int, total: int | None) -> None:
+            if name not in tasks:
+                for task in tasks.values():  # the earlier phases are over
+                    size = bar.tasks[task].total or 1
+                    bar.update(task, total=size, completed=size)
+                tasks[name] = bar.add_task(f"{description}: {name}", total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        yield report
 
 
 def _fmt(value: object) -> str:

@@ -83,6 +83,11 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_validation_charged": (
             n(b.charged & c.is_val) if not c.all_train else np.zeros(len(t), np.int64)
         ),
+        "n_validation_changed": (
+            n(b.charged & c.is_val & (b.reward_shaped != c.reward))
+            if not c.all_train
+            else np.zeros(len(t), np.int64)
+        ),
         "n_flipped": n(t & flipped),
         "sum_adv_resolved": sum_resolved,
         "n_resolved": n(t & resolved),
@@ -195,6 +200,7 @@ def finish(
         "input/steps": steps,
         "input/validation_rows": p["n_validation"],
         "input/validation_charged": p["n_validation_charged"],
+        "input/validation_changed": p["n_validation_changed"],
         "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
         "input/resolved_frac": _ratio(p["n_train_resolved"], p["n_train"]),
         **inputs,
@@ -216,6 +222,10 @@ def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
         count(pl.col(S.G_HAS_SIGNAL_RAW)).alias("n_signal_raw"),
         count(pl.col(S.G_TIME_ONLY_SIGNAL)).alias("n_time_only"),
         count(pl.col(S.G_UNCHARGED_ONLY_SIGNAL)).alias("n_uncharged_only"),
+        *(
+            count((pl.col(S.G_UNCHARGED_CAUSES) & bit) > 0).alias(f"n_uncharged_{name}")
+            for name, bit in S.UNCHARGED_CAUSES.items()
+        ),
         count(pattern == S.ALL_FAIL).alias("n_all_fail"),
         count(pattern == S.MIXED).alias("n_mixed"),
         count(pattern == S.ALL_PASS).alias("n_all_pass"),
@@ -259,6 +269,10 @@ def group_diagnostics(partials: pl.DataFrame) -> dict[str, float | None]:
         "signal/group_rate_raw": _ratio(p["n_signal_raw"], n),
         "signal/time_only_rate": _ratio(p["n_time_only"], n),
         "signal/uncharged_only_rate": _ratio(p["n_uncharged_only"], n),
+        **{
+            f"signal/uncharged_only_{name}_rate": _ratio(p[f"n_uncharged_{name}"], n)
+            for name in S.UNCHARGED_CAUSES
+        },
         "groups/all_fail": _ratio(p["n_all_fail"], n),
         "groups/mixed": _ratio(p["n_mixed"], n),
         "groups/all_pass": _ratio(p["n_all_pass"], n),

@@ -31,6 +31,7 @@ from replay_cli.maths.effort import Direction, EffortModel, solve_eta, stepped_e
 from replay_cli.maths.grpo_arrays import grpo
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import shape_arrays
+from replay_cli.maths.thresholds import with_signal
 
 BUCKETS = ("all", "short", "medium", "long")
 METRICS = ("resolve", "solve_minutes", "fail_minutes", "give_up")
@@ -326,7 +327,8 @@ def _simulate(
             rows = world.pool.draw(local, bucket, level, outcome, u_row)
             advantage, trainable = advantages(cfg, rows, group_runs)
             counted = group_runs.sum(trainable)
-            weight = np.where(trainable, advantage, 0.0) / np.maximum(counted, 1)[problem_of_row]
+            trained = with_signal(advantage, trainable, group_runs)
+            weight = trained / np.maximum(counted, 1)[problem_of_row]
             cell = problem_of_row * levels + level
             a[r] = np.bincount(cell, weight, seeds * problems * levels).reshape(-1, levels)
             ay[r] = np.bincount(cell, weight * outcome, seeds * problems * levels).reshape(

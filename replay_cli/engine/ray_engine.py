@@ -33,6 +33,7 @@ from replay_cli.engine.run import (
     unique_configs,
 )
 from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
+from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts, load_rollouts
 
@@ -119,7 +120,7 @@ def run_replay_ray(
     load_args: dict[str, Any],
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     *,
     configs_per_pass: int = 4,
     chunk_rows: int,
@@ -176,6 +177,7 @@ def run_replay_ray(
         forecast=forecast,
     )
     pending, fed, done = list(refs), 0, 0
+    tick = phase(progress, "replay", len(chunks) * len(unique))
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         for ref in ready:
@@ -191,9 +193,9 @@ def run_replay_ray(
             for piece in pieces:
                 acc.add(piece)
             fed += 1
-        if progress is not None:
-            progress(done, len(chunks) * len(unique))
-    return acc.finish(), [p for p in parts if p is not None and p.exists()]
+        if tick is not None:
+            tick(done, len(chunks) * len(unique))
+    return acc.finish(progress=progress), [p for p in parts if p is not None and p.exists()]
 
 
 def merge_parts(parts: Sequence[Path], out: Path) -> None:

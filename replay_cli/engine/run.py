@@ -44,6 +44,7 @@ from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
 from replay_cli.maths.effort import EffortLevels
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.top_groups import top_groups, top_of_config
+from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
 from replay_cli.rollouts.validation import Rollouts
@@ -284,7 +285,9 @@ class Accumulator:
             ),
         }
 
-    def finish(self, computed_by: list[str] | None = None) -> ReplayResult:
+    def finish(
+        self, computed_by: list[str] | None = None, progress: Progress | None = None
+    ) -> ReplayResult:
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
         inputs |= length_inputs(self.edges)
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
@@ -292,6 +295,7 @@ class Accumulator:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
         groups = [p.levels for p in self.inputs]
         problems = Problems.of(groups)
+        phase(progress, "decision measure")
         steps_measure, resamples = measure(
             problems,
             {c.config_id: [p.effort for p in self.pieces[c.config_id]] for c in self.configs},
@@ -301,6 +305,7 @@ class Accumulator:
             row |= steps_measure[row[S.CONFIG_ID]]
         forecast_table = None
         if self.forecast is not None and problems is not None:
+            phase(progress, "forecast")
             forecast_table, ahead = forecast(
                 problems, groups, self.configs, self.forecast, self.settings.step_kl
             )
@@ -409,7 +414,7 @@ def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
 def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     *,
     configs_per_pass: int = 4,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -452,6 +457,7 @@ def run_replay(
         forecast=forecast,
     )
     total, done = len(chunks) * len(unique), 0
+    tick = phase(progress, "replay", total)
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
         for lo, hi in chunks:
             state = ChunkState.of(read_chunk(rollouts, lo, hi), shape)
@@ -466,6 +472,6 @@ def run_replay(
                         row_sink(piece.rows)
                     acc.add(piece)
                 done += len(batch)
-                if progress is not None:
-                    progress(done, total)
-    return acc.finish(torch_notes)
+                if tick is not None:
+                    tick(done, total)
+    return acc.finish(torch_notes, progress)

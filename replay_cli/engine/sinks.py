@@ -4,7 +4,7 @@ the chunks finish, on the local threads or on Ray (the one place that picks the 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +13,7 @@ from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSetti
 from replay_cli.engine.run import run_replay
 from replay_cli.errors import ConfigError
 from replay_cli.io.parquet import ParquetRowSink, RowsMode
+from replay_cli.progress import Progress
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts
 
@@ -29,7 +30,7 @@ def replay_into(
     settings: MeasureSettings | None = None,
     forecast: ForecastSettings | None = None,
     load_args: dict[str, Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ReplayResult:
     """Replay into `directory`: rollouts.parquet (all rows, a sample of whole groups, or none)
     and groups.parquet are written chunk by chunk, so the result's `rows` and `groups` are

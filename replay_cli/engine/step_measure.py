@@ -35,7 +35,7 @@ from replay_cli.maths.effort import (
     window_start,
 )
 from replay_cli.maths.segments import Runs
-from replay_cli.maths.thresholds import SIGNAL_EPS
+from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
 
 SCOPES = ("", *(f"@{name}" for name in LENGTHS))
 """The summary's suffixes of the measure: all problems, then each length bucket."""
@@ -211,7 +211,7 @@ def config_levels(b: RowBatch, levels: np.ndarray, count: int, off_key: Any) -> 
     n = np.maximum(runs.sum(t), 1)[:, pick]
 
     def per_level(adv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        a = np.where(t, adv, 0.0).astype(np.float64)
+        a = with_signal(adv, t, runs)
         ay = a * c.resolved
         sums = [runs.sum(np.where(levels == j, a, 0.0)) for j in range(count)]
         sums_y = [runs.sum(np.where(levels == j, ay, 0.0)) for j in range(count)]

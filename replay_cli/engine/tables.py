@@ -174,11 +174,14 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     uniform = (n_resolved == runs.lengths) | (n_resolved == 0)
     time_only = has_signal & ~has_signal_raw
     uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
+    causes = np.where(uncharged_only, _uncharged_causes(b), 0).astype(np.int8)
     raw = c.reward  # shaping off: the input rewards (null -> 0), on the same trainable rows
     inverted_off = runs.low(raw, t & resolved) < runs.top(raw, t & ~resolved)
-    # On the floor: charged rows whose shaped reward is the floor, clamped or landing on it.
+    # On the floor: rows whose shaped reward is the floor, clamped, landing on it, or left there
+    # uncharged (a failure apply_to=correct leaves at 0 ties a success clamped to a floor of 0:
+    # a tie is a tie whichever side was charged).
     floors = np.array([np.nan if c.shaping.floor is None else c.shaping.floor for c in b.configs])
-    on_floor = t & b.charged & (shaped == floors[:, None])
+    on_floor = t & (shaped == floors[:, None])
     floor_tie = (runs.sum(on_floor & resolved) > 0) & (runs.sum(on_floor & ~resolved) > 0)
     pushes = group_pushes(runs, b.grpo.advantage, t, resolved, c.minutes, c.calls)
     pushes_off = group_pushes(runs, b.adv_raw, t, resolved, c.minutes, c.calls)
@@ -196,6 +199,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
         "kept_rows": kept_rows,
         "time_only": time_only,
         "uncharged_only": uncharged_only,
+        "uncharged_causes": causes,
         "inverted_off": inverted_off,
         "floor_tie": floor_tie,
         **{f"{S.G_PUSH}{k}": v for k, v in pushes.items()},
@@ -239,6 +243,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
                 S.G_TIME_ONLY_SIGNAL: g["time_only"][k],
                 S.G_INVERTED_PAIRS: _inverted_pairs(b, k, pick[inverted_k]),
                 S.G_UNCHARGED_ONLY_SIGNAL: g["uncharged_only"][k],
+                S.G_UNCHARGED_CAUSES: g["uncharged_causes"][k],
                 S.G_INVERTED_OFF: g["inverted_off"][k],
                 S.G_FLOOR_TIE: g["floor_tie"][k],
                 S.G_LENGTH: length,
@@ -299,6 +304,22 @@ def _spread_only_from_uncharged(b: RowBatch, shaped: np.ndarray) -> np.ndarray:
         uniform = (c_lo <= c_hi) & ((c_hi - c_lo) <= SIGNAL_EPS)
         far = (np.abs(u_lo - c_lo) > SIGNAL_EPS) | (np.abs(u_hi - c_lo) > SIGNAL_EPS)
     return mixed & uniform & far
+
+
+def _uncharged_causes(b: RowBatch) -> np.ndarray:
+    """Per group and config, a bit per kind of uncharged row it holds (S.UNCHARGED_CAUSES)."""
+    c, runs = b.chunk, b.chunk.runs
+    uncharged = ~b.per_config(b.charged)
+    masked = uncharged & b.per_config(b.masked)
+    items = np.array([[2 in cfg.shaping.items] for cfg in b.configs])
+    reset = uncharged & ~masked & c.zeroed & items
+    gate = uncharged & ~masked & ~reset
+    bits = S.UNCHARGED_CAUSES
+    return (
+        (runs.sum(masked) > 0) * bits["masked"]
+        + (runs.sum(reset) > 0) * bits["reset"]
+        + (runs.sum(gate) > 0) * bits["gate"]
+    )
 
 
 def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarray:

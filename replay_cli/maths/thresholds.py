@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from replay_cli import catalogue as C
+from replay_cli.maths.segments import Runs
 
 SIGNAL_EPS = 1e-6
 """|advantage| above this carries signal (spec §5)."""
@@ -39,3 +40,11 @@ def below(x: np.ndarray, threshold: float) -> np.ndarray:
     if x.dtype == np.float32 and float(t) < threshold:
         t = np.nextafter(t, x.dtype.type(np.inf))
     return x < t
+
+
+def with_signal(advantage: np.ndarray, trainable: np.ndarray, runs: Runs) -> np.ndarray:
+    """The trainable advantages of groups with signal (spec §5: some trainable |A| > 1e-6), 0
+    elsewhere: a group without signal trains nothing, and float32's rounding residue of equal
+    rewards (~1e-9) must not become a direction that a step budget scales up to full size."""
+    signal = runs.sum(trainable & above(np.abs(advantage), SIGNAL_EPS)) > 0
+    return np.where(trainable & runs.rows(signal), advantage, 0.0).astype(np.float64)

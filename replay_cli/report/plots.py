@@ -18,6 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import highlights, rated
+from replay_cli.progress import Tick
 from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
@@ -240,11 +241,22 @@ def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
 
 
 def render_all(
-    result: ReplayResult, out_dir: Path, highlight: list[str] | None = None
+    result: ReplayResult,
+    out_dir: Path,
+    highlight: list[str] | None = None,
+    tick: Tick | None = None,
 ) -> list[Path]:
-    """Save every chart of a report as PNG (replacing the old ones) and return the paths."""
+    """Save every chart of a report as PNG (replacing the old ones) and return the paths; one
+    chart in memory at a time, `tick(done, total)` after each."""
     if out_dir.is_dir():
         for old in out_dir.glob("*.png"):
             if old.stem != "replayed_vs_internal":
                 old.unlink()
-    return save(report_figures(result, highlight), out_dir)
+    shown = {n: c.draw for n, c in CHARTS.items() if c.draw is not None and c.shown(result)}
+    paths = []
+    for done, (name, draw) in enumerate(shown.items(), start=1):
+        figure = draw(result, highlight)
+        paths += save({name: figure}, out_dir)
+        if tick is not None:
+            tick(done, len(shown))
+    return paths

@@ -22,6 +22,7 @@ from replay_cli import schema as S
 from replay_cli.advice.words import param_text
 from replay_cli.errors import ConfigError
 from replay_cli.io.files import staged_directory
+from replay_cli.progress import Tick
 from replay_cli.report.facets import varying
 from replay_cli.result import ReplayResult
 
@@ -103,21 +104,28 @@ def hparam_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, An
     return [{p: columns[p][i] for p in params} for i in range(summary.height)]
 
 
-def write_runs(result: ReplayResult, out: str | Path, *, force: bool = False) -> list[Path]:
+def write_runs(
+    result: ReplayResult, out: str | Path, *, force: bool = False, tick: Tick | None = None
+) -> list[Path]:
     """Write one TensorBoard run per config of a judged result into the directory `out`,
-    atomically (an existing one is refused unless `force`); returns the run directories."""
+    atomically (an existing one is refused unless `force`); returns the run directories.
+    `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
     if result.recommendation is None:
         raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
     roles = dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(result.steps, result.summary, roles, tmp)
+        names = _write(result.steps, result.summary, roles, tmp, tick)
     return [out / name for name in names]
 
 
 def _write(
-    steps: pl.DataFrame, summary: pl.DataFrame, roles: dict[str, str], out: Path
+    steps: pl.DataFrame,
+    summary: pl.DataFrame,
+    roles: dict[str, str],
+    out: Path,
+    tick: Tick | None = None,
 ) -> list[str]:
     writer_class = summary_writer()
     from tensorboardX.summary import hparams
@@ -156,6 +164,8 @@ def _write(
                 writer.add_scalar(tag, value, 0)
         writer.close()
         runs.append(path.name)
+        if tick is not None:
+            tick(len(runs), summary.height)
     return runs
 
 

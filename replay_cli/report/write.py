@@ -18,6 +18,7 @@ from replay_cli.config import unique_labels
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE
 from replay_cli.maths.peers import whitening_weights
+from replay_cli.progress import Progress, phase
 from replay_cli.report.html import render_index
 from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
@@ -115,7 +116,11 @@ def write_directory(
 
 
 def finish_report(
-    tmp: Path, result: ReplayResult, rollouts: Rollouts, options: ReportOptions | None = None
+    tmp: Path,
+    result: ReplayResult,
+    rollouts: Rollouts,
+    options: ReportOptions | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Everything of a judged replay's report but what the replay streamed (rows, groups): steps,
     summary, the bootstrap table, the verdict's tables, charts, manifest and index.html."""
@@ -133,11 +138,14 @@ def finish_report(
         tables["forecast"] = result.forecast
     tables["findings"] = result.verdict.findings
     tables["recommendation"] = result.verdict.recommendation
+    phase(progress, "tables")
     write_tables(tmp, tables)
     if options.charts:
         from replay_cli.report.plots import render_all
 
-        render_all(result, tmp / "charts", list(options.highlight) or None)
+        tick = phase(progress, "charts")
+        render_all(result, tmp / "charts", list(options.highlight) or None, tick)
+    phase(progress, "index.html")
     text = json.dumps(manifest(result, rollouts, options), indent=2) + "\n"
     (tmp / "manifest.json").write_text(text)
     render_index(tmp, result.top_groups)

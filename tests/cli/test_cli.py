@@ -160,7 +160,7 @@ def test_existing_output_is_refused_without_force(synth_path, tmp_path):
         (["--lambda-call-bonus", "-1", "--call-bonus-ref", "5"], "greater than or equal to 0"),
         (["--internal-items", "1+7"], "internal_items [7] unknown"),
         (["--lambda-time", "0,1/60"], "use `replay-cli sweep`"),
-        (["--apply-to", "all,correct"], "Invalid value for '--apply-to'"),
+        (["--apply-to", "all,correct"], "use `replay-cli sweep` for 'all,correct'"),
     ],
 )
 def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
@@ -170,12 +170,15 @@ def test_invalid_parameters_exit_2(synth_path, tmp_path, args, message):
     assert "Traceback" not in result.output
 
 
-def test_bad_choice_is_a_usage_error(synth_path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("command", ["replay", "sweep"])
+def test_bad_choice_is_a_usage_error(synth_path, tmp_path, monkeypatch, command):
+    """One error style for every choice, in replay and sweep alike, with a did-you-mean."""
     monkeypatch.setenv("COLUMNS", "200")
-    result = run("replay", synth_path, "--out", tmp_path / "r", "--apply-to", "corect")
+    result = run(command, synth_path, "--out", tmp_path / "r", "--apply-to", "corect")
     assert result.exit_code == 2
-    assert "Invalid value for '--apply-to'" in result.output
-    assert "'corect' is not one of" in result.output
+    assert "--apply-to expects one of all, correct, got 'corect'" in result.output
+    assert "Did you mean correct?" in result.output
+    assert not (tmp_path / "r").exists()
 
 
 def test_missing_input_exit_2(tmp_path):
@@ -318,3 +321,18 @@ def test_forecast_writes_its_table_and_sweep_forecast_too(synth_path, tmp_path):
     assert plain.exit_code == 0, plain.output
     assert not (tmp_path / "plain" / "forecast.parquet").exists()
     assert "Forecast (" not in plain.output
+
+
+@pytest.mark.parametrize("command", ["replay", "sweep", "forecast", "demo", "explain"])
+def test_help_prints_as_written_with_each_default(command, monkeypatch):
+    """Rich markup once ate `[tensorboard]` ("needs the extra replay-cli."); defaults are shown
+    the way the option takes them."""
+    monkeypatch.setenv("COLUMNS", "250")
+    text = run(command, "--help").output
+    if command != "explain":
+        assert "replay-cli[tensorboard]" in text
+    assert "needs the extra replay-cli." not in text
+    if command in ("replay", "sweep", "forecast", "explain"):
+        assert "[default: 1/60]" in text  # --lambda-time
+        assert "[default: trivial]" in text  # --std-guard
+        assert "replay-cli[torch]" in text  # --precision

@@ -151,7 +151,7 @@ def test_unknown_option(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expect"),
     [
-        (["--apply-to", "correctt"], "Invalid value for '--apply-to'"),
+        (["--apply-to", "correctt"], "--apply-to expects one of all, correct, got 'correctt'"),
         (
             ["--lambda-call-bonus", "-0.1", "--call-bonus-ref", "5"],
             "lambda_call_bonus: Input should be greater than or equal to 0",

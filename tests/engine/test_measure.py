@@ -18,7 +18,7 @@ from replay_cli.rollouts.synth import synth_rollouts
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 import reference_step
-from factories import config
+from factories import config, replay_frame, rollouts
 
 CLIP = {"clip_low": -3.0, "clip_high": 3.0}
 MEASURES = ("resolve", "resolve_effort", "solve_minutes", "fail_minutes")
@@ -210,6 +210,26 @@ def test_the_guards_flavour_and_the_precision_do_not_change_the_verdict():
     base = shipped_verdict()
     assert shipped_verdict(std_guard="legacy").equals(base)
     assert shipped_verdict(precision="float64").equals(base)
+
+
+def test_float32_rounding_residue_of_equal_rewards_is_no_step():
+    # Six failures of 7 minutes each under λ=1/480: the shaped rewards are equal, yet float32's
+    # leave-one-out mean leaves a residue of about 1e-9 on every row (as the trainer's does).
+    # That group has no signal (spec §5); scaled to the step budget, the residue would read as
+    # a full-size step about time alone.
+    frame = rollouts(
+        reward=[0.0] * 6, resolved=[False] * 6, group_id=[0] * 6, openhands_run_time=[420.0] * 6
+    )
+    rows, residue = {}, {}
+    for precision in ("float32", "float64"):
+        result = replay_frame(frame, {"lambda_time": 1 / 480}, {"precision": precision})
+        assert result.summary["signal/group_rate"][0] == 0.0
+        assert result.summary["step/time_only_share"][0] == 0.0
+        rows[precision] = result.summary.select(pl.selectors.starts_with("step/")).row(0)
+        residue[precision] = np.abs(next(iter(result.advantages.values())).to_numpy()).max()
+    assert 0 < residue["float32"] < 1e-8  # the residue is there, and the trainer trains it
+    assert residue["float64"] == 0.0
+    assert rows["float32"] == rows["float64"]
 
 
 def test_the_bootstrap_reweights_each_problem_as_weighting_it_by_hand():

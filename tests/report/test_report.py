@@ -32,7 +32,7 @@ def test_report_appears_complete(synth_path, tmp_path):
 def test_failure_leaves_no_partial_report(synth_path, tmp_path, monkeypatch):
     out = tmp_path / "r"
 
-    def broken_charts(result, directory, highlight):
+    def broken_charts(result, directory, highlight, tick):
         raise RuntimeError("boom")
 
     monkeypatch.setattr("replay_cli.report.plots.render_all", broken_charts)
