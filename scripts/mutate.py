@@ -72,6 +72,18 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/engine/bootstrap.py": ["test_measure", "test_recommendation"],
     "replay_cli/advice/verdict.py": ["test_recommendation", "test_findings"],
     "replay_cli/catalogue.py": ["test_catalogue"],
+    "replay_cli/engine/forecast.py": ["test_forecast"],
+    "replay_cli/engine/batched.py": ["test_batched", "test_engine", "test_reference"],
+    "replay_cli/rollouts/validation.py": ["test_validation", "test_reliability"],
+    "replay_cli/rollouts/chunks.py": ["test_validation", "test_engine"],
+    "replay_cli/io/jsonl.py": ["test_import"],
+    "replay_cli/io/gym.py": ["test_import"],
+    "replay_cli/io/importers.py": ["test_import"],
+    "replay_cli/io/wandb.py": ["test_import"],
+    "replay_cli/io/slim.py": ["test_import"],
+    "replay_cli/io/train_data.py": ["test_verify", "test_rounding"],
+    "replay_cli/io/run_config.py": ["test_runconfig"],
+    "replay_cli/parameters.py": ["test_parameters", "test_runconfig", "test_sweep"],
 }
 """Each module under test and the test files (in tests/) that exercise it."""
 

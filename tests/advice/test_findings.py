@@ -175,6 +175,22 @@ def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
     assert tie["config_id"].to_list() == [configs[2].config_id]
 
 
+def test_the_inversion_free_lambdas_are_those_of_configs_with_the_rows_other_settings():
+    # The same λs with and without the floor: unfloored, the success falls below the failure from
+    # λ=1/60 on; floored at -0.8, λ=1/20 ties them on the floor instead. Each row's set of
+    # inversion-free λs is read from the configs that differ from it in λ alone.
+    frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[5400.0, 1800.0])
+    lambdas = (1 / 120, 1 / 45, 1 / 20)
+    configs = [config({"lambda_time": lam, "floor": f}) for f in (-0.8, None) for lam in lambdas]
+    result = api.replay(rollouts_from_frame(frame), configs)
+    found = result.findings.filter(pl.col("kind") == "inversion_introduced")
+    text = dict(found.select("config_id", "text").rows())
+    floored, unfloored = configs[1], configs[4]
+    assert "introduces none at λ ∈ {1/120, 1/20}" in text[floored.config_id]
+    assert "introduces none at λ ∈ {1/120}" in text[unfloored.config_id]
+    assert set(text) == {c.config_id for c in (configs[1], configs[4], configs[5])}
+
+
 # ---- explosions: judged after the clip, each side by its own bound -----------------------------
 
 
@@ -532,3 +548,105 @@ def test_the_platform_range_is_quoted_beyond_1e_3_relative(low, high, quoted):
     }
     found = explosion_unbounded(row, bare_context())
     assert (f"({low:.4g} to {high:.4g} by platform, " in found.text) == quoted
+
+
+# ---- statements true on groups built to break them (issue 38) ----------------------------------
+
+GATE = dict(apply_to="correct", lambda_time=1 / 10, floor=0.5)
+"""Charged successes of 10+ minutes all end on the floor 0.5; uncharged rows keep 1.0."""
+
+
+def _masked_odd_row():
+    """Four resolved rows, raw rewards all 1: three charged to the floor, one masked timeout
+    (resolved, uncharged). The only spread is the masked row against its floored siblings."""
+    return dict(
+        reward=[1.0] * 4,
+        resolved=[True] * 4,
+        mask_sample=[False, False, False, True],
+        openhands_run_time=[600.0, 900.0, 1200.0, 3600.0],
+    )
+
+
+def _gate_odd_row():
+    """Raw rewards all 1, one row unresolved: apply_to=correct leaves it uncharged at 1."""
+    return dict(
+        reward=[1.0] * 4,
+        resolved=[True, True, True, False],
+        mask_sample=[False] * 4,
+        openhands_run_time=[600.0, 900.0, 1200.0, 600.0],
+    )
+
+
+def _groups(*makers):
+    columns = {}
+    for k, make in enumerate(makers):
+        for name, values in make().items():
+            columns.setdefault(name, []).extend(values)
+        columns.setdefault("group_id", []).extend([k] * 4)
+    return rollouts(**columns)
+
+
+def test_uncharged_only_names_only_the_causes_present_in_its_groups():
+    # Every uncharged-only group's odd row is a masked, resolved timeout: the correct gate,
+    # though on, uncharged nothing there, so it must not be blamed.
+    result = replay_frame(_groups(_masked_odd_row, _masked_odd_row), GATE)
+    summary = result.summary.row(0, named=True)
+    assert summary["signal/uncharged_only_rate"] == 1.0
+    assert summary["signal/uncharged_only_masked_rate"] == 1.0
+    assert summary["signal/uncharged_only_gate_rate"] == 0.0
+    (text,) = texts(result, "uncharged_only_signal")
+    assert "masked rows" in text and "--exclude-masked" in text
+    assert "correct gate" not in text and "unresolved" not in text
+
+
+def test_uncharged_only_names_the_gate_where_the_gate_is_the_cause():
+    result = replay_frame(_groups(_masked_odd_row, _gate_odd_row), GATE)
+    summary = result.summary.row(0, named=True)
+    assert summary["signal/uncharged_only_masked_rate"] == 0.5
+    assert summary["signal/uncharged_only_gate_rate"] == 0.5
+    (text,) = texts(result, "uncharged_only_signal")
+    assert "masked rows" in text and "correct gate did not charge" in text
+    only_gate = replay_frame(_groups(_gate_odd_row), GATE)
+    (text,) = texts(only_gate, "uncharged_only_signal")
+    assert "correct gate did not charge" in text
+    assert "masked" not in text and "--exclude-masked" not in text
+
+
+def test_the_validation_finding_fires_only_when_a_charged_validation_reward_changes():
+    frame = rollouts(
+        reward=[1.0, 0.0, 1.0, 0.0],
+        group_id=[0, 0, 1, 1],
+        split=["train", "train", "validation", "validation"],
+        openhands_run_time=[600.0, 1200.0, 1800.0, 600.0],
+    )
+    changed = replay_frame(frame, {"validation_shaped": True}, metrics_by="batch")
+    assert changed.summary["input/validation_changed"][0] == 2
+    assert texts(changed, "validation_not_comparable")
+    # The same rows with validation times of 0: charged, but nothing is deducted.
+    free = frame.with_columns(
+        pl.when(pl.col("split") == "validation")
+        .then(0.0)
+        .otherwise(pl.col("openhands_run_time"))
+        .alias("openhands_run_time")
+    )
+    unchanged = replay_frame(free, {"validation_shaped": True}, metrics_by="batch")
+    assert unchanged.summary["input/validation_charged"][0] == 2
+    assert unchanged.summary["input/validation_changed"][0] == 0
+    assert texts(unchanged, "validation_not_comparable") == []
+
+
+def test_a_floor_tie_is_a_tie_whichever_side_was_charged():
+    # apply_to=correct, floor 0: a slow success is clamped to 0, where the uncharged failure
+    # sits; `all` with floor 0 trains exactly alike, and both get the finding.
+    frame = rollouts(reward=[1.0, 1.0, 0.0], openhands_run_time=[600.0, 7200.0, 600.0])
+    results = {
+        a: replay_frame(
+            frame, {"apply_to": a, "lambda_time": 1 / 60, "floor": 0.0}, {"precision": "float64"}
+        )
+        for a in ("all", "correct")
+    }
+    for result in results.values():
+        assert result.groups["floor_tie"].to_list() == [True]
+        assert texts(result, "floor_tie")
+    digests = {a: r.summary["trained_digest"][0] for a, r in results.items()}
+    assert digests["all"] == digests["correct"]  # the same trained rows

@@ -169,6 +169,34 @@ def test_invalid_parameters(tmp_path, args, expect):
     refuse(tmp_path, [write(tmp_path / "ok.parquet")], *args, expect=expect)
 
 
+@pytest.mark.parametrize("flag", ["--out", "--tensorboard"])
+def test_an_output_under_a_regular_file_is_refused_before_any_work(tmp_path, flag):
+    """Every output path is checked before the replay: exit 2, nothing written (the TensorBoard
+    directory under a file once failed with a traceback after the whole report was written)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    path = write(tmp_path / "ok.parquet")
+    out = tmp_path / "report" if flag == "--tensorboard" else blocker / "report"
+    args = ["--tensorboard", str(blocker / "tb")] if flag == "--tensorboard" else []
+    result = runner.invoke(app, ["replay", str(path), "--out", str(out), *args])
+    assert result.exit_code == 2, result.output
+    assert f"{blocker} is a file, not a directory" in result.output
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ok.parquet"]
+
+
+def test_a_negative_lambda_runs_with_a_warning(tmp_path):
+    """NeMo-RL's config accepts a negative lambda_time; it rewards longer runs, which is said."""
+    path = write(tmp_path / "ok.parquet")
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["replay", str(path), "--out", str(out), "--lambda-time", "-1/60"])
+    assert result.exit_code == 0, result.output
+    assert "lambda_time -1/60 is negative" in result.output
+    assert "rewards longer runs" in result.output
+    manifest = (out / "manifest.json").read_text()
+    assert "lambda_time -1/60 is negative" in manifest
+
+
 def test_bad_grid(tmp_path):
     grid = tmp_path / "grid.yaml"
     grid.write_text("grid: {lambda_time: [0, 1/60\n")

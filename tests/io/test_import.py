@@ -427,3 +427,53 @@ def test_a_big_import_reports_its_progress_in_bytes(tmp_path):
     assert done == sorted(done)
     assert done[-1] == size
     assert len(seen) == frame.height
+
+
+# ---- what a mutant once got past (issue 38) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 64])
+def test_the_line_splitter_keeps_every_line_at_any_block_size(size):
+    """A line whose newline is the first byte of the next block ends there: with blocks of 2,
+    b"ab\\ncd\\nef\\n" reads as blocks ab | \\nc | d\\n | ef | \\n, and no line may merge."""
+    from io import BytesIO
+
+    from replay_cli.io.jsonl import _lines
+
+    data = b"ab\ncd\nef\n" + b"g" * 7 + b"\nh"
+    lines = [bytes(line) for line in _lines(BytesIO(data), size=size)]
+    assert lines == [b"ab\n", b"cd\n", b"ef\n", b"g" * 7 + b"\n", b"h"]
+
+
+def test_agent_ref_is_read_as_its_json_or_its_text(tmp_path):
+    records = [
+        {**ROW, "_ng_rollout_index": 0, "agent_ref": {"type": "agents", "name": "swe"}},
+        {**ROW, "_ng_rollout_index": 1, "agent_ref": "swe_agents"},
+        {**ROW, "_ng_rollout_index": 2},
+    ]
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, *records)], out)
+    assert pl.read_parquet(out)["agent_ref"].to_list() == [
+        '{"name": "swe", "type": "agents"}',
+        "swe_agents",
+        None,
+    ]
+
+
+def test_a_multi_file_import_reports_progress_across_all_files(tmp_path):
+    """Bytes read count on from file to file: never backwards, ending at the total."""
+    paths = []
+    for k in range(3):
+        frame = synth_rollouts(steps=1, groups_per_step=2, group_size=2, seed=k)
+        paths.append(tmp_path / f"part{k}.jsonl")
+        write_gym_jsonl(frame, paths[-1], pad=10_000)
+    seen = []
+    import_logs(
+        "nemo-gym", paths, tmp_path / "o.parquet", progress=lambda d, t: seen.append((d, t))
+    )
+    total = sum(p.stat().st_size for p in paths)
+    assert {t for _, t in seen} == {total}
+    done = [d for d, _ in seen]
+    assert done == sorted(done)
+    assert done[-1] == total
+    assert len(done) == 12 and done[3] == paths[0].stat().st_size < done[4]  # counts on

@@ -111,3 +111,58 @@ def test_precedence_flags_over_overrides_over_file(tmp_path):
     assert summary["floor"] == 0.1  # override beats file
     assert summary["lambda_time"] == 0.0166  # file beats default
     assert summary["baseline"] == "mean"
+
+
+# ---- one parser, strict where the tool reads (issue 38) -----------------------------------------
+
+
+def _replay(tmp_path, yaml_text, *args):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml_text)
+    sample = tmp_path / "s.parquet"
+    pl.DataFrame(
+        {"group_id": [1, 1], "reward": [1.0, 0.0], "openhands_run_time": [60.0, 120.0]}
+    ).write_parquet(sample)
+    out = tmp_path / "r"
+    result = CliRunner().invoke(
+        app, ["replay", str(sample), "--out", str(out), "--config", str(path), *args]
+    )
+    return result, out
+
+
+def test_a_misspelled_time_efficiency_key_is_refused_before_any_work(tmp_path):
+    result, out = _replay(tmp_path, "grpo:\n  time_efficiency:\n    aply_to: correct\n")
+    assert result.exit_code == 2, result.output
+    assert "grpo.time_efficiency.aply_to" in result.output
+    assert "apply_to" in result.output.split("Known under grpo.time_efficiency:")[1]
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_a_near_miss_of_an_advantage_key_is_refused_and_the_rest_ignored(tmp_path):
+    with pytest.raises(ConfigError, match=r"grpo\.normalize_reward\b.*normalize_rewards"):
+        path = tmp_path / "a.yaml"
+        path.write_text("grpo:\n  normalize_reward: false\n")
+        read_run_config(path)
+    path = tmp_path / "b.yaml"  # a trainer's other settings, however named, are not the tool's
+    path.write_text("policy:\n  model_name: m\n  max_total_sequence_length: 8\nloss_fn: {}\n")
+    assert read_run_config(path) == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "want"), [("1/60", 1 / 60), ("0.0166", 0.0166), ("'1/120'", 1 / 120)]
+)
+def test_fractions_are_read_in_the_config_file_as_on_the_command_line(tmp_path, text, want):
+    path = tmp_path / "run.yaml"
+    path.write_text(f"grpo:\n  time_efficiency:\n    lambda_time: {text}\n")
+    assert read_run_config(path)["lambda_time"] == want
+    result, out = _replay(tmp_path, f"grpo:\n  time_efficiency:\n    lambda_time: {text}\n")
+    assert result.exit_code == 0, result.output
+    assert pl.read_parquet(out / "summary.parquet")["lambda_time"][0] == want
+
+
+def test_a_bad_choice_in_the_config_file_gets_the_same_message_as_the_flag(tmp_path):
+    result, out = _replay(tmp_path, "grpo:\n  time_efficiency:\n    apply_to: corect\n")
+    assert result.exit_code == 2, result.output
+    assert "expects one of all, correct, got 'corect'. Did you mean correct?" in result.output
+    assert not out.exists()

@@ -86,9 +86,20 @@ def test_trivial_guard_never_spikes_on_the_residue():
 
 
 def test_trivial_guard_never_spikes_on_any_lone_outlier():
+    # A lone low and a lone high value alike: the guard's two branches (issue 38).
     for k in range(1, 100):
         rows = advantages([0.0] + [k / 100] * 7)
         assert abs(rows["advantage"][0]) <= 1.0
+        rows = advantages([1.0] + [k / 100] * 7)
+        assert abs(rows["advantage"][0]) <= 1.0
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_a_lone_high_value_among_equal_peers_is_not_normalised(precision):
+    # The lone success's peers are all 0.09: its advantage is the raw 1 - 0.09, not that divided
+    # by a rounding-sized std (26,794 with the lone-high branch of the guard broken).
+    rows = advantages([1.0] + [0.09] * 7, {"precision": precision})
+    assert rows["advantage"][0] == pytest.approx(0.91, abs=1e-6)
 
 
 def test_float64_leaves_no_residue_for_the_pr_example():

@@ -71,7 +71,12 @@ def test_manifest_records_inputs_configs_and_the_rule(synth_path, tmp_path, monk
 
 
 def test_config_id_is_stable():
-    assert config({"apply_to": "correct"}).config_id == config({"apply_to": "correct"}).config_id
+    # Published in reports and manifests: the id of a config may not change between versions,
+    # nor with how its values were written (key order, 1/60 against its float).
+    assert config({"apply_to": "correct"}).config_id == "8508ae5ca5"
+    written = config({"lambda_time": 1 / 60, "apply_to": "correct", "floor": 0.0})
+    reordered = config({"floor": 0, "apply_to": "correct", "lambda_time": 0.016666666666666666})
+    assert written.config_id == reordered.config_id
     assert config({"apply_to": "correct"}).config_id != config({"apply_to": "all"}).config_id
 
 

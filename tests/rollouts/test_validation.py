@@ -223,10 +223,19 @@ def test_a_run_time_of_exactly_a_week_is_allowed_and_five_rows_are_shown(tmp_pat
 
 
 def test_group_size_blocks_within_one_step_load(tmp_path):
+    # Without group ids, --group-size 2 cuts each step's rows into blocks of 2: one group per step.
     path = write(
         tmp_path, step=[1, 1, 2, 2], reward=[1.0, 0.0, 0.0, 1.0], openhands_run_time=[1.0] * 4
     )
-    load_rollouts([path], group_size=2)  # no problem raised
+    loaded = load_rollouts([path], group_size=2)
+    frame = loaded.chunk(0, 10).collect().sort("step", "rollout_index")
+    assert frame.select("step", "group_id", "rollout_index").rows() == [
+        (1, 0, 0),
+        (1, 0, 1),
+        (2, 1, 0),
+        (2, 1, 1),
+    ]
+    assert frame["reward"].to_list() == [1.0, 0.0, 0.0, 1.0]
 
 
 def test_null_values_are_no_value_problem(tmp_path):
@@ -238,7 +247,32 @@ def test_null_values_are_no_value_problem(tmp_path):
         openhands_run_time=[None, 60.0],
         calls=[None, 3],
     )
-    load_rollouts([path])
+    loaded = load_rollouts([path])
+    assert loaded.counts["len"].to_list() == [2]  # every value checked, none refused
+    frame = loaded.frame.collect()
+    assert frame["reward"].to_list() == [None, 0.0]  # kept as logged; shaping reads null as 0
+    assert frame["openhands_run_time"].to_list() == [None, 60.0]
+
+
+@pytest.mark.parametrize(
+    ("index", "want"),
+    [
+        ([0, None, 2, 3], [0, 1, 2, 3]),  # one null: the fill must still run
+        ([None, None, 2, 3], [0, 1, 2, 3]),
+        ([0, 1, 2, 3], [0, 1, 2, 3]),
+    ],
+)
+def test_a_partly_null_rollout_index_is_filled_with_the_rows_position(tmp_path, index, want):
+    path = write(
+        tmp_path,
+        group_id=[1] * 4,
+        rollout_index=pl.Series(index, dtype=pl.Int64),
+        reward=[1.0, 0.0, 0.0, 1.0],
+        openhands_run_time=[60.0] * 4,
+    )
+    loaded = load_rollouts([path])
+    assert loaded.fill_positions == (None in index)
+    assert loaded.chunk(0, 10).collect()["rollout_index"].to_list() == want
 
 
 def test_at_most_five_offending_rows_are_shown_over_many_chunks(tmp_path, monkeypatch):
