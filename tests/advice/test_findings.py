@@ -552,29 +552,29 @@ def test_the_platform_range_is_quoted_beyond_1e_3_relative(low, high, quoted):
 
 # ---- statements true on groups built to break them (issue 38) ----------------------------------
 
-GATE = dict(apply_to="correct", lambda_time=1 / 10, floor=0.5)
+GATE = {"apply_to": "correct", "lambda_time": 1 / 10, "floor": 0.5}
 """Charged successes of 10+ minutes all end on the floor 0.5; uncharged rows keep 1.0."""
 
 
 def _masked_odd_row():
     """Four resolved rows, raw rewards all 1: three charged to the floor, one masked timeout
     (resolved, uncharged). The only spread is the masked row against its floored siblings."""
-    return dict(
-        reward=[1.0] * 4,
-        resolved=[True] * 4,
-        mask_sample=[False, False, False, True],
-        openhands_run_time=[600.0, 900.0, 1200.0, 3600.0],
-    )
+    return {
+        "reward": [1.0] * 4,
+        "resolved": [True] * 4,
+        "mask_sample": [False, False, False, True],
+        "openhands_run_time": [600.0, 900.0, 1200.0, 3600.0],
+    }
 
 
 def _gate_odd_row():
     """Raw rewards all 1, one row unresolved: apply_to=correct leaves it uncharged at 1."""
-    return dict(
-        reward=[1.0] * 4,
-        resolved=[True, True, True, False],
-        mask_sample=[False] * 4,
-        openhands_run_time=[600.0, 900.0, 1200.0, 600.0],
-    )
+    return {
+        "reward": [1.0] * 4,
+        "resolved": [True, True, True, False],
+        "mask_sample": [False] * 4,
+        "openhands_run_time": [600.0, 900.0, 1200.0, 600.0],
+    }
 
 
 def _groups(*makers):
@@ -595,8 +595,10 @@ def test_uncharged_only_names_only_the_causes_present_in_its_groups():
     assert summary["signal/uncharged_only_masked_rate"] == 1.0
     assert summary["signal/uncharged_only_gate_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
-    assert "masked rows" in text and "--exclude-masked" in text
-    assert "correct gate" not in text and "unresolved" not in text
+    assert "masked rows" in text
+    assert "--exclude-masked" in text
+    assert "correct gate" not in text
+    assert "unresolved" not in text
 
 
 def test_uncharged_only_names_the_gate_where_the_gate_is_the_cause():
@@ -605,11 +607,13 @@ def test_uncharged_only_names_the_gate_where_the_gate_is_the_cause():
     assert summary["signal/uncharged_only_masked_rate"] == 0.5
     assert summary["signal/uncharged_only_gate_rate"] == 0.5
     (text,) = texts(result, "uncharged_only_signal")
-    assert "masked rows" in text and "correct gate did not charge" in text
+    assert "masked rows" in text
+    assert "correct gate did not charge" in text
     only_gate = replay_frame(_groups(_gate_odd_row), GATE)
     (text,) = texts(only_gate, "uncharged_only_signal")
     assert "correct gate did not charge" in text
-    assert "masked" not in text and "--exclude-masked" not in text
+    assert "masked" not in text
+    assert "--exclude-masked" not in text
 
 
 def test_the_validation_finding_fires_only_when_a_charged_validation_reward_changes():

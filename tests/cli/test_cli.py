@@ -143,7 +143,8 @@ def test_ignore_unknown_overrides(synth_path, tmp_path):
     assert "Ignored trainer overrides: policy.model_name" in result.output
     assert pl.read_parquet(tmp_path / "r" / "summary.parquet")["floor"][0] == 0.1  # known: applied
     refused = run("replay", synth_path, "--out", tmp_path / "r2", "++policy.model_name=x")
-    assert refused.exit_code == 2 and not (tmp_path / "r2").exists()
+    assert refused.exit_code == 2
+    assert not (tmp_path / "r2").exists()
 
 
 def test_existing_output_is_refused_without_force(synth_path, tmp_path):

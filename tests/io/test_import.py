@@ -260,10 +260,13 @@ def test_mask_sample_top_level_first_then_instance_config(tmp_path):
             {"_ng_task_index": 0, "_ng_rollout_index": 1, "responses_create_params": {}},
             "materialized-inputs",
         ),
+        ({"_ng_task_index": 0, "_ng_rollout_index": 1}, "materialized-inputs"),
+        ({"responses_create_params": {"input": []}}, "materialized-inputs"),
         (
             {"_ng_task_index": 0, "_ng_failure_reason": "timeout", "_ng_failure_type": "x"},
             "failures",
         ),
+        ({"id": 3}, "a rollout has `reward` and `response`; this row has neither"),
     ],
 )
 def test_collector_sidecar_files_are_refused(tmp_path, record, kind):
@@ -272,8 +275,11 @@ def test_collector_sidecar_files_are_refused(tmp_path, record, kind):
     for extra in ([], ["--skip-bad-lines"]):  # never skipped line by line
         result = runner.invoke(app, ["import", "nemo-gym", str(path), "--out", str(out), *extra])
         assert result.exit_code == 2
-        assert f"this is the collector's {kind} file" in result.output
-        assert "pass the rollouts file beside it" in result.output
+        if kind.startswith("a rollout"):
+            assert kind in result.output
+        else:
+            assert f"this is the collector's {kind} file" in result.output
+            assert "pass the rollouts file beside it" in result.output
         assert not out.exists()
 
 
@@ -476,4 +482,16 @@ def test_a_multi_file_import_reports_progress_across_all_files(tmp_path):
     done = [d for d, _ in seen]
     assert done == sorted(done)
     assert done[-1] == total
-    assert len(done) == 12 and done[3] == paths[0].stat().st_size < done[4]  # counts on
+    assert len(done) == 12
+    assert done[3] == paths[0].stat().st_size < done[4]  # the second file counts on
+
+
+def test_blank_and_whitespace_lines_are_skipped_and_a_deeply_indented_record_is_read(tmp_path):
+    lines = ["", json.dumps({**ROW, "_ng_rollout_index": 0}), "   \t", "", " " * 70]
+    lines += [" " * 70 + json.dumps({**ROW, "_ng_rollout_index": 1}), ""]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o.parquet"
+    stats = import_logs("nemo-gym", [path], out)
+    assert (stats.rows, stats.bad_lines) == (2, 0)
+    assert pl.read_parquet(out)["rollout_index"].to_list() == [0, 1]

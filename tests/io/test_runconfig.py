@@ -140,9 +140,9 @@ def test_a_misspelled_time_efficiency_key_is_refused_before_any_work(tmp_path):
 
 
 def test_a_near_miss_of_an_advantage_key_is_refused_and_the_rest_ignored(tmp_path):
+    path = tmp_path / "a.yaml"
+    path.write_text("grpo:\n  normalize_reward: false\n")
     with pytest.raises(ConfigError, match=r"grpo\.normalize_reward\b.*normalize_rewards"):
-        path = tmp_path / "a.yaml"
-        path.write_text("grpo:\n  normalize_reward: false\n")
         read_run_config(path)
     path = tmp_path / "b.yaml"  # a trainer's other settings, however named, are not the tool's
     path.write_text("policy:\n  model_name: m\n  max_total_sequence_length: 8\nloss_fn: {}\n")

@@ -1,11 +1,10 @@
 """Tests for replay_cli.maths.rounding: the per-row float32 bound contains the trainer's own
-float32 advantages from three platforms (../shared/fixtures/float32_platforms) for every row of
+float32 advantages from three platforms (tests/fixtures/float32_platforms, a subsample every clone
+runs, and the full ../shared/fixtures/float32_platforms where it exists) for every row of
 every config, in float32 and in float64 mode, and is tight where the platforms agree."""
 
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -22,7 +21,7 @@ from replay_cli.maths.segments import Runs
 from replay_cli.parameters import parse_value, to_config
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "float32_platforms"
+from float32_fixture import SETS, fixture_dir
 
 
 def parse_flags_for_tests(flags: str):
@@ -35,17 +34,13 @@ def parse_flags_for_tests(flags: str):
     return to_config(flat)
 
 
-@pytest.fixture(scope="module")
-def fixture():
-    if not FIXTURE.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must have the shared fixture at {FIXTURE}")
-        pytest.skip("needs ../shared/fixtures/float32_platforms")
-    rollouts = pl.read_parquet(FIXTURE / "rollouts.parquet").with_row_index("fixture_row")
-    real = pl.read_parquet(FIXTURE / "real_advantages.parquet").rename(
-        {"source_row": "fixture_row"}
-    )
-    configs = json.loads((FIXTURE / "configs.json").read_text())
+@pytest.fixture(scope="module", params=list(SETS))
+def fixture(request):
+    """(rollouts, the platforms' advantages, configs) of the shipped subsample and the full set."""
+    path = fixture_dir(request.param)
+    rollouts = pl.read_parquet(path / "rollouts.parquet").with_row_index("fixture_row")
+    real = pl.read_parquet(path / "real_advantages.parquet").rename({"source_row": "fixture_row"})
+    configs = json.loads((path / "configs.json").read_text())
     return rollouts, real, configs
 
 

@@ -19,11 +19,11 @@ from replay_cli.errors import ConfigError
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, rollouts
+from float32_fixture import SETS, fixture_dir
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 SMALL = SAMPLES / "rollouts_small.parquet"
 MEDIUM = SAMPLES / "rollouts_medium.parquet"
-FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "float32_platforms"
 
 
 @pytest.fixture(scope="module")
@@ -170,24 +170,20 @@ def test_the_manifest_says_where_torch_ran(torch, tmp_path):
     )
 
 
-def test_the_trainers_own_bits_on_the_platform_that_logged_them(torch):
+@pytest.mark.parametrize("which", list(SETS))
+def test_the_trainers_own_bits_on_the_platform_that_logged_them(torch, which):
     """On the fixture, torch's CPU build 2.13.0 on an AVX-512 x86-64 CPU (the VM class of this
     project's machines) gives the logged float32 advantages of every row of every config
     bit for bit, where the emulation matches only 47-88% of them (docs/semantics.md)."""
-    if not FIXTURE.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must have the shared fixture at {FIXTURE}")
-        pytest.skip("needs ../shared/fixtures/float32_platforms")
+    path = fixture_dir(which)
     platform = "x86-64 VM CPU, torch 2.13.0+cpu"
     if torch.__version__ != "2.13.0+cpu" or torch.backends.cpu.get_cpu_capability() != "AVX512":
         pytest.skip(f"bit-exactness is a claim about {platform} on AVX-512 only")
     from test_rounding import parse_flags_for_tests
 
-    frame = pl.read_parquet(FIXTURE / "rollouts.parquet").with_row_index("fixture_row")
-    real = pl.read_parquet(FIXTURE / "real_advantages.parquet").filter(
-        pl.col("platform") == platform
-    )
-    flags = json.loads((FIXTURE / "configs.json").read_text())
+    frame = pl.read_parquet(path / "rollouts.parquet").with_row_index("fixture_row")
+    real = pl.read_parquet(path / "real_advantages.parquet").filter(pl.col("platform") == platform)
+    flags = json.loads((path / "configs.json").read_text())
     built = {
         name: parse_flags_for_tests(f.replace("--precision float32", "--precision torch"))
         for name, f in flags.items()
