@@ -1,12 +1,13 @@
-"""The decision measure's cost in a sweep; prints a Markdown table.
+"""The decision measure's and the forecast's cost in a sweep; prints a Markdown table.
 
     uv run python benchmarks/bench_measure.py                  # 1M rollouts, 24 configs
     uv run python benchmarks/bench_measure.py --rows 1e5 --configs 4 --repeat 1
 
 Each line is its own process (its peak RSS its own), repeated `--repeat` times (the fastest run
 is reported): the sweep with the bootstrap (`--resamples 200`, the default) against the same sweep
-without it (`--resamples 0`), and, inside the first, the time of the measure's parts (the steps,
-the bootstrap's sums, the per-config pieces gathered during the replay). The input is made by
+without it (`--resamples 0`) and with the forecast too (`--forecast`, its defaults: 50 steps, 4
+seeds, 150 problems per bucket, the budget checks), and, inside each, the time of the measure's
+parts (the steps, the bootstrap's sums) and of the forecast. The input is made by
 `synth` (groups of 16) in a temporary directory; the sweep writes no per-row table.
 """
 
@@ -34,13 +35,13 @@ def _configs(n: int) -> list:
     return expand({}, grid)[:n]
 
 
-def _child(path: str, configs: int, resamples: int, out: str) -> None:
+def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> None:
     """One sweep in this process: wall time, and the measure's parts timed by wrapping them."""
     from replay_cli import api
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import ForecastSettings, MeasureSettings
     from replay_cli.engine import measure
 
-    parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0}
+    parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0, "forecast": 0.0}
 
     def timed(module, name: str, key: str) -> None:
         inner = getattr(module, name)
@@ -59,6 +60,7 @@ def _child(path: str, configs: int, resamples: int, out: str) -> None:
     from replay_cli.engine import run
 
     timed(run, "measure", "measure")
+    timed(run, "forecast", "forecast")
     start = time.perf_counter()
     api.replay_to_report(
         [path],
@@ -67,9 +69,18 @@ def _child(path: str, configs: int, resamples: int, out: str) -> None:
         rows="none",
         force=True,
         measure=MeasureSettings(resamples=resamples),
+        forecast=ForecastSettings() if ahead else None,
     )
     total = time.perf_counter() - start
     print(json.dumps({"seconds": total, **parts}))
+
+
+VARIANTS = (
+    ("--resamples 0", 0, "0"),
+    ("--resamples 200", 200, "0"),
+    ("--resamples 200 --forecast", 200, "1"),
+)
+"""(name, resamples, forecast on) of each measured sweep."""
 
 
 def _run(args: list[str]) -> tuple[dict, float]:
@@ -89,11 +100,11 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e6)
     parser.add_argument("--configs", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--child", nargs=4)
+    parser.add_argument("--child", nargs=5)
     args = parser.parse_args()
     if args.child:
-        path, configs, resamples, out = args.child
-        _child(path, int(configs), int(resamples), out)
+        path, configs, resamples, out, ahead = args.child
+        _child(path, int(configs), int(resamples), out, ahead == "1")
         return
     rows = int(args.rows)
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,29 +129,32 @@ def main() -> None:
             cwd=ROOT,
         )
         results = {}
-        for resamples in (0, 200):
+        for name, resamples, ahead in VARIANTS:
             runs = [
-                _run([str(data), str(args.configs), str(resamples), str(Path(tmp) / "r")])
+                _run([str(data), str(args.configs), str(resamples), str(Path(tmp) / "r"), ahead])
                 for _ in range(args.repeat)
             ]
-            results[resamples] = min(runs, key=lambda r: r[0]["seconds"])
-    plain, boot = results[0][0], results[200][0]
+            results[name] = min(runs, key=lambda r: r[0]["seconds"])
+    plain, boot = results["--resamples 0"][0], results["--resamples 200"][0]
+    ahead = results["--resamples 200 --forecast"][0]
     print(f"Decision measure, {rows:,} rollouts (groups of 16), {args.configs} configs, rows none")
     print(
         f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores"
     )
     print(f"{time.strftime('%Y-%m-%d')}, fastest of {args.repeat}\n")
-    print("| sweep | seconds | measure | its steps | bootstrap sums | peak RSS GiB |")
-    print("|---|---|---|---|---|---|")
-    for name, (r, peak) in (("--resamples 0", results[0]), ("--resamples 200", results[200])):
+    print("| sweep | seconds | measure | its steps | bootstrap sums | forecast | peak RSS GiB |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (r, peak) in results.items():
         print(
             f"| {name} | {r['seconds']:.2f} | {r['measure']:.2f} | {r['steps']:.2f} | "
-            f"{r['bootstrap']:.2f} | {peak:.2f} |"
+            f"{r['bootstrap']:.2f} | {r['forecast']:.2f} | {peak:.2f} |"
         )
     added = boot["seconds"] - plain["seconds"]
     print(
         f"\nThe bootstrap adds {added:.2f} s, {added / plain['seconds']:.1%} of the sweep without it "
-        f"(its sums alone: {boot['bootstrap'] / plain['seconds']:.1%})."
+        f"(its sums alone: {boot['bootstrap'] / plain['seconds']:.1%}); the forecast makes the "
+        f"sweep {ahead['seconds'] / boot['seconds']:.2f}x as long "
+        f"({ahead['forecast'] / args.configs:.2f} s per config)."
     )
 
 

@@ -108,7 +108,7 @@ def report_options(options: ReportOptions | None = None, **fields: Any) -> Repor
 
 def check_outputs(out: Path, options: ReportOptions) -> None:
     """Before any work: every output path can be written (the report directory, and the
-    TensorBoard directory with its extra installed)."""
+    TensorBoard and W&B directories with their extras installed)."""
     check_out_dir(Path(out), options.force)
     if options.tensorboard is not None:
         from replay_cli.report.tensorboard import summary_writer
@@ -116,6 +116,12 @@ def check_outputs(out: Path, options: ReportOptions) -> None:
         summary_writer()
         check_out_dir(Path(options.tensorboard), True, "TensorBoard directory")
         refuse_existing(Path(options.tensorboard), options.force, "TensorBoard directory")
+    if options.wandb is not None:
+        from replay_cli.report.wandb_runs import wandb_module
+
+        wandb_module()
+        check_out_dir(Path(options.wandb), True, "W&B directory")
+        refuse_existing(Path(options.wandb), options.force, "W&B directory")
 
 
 def replay_to_report(
@@ -164,6 +170,21 @@ def export_tensorboard(report: Path, out: Path, *, force: bool = False) -> list[
     return write_runs(result, out, force=force)
 
 
+def export_wandb(
+    report: Path, out: Path, *, force: bool = False, group: str | None = None
+) -> list[Path]:
+    """One offline W&B run per config of a written report (`replay-cli export wandb`), in one
+    group (default: the report directory's name)."""
+    from replay_cli.report.read import load_report
+    from replay_cli.report.wandb_runs import wandb_module, write_runs
+
+    wandb_module()
+    check_out_dir(Path(out), True, "W&B directory")
+    refuse_existing(Path(out), force, "W&B directory")
+    result = load_report(report)
+    return write_runs(result, out, force=force, group=group or Path(report).resolve().name)
+
+
 def _report(
     out: Path,
     rollouts: Rollouts,
@@ -196,6 +217,11 @@ def _report(
         # check_outputs checked the extra and the directory before replaying.
         tick = phase(progress, "TensorBoard", result.summary.height)
         write_runs(result, options.tensorboard, force=True, tick=tick)
+    if options.wandb is not None:
+        from replay_cli.report import wandb_runs
+
+        tick = phase(progress, "W&B", result.summary.height)
+        wandb_runs.write_runs(result, options.wandb, force=True, group=out.name, tick=tick)
     return result
 
 
@@ -245,7 +271,7 @@ def run_demo(
     force = out.is_dir() and (out / "manifest.json").exists()
     options = report_options(options, force=force, charts=True)
     check_out_dir(out, force)
-    if options.tensorboard is not None:
+    if options.tensorboard is not None or options.wandb is not None:
         check_outputs(out, report_options(options, force=True))
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
@@ -349,15 +375,36 @@ def import_logs(
     group_size: int | None = None,
     skip_bad: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    mapping: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> ImportStats:
-    """Convert logs of another format into a canonical Parquet file (see io/importers.py)."""
+    """Convert logs or tables of another format into a canonical Parquet file (see
+    io/importers.py). A `table` import is checked as a replay would load it; a table that would
+    be refused is not written, and the message names its sources."""
+    from replay_cli.errors import SchemaError
     from replay_cli.io.importers import import_logs as run_import
 
     out = Path(out)
     refuse_existing(out, force)
-    return run_import(
-        fmt, sources, out, step=step, group_size=group_size, skip_bad=skip_bad, progress=progress
+    stats = run_import(
+        fmt,
+        sources,
+        out,
+        step=step,
+        group_size=group_size,
+        skip_bad=skip_bad,
+        progress=progress,
+        mapping=parse_mapping(mapping or []),
+        split=split,
     )
+    if fmt == "table":
+        try:
+            load_rollouts([out])
+        except SchemaError as exc:
+            out.unlink()
+            named = ", ".join(str(s) for s in sources)
+            raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
+    return stats
 
 
 def verify_run(

@@ -75,7 +75,7 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/engine/forecast.py": ["test_forecast"],
     "replay_cli/engine/batched.py": ["test_batched", "test_engine", "test_reference"],
     "replay_cli/rollouts/validation.py": ["test_validation", "test_reliability"],
-    "replay_cli/rollouts/chunks.py": ["test_validation", "test_engine"],
+    "replay_cli/rollouts/chunks.py": ["test_chunks", "test_validation", "test_engine"],
     "replay_cli/io/jsonl.py": ["test_import"],
     "replay_cli/io/gym.py": ["test_import"],
     "replay_cli/io/importers.py": ["test_import"],

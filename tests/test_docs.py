@@ -33,8 +33,8 @@ def test_readme_set_up_is_the_two_commands():
     block = (
         re.search(r"## Set-up.*?```bash\n(.*?)```", README, re.DOTALL).group(1).strip().splitlines()
     )
-    assert block == ["pip install uv && uv run replay-cli demo", "uv run pytest"]
-    assert "uv run pytest" in (ROOT / ".ci" / "run").read_text()
+    assert block == ["pip install uv && uv run replay-cli demo", "uv run --group test pytest"]
+    assert '"${uv_cmd[@]}" run --group test pytest' in (ROOT / ".ci" / "run").read_text()
 
 
 def test_readme_flags_exist():

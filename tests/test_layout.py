@@ -173,8 +173,11 @@ def test_chart_captions_cover_every_drawn_chart():
 def test_import_formats_come_from_one_table():
     from replay_cli.io.importers import IMPORTERS, formats_help
 
-    assert list(IMPORTERS) == ["nemo-gym", "wandb-table"]
-    assert formats_help() == "nemo-gym (rollout JSONL) | wandb-table (full_result table JSON)."
+    assert list(IMPORTERS) == ["nemo-gym", "wandb-table", "table"]
+    assert formats_help().startswith(
+        "nemo-gym (rollout JSONL) | wandb-table (full_result table JSON, or a W&B run directory) | "
+        "table (CSV, JSONL, Arrow,"
+    )
 
 
 @pytest.mark.parametrize("name", replay_cli.__all__)

@@ -16,6 +16,7 @@ from replay_cli.cli.options import (
     HighlightOpt,
     IgnoreUnknownOpt,
     InputOptions,
+    MapOpt,
     RunConfigOpt,
     Sources,
     highlight_ids,
@@ -68,8 +69,9 @@ def compare(
     internal: Annotated[
         Path | None,
         typer.Option(
-            help="Internal run metrics: a TensorBoard log (a run's directory, a directory of runs "
-            "or an event file), a W&B panel CSV export, or a step,metric,value CSV.",
+            help="Internal run metrics: a W&B run directory (wandb/run-*/, synced or offline, or "
+            "the wandb/ folder of several), a TensorBoard log (a run's directory, a directory of "
+            "runs or an event file), a W&B panel CSV export, or a step,metric,value CSV.",
             exists=True,
         ),
     ] = None,
@@ -77,7 +79,8 @@ def compare(
         str | None,
         typer.Option(
             "--internal-run",
-            help="The run to read when the TensorBoard log holds several (the error lists them).",
+            help="The run to read when the W&B folder or TensorBoard log holds several (the error "
+            "lists them; a W&B run by directory, id or name).",
         ),
     ] = None,
     config_id: Annotated[
@@ -155,6 +158,29 @@ def export_tensorboard(
         terminal.print_tensorboard(out)
 
 
+def export_wandb(
+    report: Annotated[
+        Path,
+        typer.Argument(
+            help="A report directory.", exists=True, file_okay=False, show_default=False
+        ),
+    ],
+    out: Annotated[Path, typer.Argument(help="Directory for the W&B runs.", show_default=False)],
+    group: Annotated[
+        str | None,
+        typer.Option(help="The W&B group of the runs (default: the report directory's name)."),
+    ] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Write a report as offline W&B runs: one per config, its parameters and launch overrides as
+    config, the trainer's tags as history, the decision's numbers as summary, its role as a tag;
+    `wandb sync` uploads them."""
+    with user_errors():
+        runs = api.export_wandb(report, out, force=force, group=group)
+        typer.echo(f"Wrote {len(runs)} W&B runs to {out}")
+        terminal.print_wandb(out)
+
+
 def import_(
     fmt: Annotated[
         str,
@@ -163,7 +189,13 @@ def import_(
             help=formats_help(),
         ),
     ],
-    sources: Annotated[list[Path], typer.Argument(help="Files to convert.", show_default=False)],
+    sources: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files to convert (table: also a saved datasets directory or a Hub name).",
+            show_default=False,
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Canonical Parquet file to write.")],
     step: Annotated[
         int | None,
@@ -176,9 +208,15 @@ def import_(
     skip_bad_lines: Annotated[
         bool, typer.Option("--skip-bad-lines", help="Skip and count bad lines instead of stopping.")
     ] = False,
+    map_: MapOpt = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
-    """Convert NeMo-Gym rollouts or W&B full_result tables into the canonical rollout Parquet."""
+    """Convert NeMo-Gym rollouts, W&B full_result tables (files or a run directory) or rollout
+    tables (CSV, JSONL, Arrow, Hugging Face datasets) into the canonical rollout Parquet."""
     with user_errors():
         big = sum(p.stat().st_size for p in sources if p.is_file()) > PROGRESS_BYTES
         with terminal.progress("importing") if big else nullcontext(None) as tick:
@@ -191,6 +229,8 @@ def import_(
                 group_size=group_size,
                 skip_bad=skip_bad_lines,
                 progress=tick,
+                mapping=map_,
+                split=split,
             )
         typer.echo(f"Wrote {stats.rows} rollouts to {out}")
         if stats.mask_sources:

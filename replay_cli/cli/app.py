@@ -22,6 +22,7 @@ from replay_cli.cli.options import (
     Sources,
     StrictOpt,
     TensorBoardOpt,
+    WandbOpt,
     user_errors,
     with_parameters,
 )
@@ -73,7 +74,7 @@ def _report(
                 progress=tick,
                 **inputs.load_args(),
             )
-        terminal.print_report(result, out, run.tensorboard)
+        terminal.print_report(result, out, run.tensorboard, run.wandb)
 
 
 @app.command(rich_help_panel="Replay")
@@ -223,6 +224,7 @@ def demo(
         ),
     ] = Path("replay-demo"),
     tensorboard: TensorBoardOpt = None,
+    wandb: WandbOpt = None,
 ) -> None:
     """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
     with (
@@ -230,9 +232,9 @@ def demo(
         tempfile.TemporaryDirectory() as tmp,
         terminal.phases("demo") as tick,
     ):
-        options = api.report_options(tensorboard=tensorboard)
+        options = api.report_options(tensorboard=tensorboard, wandb=wandb)
         result = api.run_demo(out, Path(tmp), options, progress=tick)
-        terminal.print_report(result, out, tensorboard)
+        terminal.print_report(result, out, tensorboard, wandb)
         typer.echo(terminal.demo_guide(out))
 
 
@@ -247,6 +249,7 @@ export_app = typer.Typer(
     help="Export a written report to other tools.", no_args_is_help=True, rich_markup_mode=None
 )
 export_app.command("tensorboard")(cli_analysis.export_tensorboard)
+export_app.command("wandb")(cli_analysis.export_wandb)
 app.add_typer(export_app, name="export", rich_help_panel="Analysis")
 
 

@@ -204,6 +204,18 @@ TensorBoardOpt = Annotated[
         file_okay=False,
     ),
 ]
+WandbOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--wandb",
+        help="Also write one offline W&B run per config here (config = the parameters and launch "
+        "overrides, history = the trainer's tags, summary = the decision's numbers, the role as a "
+        "tag, one group per report); `wandb sync` uploads them. Needs the extra replay-cli[wandb].",
+        rich_help_panel=OUT,
+        show_default=False,
+        file_okay=False,
+    ),
+]
 HighlightOpt = Annotated[
     str | None,
     typer.Option(
@@ -369,6 +381,7 @@ class RunOptions:
     ray_address: str | None
     highlight: str | None
     tensorboard: Path | None
+    wandb: Path | None
     step_kl: float
     resamples: int
     forecast: bool
@@ -395,6 +408,7 @@ class RunOptions:
             ray_address=self.ray_address,
             highlight=tuple(highlight_ids(self.highlight) or ()),
             tensorboard=self.tensorboard,
+            wandb=self.wandb,
             measure=MeasureSettings(step_kl=self.step_kl, resamples=self.resamples),
             forecast=ahead,
         )
@@ -412,6 +426,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "ray_address": (RayAddressOpt, None),
         "highlight": (HighlightOpt, None),
         "tensorboard": (TensorBoardOpt, None),
+        "wandb": (WandbOpt, None),
         "step_kl": (StepKlOpt, 0.001),
         "resamples": (ResamplesOpt, 200),
         "forecast": (ForecastOpt, False),

@@ -171,9 +171,14 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
         typer.echo(f"  ... and {more} more findings in index.html and {where}")
 
 
-def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = None) -> None:
+def print_report(
+    result: ReplayResult,
+    out: Path,
+    tensorboard: Path | None = None,
+    wandb: Path | None = None,
+) -> None:
     """After a replay: the page to open, the decision, the summary table, then the findings (and
-    how to open the TensorBoard runs, when written)."""
+    how to open the TensorBoard and W&B runs, when written)."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
     for note in result.notes:
         typer.echo(f"Warning: {note}", err=True)
@@ -187,6 +192,8 @@ def print_report(result: ReplayResult, out: Path, tensorboard: Path | None = Non
     print_findings(result.findings, out)
     if tensorboard is not None:
         print_tensorboard(tensorboard)
+    if wandb is not None:
+        print_wandb(wandb)
 
 
 def print_tensorboard(out: Path) -> None:
@@ -194,6 +201,14 @@ def print_tensorboard(out: Path) -> None:
     typer.echo(f"TensorBoard runs: {out}")
     for command in open_commands(out):
         typer.echo(f"  {command}")
+
+
+def print_wandb(out: Path) -> None:
+    """The command that uploads the written offline W&B runs."""
+    from replay_cli.report.wandb_runs import sync_command
+
+    typer.echo(f"W&B runs (offline): {out}")
+    typer.echo(f"  {sync_command(out)}")
 
 
 def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:

@@ -29,6 +29,8 @@ class Options:
     skip_bad: bool = False
     decode: Callable[[bytes], Any] | None = None  # None: the slim decoder (io/slim.py)
     progress: Callable[[int, int], None] | None = None
+    mapping: dict[str, str] | None = None  # table: --map SRC=DST
+    split: str | None = None  # table: a saved DatasetDict's or a Hub dataset's split
 
 
 @dataclass(frozen=True)
@@ -93,12 +95,16 @@ def _wandb_table(paths: list[Path], out: Path, options: Options) -> ImportStats:
     steps = {}
     step = options.step
     for path in paths:
+        if path.is_dir():  # a W&B run directory: its full_result tables at their logged steps
+            steps |= {file: at for at, file in _run_tables(path, step)}
+            continue
         found = step if step is not None else wandb.step_from_name(path)
         if found is None:
             raise InputFileError(
                 f"Cannot tell the training step of {path} from its name.\n\nPass --step N."
             )
         steps[path] = found
+    paths = list(steps)
     groupers = {path: gym.Grouper(options.group_size) for path in paths}
     decode = options.decode or slim_decoder()
 
@@ -117,9 +123,56 @@ def _wandb_table(paths: list[Path], out: Path, options: Options) -> ImportStats:
     )
 
 
+def _run_tables(path: Path, step: int | None) -> list[tuple[int, Path]]:
+    """(step, file) of every full_result table a W&B run directory logged."""
+    from replay_cli.io.wandb_run import read_run
+
+    if step is not None:
+        raise ConfigError(
+            f"--step is for table files; the W&B run {path} gives each table its own step."
+        )
+    tables = read_run(path).tables("full_result")
+    if not tables:
+        raise InputFileError(f"The W&B run {path} logged no full_result table.")
+    missing = [str(file) for _, file in tables if not file.is_file()]
+    if missing:
+        raise InputFileError(
+            f"The W&B run {path} logged tables whose files are not on disk: {', '.join(missing)}."
+        )
+    return tables
+
+
+def _table(paths: list[Path], out: Path, options: Options) -> ImportStats:
+    import polars as pl
+
+    from replay_cli.io.files import atomic_path
+    from replay_cli.io.jsonl import ImportStats
+    from replay_cli.io.tables import read_tables
+
+    if options.step is not None:
+        raise ConfigError("--step is for nemo-gym and wandb-table; map a table's step column.")
+    frame = read_tables(paths, options.mapping or {}, options.split)
+    size = options.group_size
+    if size is not None:  # the loader's rule (rollouts/validation.py): N consecutive rows
+        if "group_id" in frame.columns:
+            raise ConfigError("--group-size groups rows without a group_id; this table has one.")
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        frame = frame.with_columns(
+            (row // size).alias("group_id"), (row % size).alias("rollout_index")
+        )
+    with atomic_path(out) as tmp:
+        frame.write_parquet(tmp)
+    return ImportStats(rows=frame.height)
+
+
 IMPORTERS: dict[str, Importer] = {
     "nemo-gym": Importer("rollout JSONL", _nemo_gym),
-    "wandb-table": Importer("full_result table JSON", _wandb_table),
+    "wandb-table": Importer("full_result table JSON, or a W&B run directory", _wandb_table),
+    "table": Importer(
+        "CSV, JSONL, Arrow, a Hugging Face dataset saved with save_to_disk, or a Hub name; "
+        "--map SRC=DST renames columns",
+        _table,
+    ),
 }
 """Every import format by its CLI name: a new format is a reader in io/ and one entry here."""
 
@@ -139,12 +192,18 @@ def import_logs(
     skip_bad: bool = False,
     decode: Callable[[bytes], Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    mapping: dict[str, str] | None = None,
+    split: str | None = None,
 ) -> ImportStats:
-    """Convert NeMo-Gym rollout JSONL or W&B full_result tables into one canonical Parquet file,
-    streaming line by line and decoding only the fields a row needs (`decode=json.loads` gives
-    the same rows from full decoding, the reference the tests and the benchmark hold it to)."""
+    """Convert NeMo-Gym rollout JSONL, W&B full_result tables or rollout tables (`table`: CSV,
+    JSONL, Arrow, Hugging Face datasets; `mapping` renames columns) into one Parquet file. The
+    log formats stream line by line, decoding only the fields a row needs (`decode=json.loads`
+    gives the same rows from full decoding, the reference the tests and the benchmark hold it
+    to)."""
     paths = [Path(p) for p in sources]
     for path in paths:
+        if fmt == "table" or (fmt == "wandb-table" and path.is_dir()):  # checked when read
+            continue  # a W&B run directory: its tables are checked when read
         if not path.is_file():
             raise InputFileError(f"Input file {path} does not exist.")
         if path.stat().st_size == 0:
@@ -153,5 +212,5 @@ def import_logs(
         raise ConfigError(f"--group-size must be at least 1, got {group_size}")
     if fmt not in IMPORTERS:
         raise ConfigError(f"Unknown import format {fmt!r}; choose one of {', '.join(IMPORTERS)}.")
-    options = Options(step, group_size, skip_bad, decode, progress)
+    options = Options(step, group_size, skip_bad, decode, progress, mapping, split)
     return IMPORTERS[fmt].convert(paths, out, options)

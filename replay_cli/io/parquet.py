@@ -56,12 +56,18 @@ def _check_parquet(path: Path) -> None:
         fh.seek(max(size - 4, 0))
         tail = fh.read(4)
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        table = path.suffix.lower() in (".csv", ".tsv", ".arrow", ".feather", ".ipc")
         hint = (
             "it may be truncated"
             if head == PARQUET_MAGIC
             else "a NeMo-RL training dump: pass it to `verify --train-data`"
             if path.name.startswith("train_data_step")
-            else "convert it with `replay-cli import nemo-gym` or `import wandb-table`"
+            else f"convert it with `replay-cli import table {path} --out "
+            f"{path.with_suffix('.parquet').name}`; --map SRC=DST renames columns"
+            if table
+            else "convert it with `replay-cli import nemo-gym` (NeMo-Gym rollouts), "
+            "`import wandb-table` (W&B full_result tables) or `import table` (CSV, JSONL, "
+            "Arrow, Hugging Face datasets)"
         )
         raise InputFileError(f"Input file {path} is not a complete Parquet file ({hint}).")
 

@@ -96,13 +96,20 @@ def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.Dat
 
 def read_internal(path: str | Path, run: str | None = None) -> pl.DataFrame:
     """An internal run's metrics as long rows (run, step, metric, value) with canonical names,
-    from a TensorBoard log (TensorBoard's own reader; `run` picks one of several) or a CSV."""
+    from a W&B run directory (`wandb/run-*/`, its transaction log read with W&B's records), a
+    TensorBoard log (TensorBoard's own reader; `run` picks one of several) or a CSV."""
     from replay_cli.io.tensorboard import is_tensorboard, read_scalars
+    from replay_cli.io.wandb_run import is_wandb, read_run
 
     path = Path(path)
+    if is_wandb(path):  # before TensorBoard: a synced run may hold event files too
+        long = read_run(path, run).scalars()
+        return long.with_columns(_canonical(pl.col("metric"), long["metric"].unique()))
     if not is_tensorboard(path):
         if path.is_dir():
-            raise InputFileError(f"{path} is a directory without TensorBoard event files.")
+            raise InputFileError(
+                f"{path} is a directory without W&B runs or TensorBoard event files."
+            )
         return read_internal_csv(path)
     long = read_scalars(path, run)
     return long.with_columns(_canonical(pl.col("metric"), long["metric"].unique()))

@@ -256,6 +256,18 @@ def _tensorboard(where: str) -> str:
     )
 
 
+def _wandb(where: str) -> str:
+    """How to upload the offline W&B runs written beside this report."""
+    from replay_cli.report.wandb_runs import sync_command
+
+    return (
+        f"<p>One offline run per config in <code>{escape(where)}</code>, in one group: the "
+        "config's parameters and launch overrides as <code>config</code>, the trainer's tags as "
+        "history, the decision's numbers as summary and its role as a tag. Upload them with:</p>"
+        f'<pre class="overrides"><code>{escape(sync_command(where))}</code></pre>'
+    )
+
+
 def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
     """What to launch (or to keep shaping off, with the best trade), how sure the pick is, the
     runner-up, what to avoid and why, and the overrides and YAML that launch it."""
@@ -498,6 +510,8 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         add("replayed", "What was replayed", _inputs(manifest, summary))
         if manifest.get("tensorboard"):
             add("tensorboard", "TensorBoard runs", _tensorboard(manifest["tensorboard"]))
+        if manifest.get("wandb"):
+            add("wandb", "W&B runs", _wandb(manifest["wandb"]))
         add("charts", "Charts", _charts(directory))
         add("configs", "Per-config detail", _details(summary, groups, found, top))
     known = {

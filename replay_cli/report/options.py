@@ -30,6 +30,7 @@ class ReportOptions(BaseModel):
         (), description="configs drawn step by step (default: off, recommended, runner-up)"
     )
     tensorboard: Path | None = Field(None, description="also write TensorBoard runs here")
+    wandb: Path | None = Field(None, description="also write offline W&B runs here")
     engine: Engine = Field("local", description="where the chunks run: local threads or Ray")
     ray_address: str | None = Field(None, description="the Ray cluster to join")
     chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1, description="rows per chunk of whole steps")

@@ -58,6 +58,7 @@ def manifest(
         "forecast": None if options.forecast is None else options.forecast.model_dump(mode="json"),
         "rule": options.rule.model_dump(mode="json"),
         **({"tensorboard": str(options.tensorboard)} if options.tensorboard else {}),
+        **({"wandb": str(options.wandb)} if options.wandb else {}),
         **(
             {"whitening_weights": whitening_weights(rollouts.frame.collect_schema().names())}
             if any(c.advantage.estimator == "reinforce-pp-baseline" for c in result.configs)

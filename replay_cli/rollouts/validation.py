@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,7 @@ def _dtype_problems(path: str, schema: pl.Schema, group_size: int | None) -> lis
     problems = []
     for col in S.REQUIRED:
         if col not in schema:
-            problems.append(f"{path}: required column '{col}' is missing")
+            problems.append(f"{path}: required column '{col}' is missing{_look_alike(col, schema)}")
     if S.GROUP_ID not in schema and group_size is None:
         problems.append(
             f"{path}: column '{S.GROUP_ID}' is missing; try --group-size N (consecutive rows) "
@@ -76,6 +77,27 @@ def _dtype_problems(path: str, schema: pl.Schema, group_size: int | None) -> lis
         if col in schema and not isinstance(schema[col], accepted):
             problems.append(f"{path}: column '{col}' has type {schema[col]}, expected {what}")
     return problems
+
+
+RUN_TIME_LIKE = re.compile(
+    r"(run_?time|runtime|wall_?(clock|time)|elapsed|duration|seconds|secs|latency|time_s\b)",
+    re.IGNORECASE,
+)
+"""Column names that look like a rollout's run time (openhands_run_time is one harness's name)."""
+
+
+def _look_alike(col: str, schema: pl.Schema) -> str:
+    """For a missing run time: the columns that look like one, as a --map to try."""
+    if col != S.RUN_TIME:
+        return ""
+    known = set(S.ACCEPTED) | set(S.ALIASES)
+    like = [c for c in schema if c not in known and RUN_TIME_LIKE.search(c)]
+    if not like:
+        return ""
+    return (
+        f"; {like[0]!r} looks like a run time in seconds: try --map {like[0]}={S.RUN_TIME} "
+        "(the name is one agent harness's)"
+    )
 
 
 def load_rollouts(

@@ -212,3 +212,16 @@ def test_a_row_moved_by_exactly_the_tolerance_still_reproduces(tmp_path):
     log = read_train_data(write_train_data(rows, tmp_path / "dumps"))
     assert verify(log, tolerance=2.0**-16).best["differing_rows"] == 0
     assert verify(log, tolerance=2.0**-17).best["differing_rows"] == 1
+
+
+def test_a_directory_of_dumps_is_read_in_step_order(tmp_path):
+    """Numeric order (step 2 before step 10, which a name sort puts first); files as given."""
+    from replay_cli.io.train_data import dump_files
+
+    for name in ("train_data_step10.jsonl", "train_data_step2.jsonl", "train_data_step1.jsonl"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "other.jsonl").write_text("")
+    got = [p.name for p in dump_files([tmp_path])]
+    assert got == ["train_data_step1.jsonl", "train_data_step2.jsonl", "train_data_step10.jsonl"]
+    given = [tmp_path / "train_data_step10.jsonl", tmp_path / "train_data_step2.jsonl"]
+    assert dump_files(given) == given

@@ -67,7 +67,9 @@ def test_not_parquet(tmp_path):
     refuse(
         tmp_path,
         [path],
-        expect="convert it with `replay-cli import nemo-gym` or `import wandb-table`",
+        expect="convert it with `replay-cli import nemo-gym` (NeMo-Gym rollouts), `import "
+        "wandb-table` (W&B full_result tables) or `import table` (CSV, JSONL, Arrow, Hugging Face "
+        "datasets)",
     )
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay_cli.cli.app import app
-from replay_cli.errors import InputFileError, RowError
+from replay_cli.errors import ConfigError, InputFileError, RowError
 from replay_cli.io.gym import count_calls, to_float
 from replay_cli.io.importers import import_logs
 from replay_cli.io.jsonl import full_decode
@@ -161,6 +161,12 @@ def test_wandb_names_a_steps_table_after_the_previous_step(tmp_path, monkeypatch
     back = pl.read_parquet(out)
     assert back["step"].to_list() == frame["step"].to_list()
     assert back["reward"].to_list() == frame["reward"].to_list()
+    # The run directory itself: each table at the step its history logged it.
+    (run_dir,) = tmp_path.glob("wandb/offline-run-*")
+    import_logs("wandb-table", [run_dir], tmp_path / "d.parquet")
+    assert pl.read_parquet(tmp_path / "d.parquet").equals(back)
+    with pytest.raises(ConfigError, match="gives each table its own step"):
+        import_logs("wandb-table", [run_dir], tmp_path / "e.parquet", step=3)
 
 
 def _table_json(frame: pl.DataFrame) -> str:
@@ -495,3 +501,24 @@ def test_blank_and_whitespace_lines_are_skipped_and_a_deeply_indented_record_is_
     stats = import_logs("nemo-gym", [path], out)
     assert (stats.rows, stats.bad_lines) == (2, 0)
     assert pl.read_parquet(out)["rollout_index"].to_list() == [0, 1]
+
+
+@pytest.mark.parametrize(("size", "groups"), [(1, [0, 1, 2]), (3, [0, 0, 0])])
+def test_a_group_size_of_one_is_a_group_per_row_and_zero_is_refused(tmp_path, size, groups):
+    rows = [{k: v for k, v in ROW.items() if k != "_ng_task_index"}] * 3
+    out = tmp_path / "o.parquet"
+    import_logs("nemo-gym", [jsonl(tmp_path, *rows)], out, group_size=size)
+    assert pl.read_parquet(out)["group_id"].to_list() == groups
+    with pytest.raises(ConfigError, match="--group-size must be at least 1, got 0"):
+        import_logs("nemo-gym", [jsonl(tmp_path, *rows)], tmp_path / "z.parquet", group_size=0)
+
+
+def test_a_table_row_with_the_wrong_number_of_cells_is_a_bad_line(tmp_path):
+    good = json.dumps({**ROW, "_ng_rollout_index": 0})
+    table = {"columns": ["full_result", "x"], "data": [[good, 1], [good], {"full_result": good}]}
+    path = tmp_path / "t_2_ab.table.json"
+    path.write_text(json.dumps(table))
+    stats = import_logs("wandb-table", [path], tmp_path / "o.parquet", skip_bad=True)
+    assert (stats.rows, stats.bad_lines) == (1, 2)
+    with pytest.raises(InputFileError, match=r"row 1: expected 2 cells"):
+        import_logs("wandb-table", [path], tmp_path / "p.parquet")

@@ -166,3 +166,39 @@ def test_a_bad_choice_in_the_config_file_gets_the_same_message_as_the_flag(tmp_p
     assert result.exit_code == 2, result.output
     assert "expects one of all, correct, got 'corect'. Did you mean correct?" in result.output
     assert not out.exists()
+
+
+def test_interpolation_inside_a_string_and_a_loop(tmp_path):
+    from replay_cli.io.run_config import read_tree, resolve
+
+    path = tmp_path / "run.yaml"
+    path.write_text("a: ${b}\nb: ${a}\nname: run-${c.d}-x\nc: {d: 7}\n")
+    tree = read_tree(path)
+    assert resolve(tree, tree["name"], "name") == "run-7-x"
+    with pytest.raises(ConfigError, match=r"Interpolation loop at a: \$\{[ab]\}"):
+        resolve(tree, tree["a"], "a")
+    path.write_text("a: x-${b}\nb: y-${a}\n")  # a loop through strings that only contain refs
+    tree = read_tree(path)
+    with pytest.raises(ConfigError, match="Interpolation loop at a"):
+        resolve(tree, tree["a"], "a")
+
+
+@pytest.mark.parametrize(("files", "ok"), [(21, True), (22, False)])
+def test_a_defaults_chain_of_twenty_parents_is_read_and_one_more_refused(tmp_path, files, ok):
+    from replay_cli.io.run_config import read_tree
+
+    for k in range(files):
+        parent = f"defaults: f{k + 1}\n" if k + 1 < files else ""
+        (tmp_path / f"f{k}.yaml").write_text(f"{parent}v{k}: {k}\n")
+    if ok:
+        assert read_tree(tmp_path / "f0.yaml") == {f"v{k}": k for k in range(files)}
+    else:
+        with pytest.raises(ConfigError, match="`defaults:` chain is deeper than 20 files"):
+            read_tree(tmp_path / "f0.yaml")
+
+
+def test_invalid_yaml_names_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("grpo: [unclosed\n")
+    with pytest.raises(ConfigError, match=f"Run config {path} is not valid YAML"):
+        read_run_config(path)

@@ -20,7 +20,7 @@ from replay_cli import catalogue as C
 from replay_cli.advice.words import param_text
 from replay_cli.cli.app import app
 from replay_cli.io.tensorboard import read_scalars, runs_of
-from replay_cli.report.tensorboard import REPLAY_TAGS, run_name, trainer_tag
+from replay_cli.report.run_tags import REPLAY_TAGS, run_name, trainer_tag
 
 pytestmark = pytest.mark.slow  # a real TensorBoard server: `-m "not slow"` skips it, CI runs it
 

@@ -252,6 +252,8 @@ def test_null_values_are_no_value_problem(tmp_path):
     frame = loaded.frame.collect()
     assert frame["reward"].to_list() == [None, 0.0]  # kept as logged; shaping reads null as 0
     assert frame["openhands_run_time"].to_list() == [None, 60.0]
+    assert frame["calls"].to_list() == [0, 3]  # an optional column's null is its default
+    assert frame["mask_sample"].to_list() == [False, False]  # absent: the default
 
 
 @pytest.mark.parametrize(
@@ -293,3 +295,29 @@ def test_at_most_five_offending_rows_are_shown_over_many_chunks(tmp_path, monkey
 @pytest.mark.parametrize(("n", "head"), [(1, "1 problem in"), (2, "2 problems in")])
 def test_the_problem_count_is_singular_or_plural(n, head):
     assert problems_message(["a", "b"][:n]).startswith(f"{head} the rollout input:")
+
+
+def test_an_alias_stands_in_for_a_missing_canonical_column_only(tmp_path):
+    from replay_cli.rollouts.validation import rollouts_from_frame
+
+    base = {"reward": [1.0, 0.0], "openhands_run_time": [60.0, 60.0]}
+    alone = rollouts_from_frame(pl.DataFrame({**base, "_ng_task_index": [4, 4]}))
+    assert alone.frame.collect()["group_id"].to_list() == [4, 4]
+    both = rollouts_from_frame(pl.DataFrame({**base, "_ng_task_index": [4, 4], "group_id": [1, 2]}))
+    assert both.frame.collect()["group_id"].to_list() == [1, 2]  # the canonical column wins
+
+
+def test_a_column_some_files_lack_is_named_with_how_many_more(tmp_path):
+    paths = [
+        write(tmp_path, f"f{k}.parquet", group_id=[1], reward=[1.0], openhands_run_time=[1.0])
+        for k in range(3)
+    ]
+    pl.DataFrame(
+        {"group_id": [1], "reward": [1.0], "openhands_run_time": [1.0], "calls": [3]}
+    ).write_parquet(paths[0])
+    with pytest.raises(
+        SchemaError,
+        match=r"column 'calls' is in .*f0.parquet but missing from "
+        r".*f1.parquet and 1 more; the files' schemas must agree",
+    ):
+        load_rollouts(paths)

@@ -1,0 +1,131 @@
+"""Rollout tables in the formats people hold them in: CSV (a W&B export, a spreadsheet), JSON
+lines, Arrow (IPC file or stream), a Hugging Face `datasets` directory written by `save_to_disk`
+(its Arrow files read with pyarrow, no `datasets` needed) or a Hub dataset name (that one needs
+`datasets`, the optional extra `replay-cli[hf]`, and the network). `--map SRC=DST` renames
+columns; the replay's loader checks the result like any Parquet input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from replay_cli.errors import ConfigError, InputFileError, SchemaError
+
+HF_EXTRA = "replay-cli[hf]"
+SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".arrow": "arrow",
+    ".feather": "arrow",
+    ".ipc": "arrow",
+    ".parquet": "parquet",
+}
+"""File suffix -> how it is read."""
+
+
+def read_source(source: str | Path, split: str | None = None) -> pl.DataFrame:
+    """One table: a file by its suffix, a `save_to_disk` directory, or a Hub dataset name."""
+    path = Path(source)
+    if path.is_dir():
+        return _saved_dataset(path, split)
+    if path.is_file():
+        kind = SUFFIXES.get(path.suffix.lower())
+        if kind is None:
+            known = ", ".join(sorted(SUFFIXES))
+            raise InputFileError(
+                f"{path}: cannot tell its format from its suffix (known: {known})."
+            )
+        return _read_file(path, kind)
+    if "/" in str(source) and not str(source).startswith((".", "/")) and not path.suffix:
+        return _hub_dataset(str(source), split)
+    raise InputFileError(f"Input file {path} does not exist.")
+
+
+def _read_file(path: Path, kind: str) -> pl.DataFrame:
+    try:
+        if kind in ("csv", "tsv"):
+            return pl.read_csv(
+                path, separator="\t" if kind == "tsv" else ",", try_parse_dates=False
+            )
+        if kind == "jsonl":
+            return pl.read_ndjson(path)
+        if kind == "parquet":
+            return pl.read_parquet(path)
+        return pl.from_arrow(_arrow_table(path))  # type: ignore[return-value]
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowInvalid) as exc:
+        raise InputFileError(f"Cannot read {path} as {kind}: {exc}") from None
+
+
+def _arrow_table(path: Path) -> pa.Table:
+    """An Arrow IPC file, or an IPC stream (what `datasets` writes)."""
+    with pa.memory_map(str(path)) as source:
+        try:
+            return pa.ipc.open_file(source).read_all()
+        except pa.ArrowInvalid:
+            source.seek(0)
+            return pa.ipc.open_stream(source).read_all()
+
+
+def _saved_dataset(path: Path, split: str | None) -> pl.DataFrame:
+    """A `Dataset.save_to_disk` directory (state.json lists its Arrow files in order), or a
+    `DatasetDict`'s (dataset_dict.json lists the splits, each a directory)."""
+    dict_file = path / "dataset_dict.json"
+    if dict_file.is_file():
+        splits = json.loads(dict_file.read_text())["splits"]
+        if split is None and len(splits) == 1:
+            split = splits[0]
+        if split not in splits:
+            raise ConfigError(
+                f"{path} holds the splits {', '.join(splits)}; pick one with --split NAME."
+            )
+        return _saved_dataset(path / split, None)
+    state = path / "state.json"
+    if not state.is_file():
+        raise InputFileError(
+            f"{path} is a directory but not a Hugging Face dataset saved with save_to_disk "
+            "(no state.json or dataset_dict.json)."
+        )
+    files = [path / f["filename"] for f in json.loads(state.read_text())["_data_files"]]
+    tables = [_arrow_table(f) for f in files]
+    return pl.from_arrow(pa.concat_tables(tables))  # type: ignore[return-value]
+
+
+def _hub_dataset(name: str, split: str | None) -> pl.DataFrame:
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError(
+            f"{name!r} is not a file or directory here; reading it from the Hugging Face Hub needs "
+            f"the optional extra {HF_EXTRA}: pip install '{HF_EXTRA}' (and the network)."
+        ) from None
+    try:
+        loaded = datasets.load_dataset(name, split=split or "train")
+    except (OSError, ValueError) as exc:  # not found, offline, no such split
+        raise InputFileError(f"Cannot load the Hub dataset {name!r}: {exc}") from None
+    return pl.from_arrow(loaded.data.table)  # type: ignore[return-value]
+
+
+def read_tables(
+    sources: Sequence[str | Path], mapping: dict[str, str], split: str | None = None
+) -> pl.DataFrame:
+    """Every source read, `mapping` applied to each, stacked (columns matched by name)."""
+    frames = []
+    for source in sources:
+        frame = read_source(source, split)
+        missing = [src for src in mapping if src not in frame.columns]
+        if missing:
+            raise SchemaError(
+                f"--map names column(s) {missing} that {source} does not have.\n\n"
+                f"Its columns: {', '.join(frame.columns)}"
+            )
+        frames.append(frame.rename(mapping))
+    if not frames:
+        raise InputFileError("No input given.")
+    return pl.concat(frames, how="diagonal_relaxed")

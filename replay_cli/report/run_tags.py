@@ -1,0 +1,103 @@
+"""What a replayed config is called and what it logs as a run in an experiment tracker
+(TensorBoard and W&B alike): a run name valid everywhere, the trainer's metric tags per step, the
+replay's own curves, and the headline numbers per config in the catalogue's human units."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import polars as pl
+
+from replay_cli import catalogue as C
+from replay_cli import schema as S
+from replay_cli.advice.words import param_text
+
+REPLAY_TAGS = (
+    C.SIGNAL,
+    C.TIME_ONLY_GROUPS,
+    C.INVERSIONS,
+    C.EXPLOSION_UNCLIPPED,
+    C.RESOLVE_PUSH,
+    C.FAIL_PUSH,
+    C.SOLVE_PUSH,
+)
+"""Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`, in
+the units a person reads (the catalogue's: shares in %)."""
+HEADLINE_COLUMNS = (
+    C.RESOLVE_VS_OFF,
+    C.RESOLVE_VS_OFF_LOW,
+    C.RESOLVE_VS_OFF_LONG,
+    C.RESOLVE_VS_OFF_LOW_LONG,
+    C.SOLVE_VS_OFF,
+    C.FAIL_VS_OFF,
+    C.TIME_ONLY_SHARE,
+    C.INTRODUCED,
+    C.EXPLOSION_TRAINED,
+    C.TOTAL_REWARD,
+)
+"""The summary columns logged once per run (TensorBoard's HParams metrics, W&B's summary): the
+decision measure's, then what disqualifies; in the catalogue's human units."""
+NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *REPLAY_TAGS}
+
+
+def run_name(label: str) -> str:
+    """A label as a run and directory name every file system, shell and tracker takes: λ spelt
+    out, '/' as 'over', brackets, commas, spaces and other specials as '_' (a shell glob would
+    eat `clip[-3,3]`), no leading dot or dash."""
+    name = label.replace("λ", "lambda").replace("/", "÷")
+    name = re.sub(r"[^A-Za-z0-9._=+\-÷]+", "_", name).replace("÷", "over")
+    return name.strip("._-") or "config"
+
+
+def trainer_tag(metric: str) -> str:
+    """The tag NeMo-RL's logger gives a step metric: `train/<name>`, validation metrics as they are."""
+    return metric if metric.startswith("validation/") else f"train/{metric}"
+
+
+def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dict[str, float]]]:
+    """(step, tag -> value) of one config, in step order: its trainer metrics under the trainer's
+    tags, and the replay's curves under `replay/` in human units; nulls left out."""
+    mine = steps.filter(pl.col(S.CONFIG_ID) == config_id).sort(S.STEP)
+    numeric = [c for c, t in mine.schema.items() if c not in NOT_TRAINER and t.is_numeric()]
+    for row in mine.iter_rows(named=True):
+        values = {trainer_tag(c): row[c] for c in numeric if row[c] is not None}
+        for column in REPLAY_TAGS:
+            value = C.metric(column).human(row.get(column))
+            if value is not None:
+                values[f"replay/{column}"] = value
+        yield int(row[S.STEP]), values
+
+
+def headline(row: dict[str, Any]) -> dict[str, float]:
+    """A config's headline numbers (HEADLINE_COLUMNS present and not null), in human units."""
+    out = {}
+    for column in HEADLINE_COLUMNS:
+        value = C.metric(column).human(row.get(column))
+        if value is not None:
+            out[column] = value
+    return out
+
+
+def param_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, Any]]:
+    """Per config, the value of each parameter, one type per parameter: numbers and booleans
+    where every config has one, else the text the labels use (`none`, `1/60`)."""
+    columns = {}
+    for p in params:
+        values = summary[p].to_list()
+        typed = all(isinstance(v, bool | int | float) for v in values) or all(
+            isinstance(v, str) for v in values
+        )
+        # λ as people write it (1/60), as on every other surface; the float is in the overrides.
+        written = p == "lambda_time" or not typed
+        columns[p] = [param_text(p, v) for v in values] if written else values
+    return [{p: columns[p][i] for p in params} for i in range(summary.height)]
+
+
+def run_names(summary: pl.DataFrame) -> list[str]:
+    """`run_name` of every config's label; where two labels give one name, each such name
+    ends in its config id."""
+    names = [run_name(label) for label in summary["label"]]
+    ids = summary[S.CONFIG_ID].to_list()
+    return [f"{n}-{cid}" if names.count(n) > 1 else n for n, cid in zip(names, ids, strict=True)]

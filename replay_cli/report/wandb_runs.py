@@ -1,0 +1,111 @@
+"""A report as W&B runs: one offline run per config, written with the `wandb` library itself
+(mode offline, nothing sent; `wandb sync` uploads them), so W&B's runs table, grouping and
+parallel-coordinates views work on a sweep.
+
+Each run: `config` = the config's parameters, its id and label, and its launch overrides; the
+history = the per-step tables under the trainer's metric names and the replay's curves (as the
+TensorBoard export writes them); the summary = the headline and decision numbers in the
+catalogue's human units, the role and the resample share; the role as a tag; every run of one
+report in one group, job type `replay`. The optional extra `replay-cli[wandb]`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from replay_cli import schema as S
+from replay_cli.errors import ConfigError
+from replay_cli.io.files import staged_directory
+from replay_cli.progress import Tick
+from replay_cli.report.run_tags import headline, run_names, step_scalars
+from replay_cli.result import ReplayResult
+
+EXTRA = "replay-cli[wandb]"
+PROJECT = "replay-cli"
+JOB_TYPE = "replay"
+
+
+def wandb_module() -> Any:
+    """The `wandb` library, or a ConfigError (exit 2) naming the extra to install."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError(
+            f"Writing W&B runs needs the optional extra {EXTRA}: pip install '{EXTRA}' "
+            "(in a checkout: uv sync --extra wandb)."
+        ) from None
+    return wandb
+
+
+def _settings(wandb: Any) -> Any:
+    """Offline, quiet, and nothing about this machine: the runs hold the replay alone."""
+    return wandb.Settings(
+        mode="offline",
+        silent=True,
+        console="off",
+        save_code=False,
+        disable_git=True,
+        x_disable_stats=True,
+        x_disable_meta=True,
+        x_disable_machine_info=True,
+    )
+
+
+def write_runs(
+    result: ReplayResult,
+    out: str | Path,
+    *,
+    force: bool = False,
+    group: str | None = None,
+    project: str = PROJECT,
+    tick: Tick | None = None,
+) -> list[Path]:
+    """Write one offline W&B run per config of a judged result under `out` (as `out/wandb/
+    offline-run-*`), atomically (an existing `out` is refused unless `force`); returns the run
+    directories. `group` names the sweep (default: `out`'s name)."""
+    wandb = wandb_module()
+    out = Path(out)
+    if result.recommendation is None:
+        raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
+    verdict = {row[S.CONFIG_ID]: row for row in result.recommendation.iter_rows(named=True)}
+    configs = {c.config_id: c for c in result.configs}
+    group = group or out.name
+    names = run_names(result.summary)
+    with staged_directory(out, force) as tmp:
+        made = []
+        for row, name in zip(result.summary.iter_rows(named=True), names, strict=True):
+            cid = row[S.CONFIG_ID]
+            decided = verdict[cid]
+            config = {
+                **configs[cid].flat(),
+                S.CONFIG_ID: cid,
+                "label": row["label"],
+                "overrides": decided["overrides"],
+            }
+            run = wandb.init(
+                dir=str(tmp),
+                project=project,
+                group=group,
+                job_type=JOB_TYPE,
+                name=name,
+                tags=[decided["role"]],
+                config=config,
+                settings=_settings(wandb),
+                reinit="create_new",
+            )
+            for step, scalars in step_scalars(result.steps, cid):
+                run.log(scalars, step=step)
+            run.summary.update(
+                {**headline(row), "role": decided["role"], "won_share": decided["won_share"]}
+            )
+            made.append(Path(run.dir).parent.name)
+            run.finish()
+            if tick is not None:
+                tick(len(made), result.summary.height)
+    return [out / "wandb" / name for name in made]
+
+
+def sync_command(out: str | Path) -> str:
+    """The command that uploads the written runs."""
+    return f"wandb sync {Path(out) / 'wandb'}/offline-run-*"

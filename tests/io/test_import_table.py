@@ -1,0 +1,159 @@
+"""Tests for `import table` (io/tables.py): rollouts from CSV, JSON lines, Arrow and Hugging Face
+datasets (saved with the `datasets` library itself), renamed with --map, refused as a replay would
+refuse them, and the hints that point a CSV or a run-time-like column at the way in."""
+
+import sys
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli import api
+from replay_cli.cli.app import app
+from replay_cli.errors import ConfigError, InputFileError, SchemaError
+
+runner = CliRunner()
+ROWS = {
+    "task": ["a", "a", "b", "b"],
+    "wall_seconds": [60.0, 120.0, 30.0, 90.0],
+    "score": [1.0, 0.0, 1.0, 1.0],
+    "ok": [True, False, True, True],
+}
+MAP = ["task=group_id", "wall_seconds=openhands_run_time", "score=reward", "ok=resolved"]
+CANONICAL = {
+    "group_id": ["a", "a", "b", "b"],
+    "openhands_run_time": [60.0, 120.0, 30.0, 90.0],
+    "reward": [1.0, 0.0, 1.0, 1.0],
+    "resolved": [True, False, True, True],
+}
+
+
+def frame():
+    return pl.DataFrame(ROWS)
+
+
+def imported(path, out, **kwargs):
+    api.import_logs("table", [path], out, mapping=MAP, **kwargs)
+    return pl.read_parquet(out)
+
+
+def _write(kind, path):
+    if kind == "csv":
+        frame().write_csv(path)
+    elif kind == "tsv":
+        frame().write_csv(path, separator="\t")
+    elif kind == "jsonl":
+        frame().write_ndjson(path)
+    elif kind == "arrow-file":
+        frame().write_ipc(path)
+    elif kind == "arrow-stream":
+        frame().write_ipc_stream(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("csv", "r.csv"),
+        ("tsv", "r.tsv"),
+        ("jsonl", "r.jsonl"),
+        ("arrow-file", "r.arrow"),
+        ("arrow-stream", "r.arrow"),
+    ],
+)
+def test_each_file_format_imports_to_the_same_rows(tmp_path, kind, name):
+    path = tmp_path / name
+    _write(kind, path)
+    back = imported(path, tmp_path / "o.parquet")
+    assert back.select(list(CANONICAL)).to_dict(as_series=False) == CANONICAL
+    result = runner.invoke(
+        app, ["replay", str(tmp_path / "o.parquet"), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_a_dataset_saved_with_save_to_disk_is_read_without_datasets(tmp_path, monkeypatch):
+    import datasets
+
+    data = datasets.Dataset.from_dict(ROWS)
+    data.save_to_disk(str(tmp_path / "saved"))
+    splits = datasets.DatasetDict({"train": data, "test": data.select([0, 1])})
+    splits.save_to_disk(str(tmp_path / "splits"))
+    monkeypatch.setitem(sys.modules, "datasets", None)  # reading needs pyarrow alone
+    back = imported(tmp_path / "saved", tmp_path / "a.parquet")
+    assert back.select(list(CANONICAL)).to_dict(as_series=False) == CANONICAL
+    test = imported(tmp_path / "splits", tmp_path / "b.parquet", split="test")
+    assert test["reward"].to_list() == [1.0, 0.0]
+    with pytest.raises(ConfigError, match="holds the splits train, test; pick one with --split"):
+        imported(tmp_path / "splits", tmp_path / "c.parquet")
+
+
+def test_a_hub_name_needs_the_extra_and_the_network(tmp_path, monkeypatch):
+    with monkeypatch.context() as without:
+        without.setitem(sys.modules, "datasets", None)
+        with pytest.raises(ConfigError, match=r"replay-cli\[hf\]"):
+            api.import_logs("table", ["someorg/rollouts"], tmp_path / "o.parquet")
+    import datasets
+
+    asked = []
+
+    def load_dataset(name, split):  # the Hub, offline: what it returns and how it fails
+        asked.append((name, split))
+        if name == "someorg/missing":
+            raise ConnectionError(f"Couldn't reach {name!r} on the Hub (OfflineModeIsEnabled)")
+        return datasets.Dataset.from_dict(ROWS)
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    back = imported("someorg/rollouts", tmp_path / "o.parquet", split="validation")
+    assert back.select(list(CANONICAL)).to_dict(as_series=False) == CANONICAL
+    assert asked == [("someorg/rollouts", "validation")]
+    with pytest.raises(InputFileError, match="Cannot load the Hub dataset 'someorg/missing'"):
+        api.import_logs("table", ["someorg/missing"], tmp_path / "m.parquet")
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_a_table_a_replay_would_refuse_is_not_written_and_the_message_names_it(tmp_path):
+    path = tmp_path / "r.csv"
+    frame().write_csv(path)
+    out = tmp_path / "o.parquet"
+    result = runner.invoke(app, ["import", "table", str(path), "--out", str(out)])
+    assert result.exit_code == 2
+    assert f"{path}: required column 'reward' is missing" in result.output
+    assert "'wall_seconds' looks like a run time in seconds: try --map " in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
+
+
+def test_map_names_a_column_the_table_lacks(tmp_path):
+    path = tmp_path / "r.csv"
+    frame().write_csv(path)
+    with pytest.raises(
+        SchemaError, match=r"(?s)--map names column\(s\) \['nope'\].*Its columns: task"
+    ):
+        api.import_logs("table", [path], tmp_path / "o.parquet", mapping=["nope=reward"])
+
+
+def test_group_size_numbers_groups_as_the_loader_would(tmp_path):
+    path = tmp_path / "r.csv"
+    frame().drop("task").write_csv(path)
+    out = tmp_path / "o.parquet"
+    mapping = [m for m in MAP if not m.startswith("task")]
+    api.import_logs("table", [path], out, mapping=mapping, group_size=2)
+    back = pl.read_parquet(out)
+    assert back["group_id"].to_list() == [0, 0, 1, 1]
+    assert back["rollout_index"].to_list() == [0, 1, 0, 1]
+
+
+def test_a_csv_given_to_replay_is_pointed_at_import_table(tmp_path):
+    path = tmp_path / "rollouts.csv"
+    frame().write_csv(path)
+    result = runner.invoke(app, ["replay", str(path), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert f"`replay-cli import table {path} --out rollouts.parquet`" in result.output
+
+
+def test_an_unknown_suffix_is_named(tmp_path):
+    path = tmp_path / "r.xlsx"
+    path.write_bytes(b"PK")
+    with pytest.raises(InputFileError, match="cannot tell its format from its suffix"):
+        api.import_logs("table", [path], tmp_path / "o.parquet")

@@ -1,0 +1,232 @@
+"""Tests for the W&B bridge: offline runs written with the wandb library and read back from their
+transaction logs with W&B's own record definitions, every logged value equal to the Parquet it
+came from; `compare --internal` reading a trainer's W&B run directory like the CSV route."""
+
+import json
+import re
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay_cli import catalogue as C
+from replay_cli.cli.app import app
+from replay_cli.io.wandb_run import BLOCK, read_log, read_run, runs_of
+from replay_cli.report.run_tags import REPLAY_TAGS, headline, run_name, trainer_tag
+
+runner = CliRunner()
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+\-]*$")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """An 8-config sweep with its W&B runs: (report dir, W&B dir, runs by display name)."""
+    from replay_cli.rollouts.synth import synth_rollouts
+
+    root = tmp_path_factory.mktemp("wb")
+    data = root / "rollouts.parquet"
+    synth_rollouts(
+        steps=3, groups_per_step=8, group_size=4, seed=5, validation_groups=2
+    ).write_parquet(data)
+    report, runs = root / "report", root / "runs"
+    args = ["sweep", str(data), "--out", str(report), "--wandb", str(runs), "--no-charts"]
+    args += ["--lambda-time", "0,1/60", "--apply-to", "all,correct", "--floor", "none,0"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"wandb sync {runs}/wandb/offline-run-*" in result.output
+    read = {}
+    for log in runs_of(runs).values():
+        run = read_log(log)
+        read[run.name] = run
+    return report, runs, read
+
+
+def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
+    report, _, read = sweep
+    steps = pl.read_parquet(report / "steps.parquet")
+    summary = pl.read_parquet(report / "summary.parquet")
+    verdict = pl.read_parquet(report / "recommendation.parquet")
+    assert sorted(read) == sorted(run_name(x) for x in summary["label"])
+    for row in summary.iter_rows(named=True):
+        run = read[run_name(row["label"])]
+        decided = verdict.filter(pl.col("config_id") == row["config_id"]).row(0, named=True)
+        # History: the trainer's tags carry the trainer's values exactly (JSON keeps every bit),
+        # the replay's curves are in the page's units.
+        expected = {}
+        for step in steps.filter(pl.col("config_id") == row["config_id"]).iter_rows(named=True):
+            for column, value in step.items():
+                if value is None or column in ("config_id", "step", "rows", "groups"):
+                    continue
+                tag = f"replay/{column}" if column in REPLAY_TAGS else trainer_tag(column)
+                human = C.metric(column).human(value) if column in REPLAY_TAGS else value
+                expected[(tag, step["step"])] = float(human)
+        written = {
+            (r["metric"], r["step"]): r["value"] for r in run.scalars().iter_rows(named=True)
+        }
+        assert written == expected
+        assert "train/time_efficiency/deduction/mean" in {t for t, _ in written}
+        # Summary: the headline in human units, the role and the resample share.
+        for column, value in headline(row).items():
+            assert run.summary[column] == value
+        assert run.summary["step/resolve_vs_off"] == pytest.approx(row["step/resolve_vs_off"] * 100)
+        assert run.summary["role"] == decided["role"]
+        assert run.summary["won_share"] == decided["won_share"]
+        # Config: the parameters as the summary holds them, the id, label and launch overrides.
+        for key in ("lambda_time", "apply_to", "floor", "normalize", "clip_low", "std_guard"):
+            assert run.config[key] == row[key]
+        assert run.config["config_id"] == row["config_id"]
+        assert run.config["label"] == row["label"]
+        assert run.config["overrides"] == decided["overrides"]
+        assert run.tags == [decided["role"]]
+        assert (run.group, run.job_type) == ("report", "replay")
+
+
+def test_the_page_and_the_manifest_say_where_the_runs_are(sweep):
+    report, runs, _ = sweep
+    assert json.loads((report / "manifest.json").read_text())["wandb"] == str(runs)
+    page = (report / "index.html").read_text()
+    assert "W&amp;B runs" in page
+    assert f"wandb sync {runs}/wandb/offline-run-*" in page
+
+
+def test_run_names_are_valid_in_a_shell_and_unique(sweep):
+    _, _, read = sweep
+    assert all(SAFE_NAME.match(name) for name in read)
+    assert run_name("λ=1/60 correct floor=0.05 clip[-3,3]") == (
+        "lambda=1over60_correct_floor=0.05_clip_-3_3"
+    )
+
+
+def test_without_the_extra_it_fails_before_any_work(monkeypatch, tmp_path, synth_path):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import fails as when not installed
+    out = tmp_path / "report"
+    result = runner.invoke(
+        app, ["replay", str(synth_path), "--out", str(out), "--wandb", str(tmp_path / "wb")]
+    )
+    assert result.exit_code == 2
+    assert "replay-cli[wandb]" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    assert not (tmp_path / "wb").exists()
+
+
+def test_export_wandb_is_refused_then_replaced_with_force_and_takes_a_group(sweep, tmp_path):
+    report, _, _ = sweep
+    out = tmp_path / "export"
+    first = runner.invoke(app, ["export", "wandb", str(report), str(out), "--group", "sweep-7"])
+    assert first.exit_code == 0, first.output
+    assert {read_log(log).group for log in runs_of(out).values()} == {"sweep-7"}
+    assert first.output.startswith(f"Wrote 8 W&B runs to {out}")
+    again = runner.invoke(app, ["export", "wandb", str(report), str(out)])
+    assert again.exit_code == 2
+    assert "--force" in again.output
+    forced = runner.invoke(app, ["export", "wandb", str(report), str(out), "--force"])
+    assert forced.exit_code == 0, forced.output
+    groups = {read_log(log).group for log in runs_of(out).values()}
+    assert groups == {"report"}  # the report directory's name by default
+
+
+def _trainer_run(tmp_path, report, label, shift):
+    """A trainer-like offline W&B run (the internal metric names under `train/`) and the same
+    numbers as a W&B panel CSV export."""
+    import wandb
+
+    summary = pl.read_parquet(report / "summary.parquet")
+    steps = pl.read_parquet(report / "steps.parquet")
+    cid = summary.filter(pl.col("label") == label)["config_id"][0]
+    mine = steps.filter(pl.col("config_id") == cid).sort("step")
+    settings = wandb.Settings(mode="offline", silent=True, console="off", x_disable_stats=True)
+    run = wandb.init(
+        dir=str(tmp_path), project="exp", name=f"internal-{shift}", settings=settings,
+        reinit="create_new",
+    )  # fmt: skip
+    for step, reward, deduction in mine.select(
+        "step", "total_reward/mean", "time_efficiency/deduction/mean"
+    ).rows():
+        run.log(
+            {
+                "train/total_reward/mean": reward + shift,
+                "train/time_efficiency/deduction_mean": deduction,
+            },
+            step=step,
+        )
+    run.finish()
+    columns = {
+        "Step": mine["step"].to_list(),
+        "internal-a - train/total_reward/mean": [v + shift for v in mine["total_reward/mean"]],
+        "internal-a - train/time_efficiency/deduction_mean": mine[
+            "time_efficiency/deduction/mean"
+        ].to_list(),
+    }
+    csv = tmp_path / f"panel-{shift}.csv"
+    pl.DataFrame(columns).write_csv(csv)
+    return csv, cid
+
+
+def test_compare_reads_a_wandb_run_directory_like_the_csv_export(sweep, tmp_path):
+    report, _, _ = sweep
+    csv, cid = _trainer_run(tmp_path, report, "λ=1/60 all", 0.25)
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
+    common = ["compare", str(report), "--config-id", cid]
+    from_wandb = runner.invoke(
+        app, [*common, "--out", str(tmp_path / "a"), "--internal", str(run_dir)]
+    )
+    assert from_wandb.exit_code == 0, from_wandb.output
+    from_csv = runner.invoke(app, [*common, "--out", str(tmp_path / "b"), "--internal", str(csv)])
+    assert from_csv.exit_code == 0, from_csv.output
+    a = pl.read_parquet(tmp_path / "a" / "internal_comparison.parquet")
+    b = pl.read_parquet(tmp_path / "b" / "internal_comparison.parquet")
+    assert a.equals(b)  # float64 in both: the W&B log keeps every bit, as the CSV does
+    assert set(a["metric"]) == {"total_reward/mean", "time_efficiency/deduction/mean"}
+    assert a.filter(pl.col("metric") == "total_reward/mean")["delta"].to_list() == pytest.approx(
+        [-0.25] * 3, abs=1e-12
+    )
+    # A wandb/ folder of two runs needs a choice, which the error lists; a name picks one.
+    _trainer_run(tmp_path, report, "λ=1/60 all", 0.5)
+    folder = tmp_path / "wandb"
+    two = runner.invoke(app, [*common, "--out", str(tmp_path / "c"), "--internal", str(folder)])
+    assert two.exit_code == 2
+    assert "holds 2 W&B runs" in two.output
+    assert "--internal-run" in two.output
+    args = [*common, "--out", str(tmp_path / "d"), "--internal", str(folder)]
+    picked = runner.invoke(app, [*args, "--internal-run", "internal-0.25"])
+    assert picked.exit_code == 0, picked.output
+    assert pl.read_parquet(tmp_path / "d" / "internal_comparison.parquet").equals(a)
+
+
+def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
+    """A record larger than a 32 KiB block is cut in pieces across blocks; a log cut mid-record
+    (a run killed while writing) reads up to its last whole record."""
+    import wandb
+
+    settings = wandb.Settings(mode="offline", silent=True, console="off", x_disable_stats=True)
+    big = "x" * (3 * BLOCK)
+    run = wandb.init(dir=str(tmp_path), project="p", config={"big": big}, settings=settings)
+    rng = np.random.default_rng(0)
+    logged = [float(v) for v in rng.normal(size=400)]
+    for step, value in enumerate(logged):
+        run.log({"v": value, "text": "y" * (step * 97 % 5000)}, step=step)
+    run.finish()
+    (log,) = tmp_path.glob("wandb/offline-run-*/*.wandb")
+    whole = read_run(log)
+    assert whole.config["big"] == big
+    back = whole.scalars().filter(pl.col("metric") == "v").sort("step")["value"].to_list()
+    assert back == logged
+    data = log.read_bytes()
+    torn = tmp_path / "torn.wandb"
+    torn.write_bytes(data[: len(data) // 2 + 5])
+    part = read_log(torn)
+    values = part.scalars().filter(pl.col("metric") == "v").sort("step")["value"].to_list()
+    assert 0 < len(values) < len(logged)
+    assert values == logged[: len(values)]
+
+
+def test_not_a_wandb_log_is_named(tmp_path):
+    from replay_cli.errors import InputFileError
+
+    path = tmp_path / "run-x.wandb"
+    path.write_text(json.dumps({"not": "a log"}))
+    with pytest.raises(InputFileError, match="is not a W&B transaction log"):
+        read_log(path)
