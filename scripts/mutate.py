@@ -67,7 +67,7 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/analysis/verify.py": ["test_verify", "test_rounding"],
     "replay_cli/rollouts/value_checks.py": ["test_validation", "test_reliability"],
     "replay_cli/maths/effort.py": ["test_measure"],
-    "replay_cli/engine/step_measure.py": ["test_measure", "test_batched"],
+    "replay_cli/engine/step_measure.py": ["test_measure", "test_batched", "test_forecast"],
     "replay_cli/engine/measure.py": ["test_measure", "test_findings"],
     "replay_cli/engine/bootstrap.py": ["test_measure", "test_recommendation"],
     "replay_cli/advice/verdict.py": ["test_recommendation", "test_findings"],

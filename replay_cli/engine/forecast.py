@@ -100,22 +100,27 @@ class Pool:
         u: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """The logged values of one rollout per draw: the problem's own of that level and outcome,
-        else its bucket's, else any of the bucket's at that level (then with the bucket's mean
-        reward of that outcome)."""
+        else its bucket's, else one of the bucket's at that level with the other outcome (then
+        with the bucket's mean reward of the drawn outcome)."""
         o = outcome.astype(np.int64)
         own = self.count[problem, level, o]
         pick = self.start[problem, level, o] + np.minimum((u * own).astype(np.int64), own - 1)
         wide = self.bucket_count[bucket, level, o]
+        # No such rollout in the bucket either: one of the other outcome at the same level (its
+        # minutes are of the level; its reward is replaced below). A level without rows in the
+        # bucket is never drawn: its effort starts at 0 and a softmax step keeps it there.
+        side = np.where(wide > 0, o, 1 - o)
+        wide = self.bucket_count[bucket, level, side]
         from_bucket = self.bucket_rows[
             np.minimum(
-                self.bucket_start[bucket, level, o]
-                + np.minimum((u * wide).astype(np.int64), wide - 1),
+                self.bucket_start[bucket, level, side]
+                + np.minimum((u * wide).astype(np.int64), np.maximum(wide - 1, 0)),
                 len(self.bucket_rows) - 1,
             )
         ]
         index = np.clip(np.where(own > 0, pick, from_bucket), 0, len(self.rows["reward"]) - 1)
         out = {k: v[index] for k, v in self.rows.items() if k not in ("level", "resolved")}
-        missing = (own == 0) & (wide == 0)
+        missing = (own == 0) & (side != o)
         out["resolved"] = outcome.astype(bool)
         out["level"] = level
         if missing.any():

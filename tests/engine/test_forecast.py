@@ -217,3 +217,137 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
     assert f"{row['forecast/fail_minutes@long']:.1f} minutes" in text
     checked = result.recommendation.filter(pl.col("role") == "recommended")["budget_check"][0]
     assert checked.startswith(("the verdict holds", "at half", "at twice"))
+
+
+# ---- the summary reads the table; the parts that build them, by hand ----------------------------
+
+
+def test_every_summary_column_is_the_tables_value_at_its_step(demo_forecast):
+    """The summary's forecast columns are the table's values: at step T (mean over seeds, the
+    low end for `_low`), at step 0 for `_start`, at half and twice the budget for the checks."""
+    configs, result = demo_forecast
+    table = result.forecast
+    steps = table["step"].max()
+
+    def at(cid, metric, bucket, step=steps, budget=BUDGET, stat="mean"):
+        rows = table.filter(
+            (pl.col("config_id") == cid)
+            & (pl.col("metric") == metric)
+            & (pl.col("bucket") == bucket)
+            & (pl.col("step") == step)
+            & (pl.col("budget") == budget)
+        )
+        return rows[stat][0]
+
+    for cfg in configs:
+        row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+        assert row["forecast/steps"] == steps
+        for bucket, scope in (("all", ""), ("long", "@long")):
+            cid = cfg.config_id
+            expect = {
+                "resolve_vs_off": at(cid, "resolve_vs_off", bucket),
+                "resolve_vs_off_low": at(cid, "resolve_vs_off", bucket, stat="low"),
+                "resolve": at(cid, "resolve", bucket),
+                "resolve_off": at(cid, "resolve_off", bucket),
+                "resolve_start": at(cid, "resolve", bucket, step=0),
+                "fail_minutes": at(cid, "fail_minutes", bucket),
+                "fail_minutes_off": at(cid, "fail_minutes_off", bucket),
+                "fail_minutes_start": at(cid, "fail_minutes", bucket, step=0),
+                "solve_minutes_vs_off": at(cid, "solve_minutes_vs_off", bucket),
+                "give_up_vs_off": at(cid, "give_up_vs_off", bucket),
+                "resolve_vs_off_low_half": at(
+                    cid, "resolve_vs_off", bucket, budget=BUDGET / 2, stat="low"
+                ),
+                "resolve_vs_off_low_twice": at(
+                    cid, "resolve_vs_off", bucket, budget=BUDGET * 2, stat="low"
+                ),
+            }
+            for name, value in expect.items():
+                assert row[f"forecast/{name}{scope}"] == pytest.approx(value, rel=1e-12), name
+        assert row["forecast/fail_minutes_start@long"] != row["forecast/resolve_start@long"]
+
+
+def test_the_metrics_weigh_each_problem_and_split_the_buckets():
+    from replay_cli.engine.forecast import _metrics
+
+    # Two problems (short, long) with two levels; weights 1 and 3.
+    pi = np.array([[0.25, 0.75], [0.5, 0.5]])
+    p = np.array([[0.2, 0.6], [0.0, 1.0]])
+    m = np.array([[2.0, 10.0], [4.0, 30.0]])
+    out = _metrics(pi, p, m, np.array([0, 2]), np.array([1.0, 3.0]))
+    resolve = np.array([0.25 * 0.2 + 0.75 * 0.6, 0.5])
+    solve = np.array([0.25 * 0.2 * 2 + 0.75 * 0.6 * 10, 0.5 * 30])
+    fail = np.array([0.25 * 0.8 * 2 + 0.75 * 0.4 * 10, 0.5 * 4])
+    w = np.array([1.0, 3.0])
+    expect_all = [
+        (resolve * w).sum() / 4,
+        (solve * w).sum() / (resolve * w).sum(),
+        (fail * w).sum() / (4 - (resolve * w).sum()),
+        (np.array([0.25, 0.5]) * w).sum() / 4,
+    ]
+    np.testing.assert_allclose(out[0], expect_all, rtol=1e-12)
+    np.testing.assert_allclose(
+        out[1], [resolve[0], solve[0] / resolve[0], fail[0] / (1 - resolve[0]), 0.25]
+    )
+    assert np.isnan(out[2]).all()  # no medium problem
+    np.testing.assert_allclose(out[3], [0.5, 30.0, 4.0, 0.5])
+
+
+def test_the_pool_draws_the_problems_own_cell_then_its_buckets_then_the_fallback():
+    rows = {
+        "level": np.array([0, 1, 1, 0, 1]),
+        "resolved": np.array([True, False, True, False, True]),
+        "reward": np.array([1.0, 0.0, 1.0, 0.0, 0.7]),
+        "minutes": np.array([1.0, 2.0, 3.0, 4.0, 5.0]),
+        "calls": np.arange(5),
+        "mask_sample": np.zeros(5, bool),
+        "zeroed": np.zeros(5, bool),
+    }
+    # Rows 0-2 are problem 0 (bucket 1), rows 3-4 problem 1 (bucket 2).
+    pool = Pool.of(rows, np.array([0, 0, 0, 1, 1]), np.array([1, 2]), 2, 2)
+    u = np.array([0.0, 0.5, 0.99])
+
+    def draw(problem, level, outcome):
+        n = len(u)
+        got = pool.draw(
+            np.full(n, problem),
+            np.full(n, [1, 2][problem]),
+            np.full(n, level),
+            np.full(n, outcome, bool),
+            u,
+        )
+        return got["minutes"].tolist(), got["reward"].tolist()
+
+    assert draw(0, 0, True) == ([1.0] * 3, [1.0] * 3)  # its own cell
+    assert draw(0, 1, False) == ([2.0] * 3, [0.0] * 3)
+    assert draw(1, 1, True) == ([5.0] * 3, [0.7] * 3)
+    assert draw(1, 0, False) == ([4.0] * 3, [0.0] * 3)
+    # Problem 1 never failed at level 1, nor did its bucket (2): a row of the bucket at that level
+    # with the other outcome (row 4: its minutes are of level 1), with the bucket's mean reward
+    # of failures (row 3's 0.0). Taking the neighbouring cell in sort order instead gave row 3,
+    # a level-0 failure's minutes for a level-1 draw.
+    assert draw(1, 1, False) == ([5.0] * 3, [0.0] * 3)
+    # Problem 0 never failed at level 0, nor did bucket 1: row 0's minutes (level 0), and the
+    # bucket's failure reward (row 1's 0.0).
+    assert draw(0, 0, False) == ([1.0] * 3, [0.0] * 3)
+    # A success drawn where only failures were logged: the success reward of the bucket (1.0).
+    rows2 = {**rows, "resolved": np.array([False, False, True, False, True])}
+    pool = Pool.of(rows2, np.array([0, 0, 0, 1, 1]), np.array([1, 2]), 2, 2)
+    assert draw(0, 0, True) == ([1.0] * 3, [1.0] * 3)
+
+
+def test_each_seed_draws_its_own_problems_up_to_the_bucket_limit():
+    from replay_cli.engine.step_measure import forecast_keys
+
+    medians = pl.LazyFrame({"pid": list(range(30)), "_bucket": [0] * 12 + [1] * 15 + [2] * 3})
+    keys = forecast_keys(medians, ["pid"], per_bucket=5, seeds=3, seed=0)
+    bucket = dict(zip(range(30), [0] * 12 + [1] * 15 + [2] * 3, strict=True))
+    samples = []
+    for s in range(3):
+        mine = keys.filter((pl.col("_seeds") & (1 << s)) > 0)["pid"].to_list()
+        per = [sum(bucket[p] == b for p in mine) for b in range(3)]
+        assert per == [5, 5, 3]  # up to 5 per bucket, all 3 of the small one
+        samples.append(set(mine))
+    assert len({frozenset(x) for x in samples}) == 3  # each seed its own sample
+    assert set(keys["pid"]) == set().union(*samples)
+    assert (keys["_seeds"] < (1 << 3)).all()
