@@ -17,7 +17,6 @@ from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, raw_key
-from replay_cli.engine.summary_bound import summary_bound
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.grpo_arrays import baseline_only, grpo
 from replay_cli.maths.rounding import f32_bound
@@ -39,14 +38,9 @@ def shaping_off_advantages(c: ChunkArrays, key: RawKey) -> np.ndarray:
 
 
 def grpo_rows(
-    c: ChunkArrays,
-    batch: Sequence[ReplayConfig],
-    raw_cache: dict[RawKey, np.ndarray],
-    exact_bound: bool = True,
+    c: ChunkArrays, batch: Sequence[ReplayConfig], raw_cache: dict[RawKey, np.ndarray]
 ) -> RowBatch:
-    """Shaping and advantages of a batch of configs with one `raw_key` over a chunk.
-    `exact_bound`: the float32 bound on every row (rows written); else where the summary can
-    read it (engine/summary_bound.py), a screen that bounds it from above elsewhere."""
+    """Shaping and advantages of a batch of configs with one `raw_key` over a chunk."""
     key = raw_key(batch[0])
     if any(raw_key(cfg) != key for cfg in batch):
         raise ValueError("a batch of the batched path shares its estimator and masking")
@@ -62,22 +56,15 @@ def grpo_rows(
     if key not in raw_cache:
         raw_cache[key] = shaping_off_advantages(c, key)
     bonus = [s.bonus for s in shaped]
-    rounded = a.precision == "float64"
-    if exact_bound:
-        bound = f32_bound(
-            rewards.astype(np.float32),
-            valid,
-            c.runs,
-            a,
-            out.unclipped,
-            out.peers_equal,
-            rounded_inputs=rounded,
-        )
-    else:
-        trainable = c.train & ~masked
-        bound = summary_bound(
-            rewards.astype(np.float32), valid, c.runs, a, out, trainable, rounded_inputs=rounded
-        )
+    bound = f32_bound(
+        rewards.astype(np.float32),
+        valid,
+        c.runs,
+        a,
+        out.unclipped,
+        out.peers_equal,
+        rounded_inputs=a.precision == "float64",
+    )
     return RowBatch(
         chunk=c,
         configs=list(batch),
@@ -92,14 +79,11 @@ def grpo_rows(
         toggled=toggled,
         adv_raw=raw_cache[key],
         f32_bound=bound,
-        f32_bound_exact=exact_bound,
     )
 
 
 def row_frame(b: RowBatch, k: int) -> pl.DataFrame:
     """The per-row report of config k (spec §6): the input columns, then the report columns."""
-    if not b.f32_bound_exact:
-        raise ValueError("a batch with the summary's bound only has no per-row table")
     c = b.chunk
     frame = c.frame
     inputs = [n for n in frame.columns if n not in S.CHUNK_IDS]

@@ -41,9 +41,6 @@ class RowBatch:
     toggled: np.ndarray  # the baseline with masked rows voting vs not
     adv_raw: np.ndarray
     f32_bound: np.ndarray | None = None  # maths/rounding.py; None for peer estimators
-    f32_bound_exact: bool = True
-    """False: the bound only where the summary reads it, an upper screen of it elsewhere
-    (engine/summary_bound.py); such a batch writes no per-row table."""
 
     @cached_property
     def trainable(self) -> np.ndarray:

@@ -148,7 +148,7 @@ def replay_batch(
         if batchable(cfg):
             by_key.setdefault(raw_key(cfg), []).append(cfg)
     for key, configs in by_key.items():
-        rows = grpo_rows(state.arrays, configs, state.raw_arrays, exact_bound=with_rows)
+        rows = grpo_rows(state.arrays, configs, state.raw_arrays)
         frames = [row_frame(rows, k) if with_rows else None for k in range(len(configs))]
         for piece in config_pieces(rows, chart_every, frames, state.levels, key):
             pieces[piece.config_id] = piece
