@@ -183,13 +183,15 @@ def _configs(n: int) -> list:
 
 def _first_chunk(path: str):
     from replay_cli.engine.allocator import keep_freed_memory
-    from replay_cli.engine.run import ChunkState, plan, read_chunk
+    from replay_cli.engine.measure import MeasureSettings
+    from replay_cli.engine.run import ChunkState, InputShape, plan, read_chunk
     from replay_cli.rollouts.validation import load_rollouts
 
     keep_freed_memory()
     rollouts = load_rollouts([path])
     (lo, hi), *_ = plan(rollouts, 1_000_000)[0]
-    return ChunkState.of(read_chunk(rollouts, lo, hi))
+    shape = InputShape.of(rollouts, MeasureSettings().levels)
+    return ChunkState.of(read_chunk(rollouts, lo, hi), shape)
 
 
 def _batched_kernels(path: str) -> dict[str, float]:
@@ -207,7 +209,7 @@ def _batched_kernels(path: str) -> dict[str, float]:
         start = time.perf_counter()
         batch = grpo_rows(state.arrays, configs, cache)
         middle = time.perf_counter()
-        config_pieces(batch, 1, [None] * len(configs))
+        config_pieces(batch, 1, [None] * len(configs), state.levels, "off")
         end = time.perf_counter()
         best["rows"] = min(best["rows"], (middle - start) / len(configs))
         best["tables"] = min(best["tables"], (end - middle) / len(configs))
@@ -225,7 +227,8 @@ def _group_write(path: str) -> float:
 
     state = _first_chunk(path)
     configs = _configs(1)
-    groups = config_pieces(grpo_rows(state.arrays, configs, {}), 1, [None])[0].groups
+    rows = grpo_rows(state.arrays, configs, {})
+    groups = config_pieces(rows, 1, [None], state.levels, "off")[0].groups
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(5):

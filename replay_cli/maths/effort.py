@@ -22,6 +22,7 @@ seeds) for its steps; every function is vectorised over them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -83,6 +84,32 @@ class EffortModel:
     def __len__(self) -> int:
         return len(self.bucket)
 
+    @cached_property
+    def log_pi(self) -> np.ndarray:
+        """log pi (-inf where pi is 0): every step and KL of the model reads it."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.pi)
+
+    @cached_property
+    def logit_p(self) -> np.ndarray:
+        """The success logits: every step and KL of the model reads them."""
+        return _logit(self.p)
+
+    @cached_property
+    def log_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
+        """log p and log(1 - p) by softplus of the logits (finite at any logit)."""
+        z0 = self.logit_p
+        return -np.logaddexp(0.0, -z0), -np.logaddexp(0.0, z0)
+
+    def take(self, rows: np.ndarray) -> EffortModel:
+        """The model of the leading rows `rows` (pi, p and weight with a leading axis), its
+        cached logarithms taken along rather than computed again (solve_eta's iterations)."""
+        sub = EffortModel(self.pi[rows], self.p[rows], self.m, self.bucket, self.weight[rows])
+        for name in ("log_pi", "logit_p"):
+            sub.__dict__[name] = getattr(self, name)[rows]
+        sub.__dict__["log_outcomes"] = tuple(x[rows] for x in self.log_outcomes)
+        return sub
+
 
 @dataclass(frozen=True)
 class Direction:
@@ -131,11 +158,9 @@ def stepped(
     `success(logits)` gives the new success rates. Logits, not rates, so that a large step
     neither rounds a rate to 0 or 1 nor saturates its KL."""
     eta = np.asarray(eta, dtype=np.float64)[..., None, None]
-    with np.errstate(divide="ignore"):
-        log_pi = np.log(model.pi)
     with np.errstate(over="ignore", invalid="ignore"):
-        pi = softmax(log_pi + eta * direction.d)
-    z = _logit(model.p) + eta * direction.e
+        pi = softmax(model.log_pi + eta * direction.d)
+    z = model.logit_p + eta * direction.e
     still = eta == 0  # no step: the policy as it was, not its softmax's rounding
     return np.where(still, model.pi, pi), z
 
@@ -143,8 +168,8 @@ def stepped(
 def stepped_effort(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """pi' after an effort-only step of size eta (the success rates stay)."""
     eta = np.asarray(eta, dtype=np.float64)[..., None, None]
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        pi = softmax(np.log(model.pi) + eta * direction.d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pi = softmax(model.log_pi + eta * direction.d)
     return np.where(eta == 0, model.pi, pi)
 
 
@@ -156,19 +181,18 @@ def success(logits: np.ndarray) -> np.ndarray:
 def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
     """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(pi > 0, pi * (np.log(pi) - np.log(model.pi)), 0.0).sum(-1)
+        return np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0).sum(-1)
 
 
 def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
     """KL(new ‖ old) of each problem's joint level-and-outcome distribution, the new outcome
     given by its logits `z` (configs, problems); log-rates by softplus, finite at any logit."""
-    z0 = _logit(model.p)
     log_q, log_not_q = -np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)
-    log_q0, log_not_q0 = -np.logaddexp(0.0, -z0), -np.logaddexp(0.0, z0)
+    log_q0, log_not_q0 = model.log_outcomes
     q = np.exp(log_q)
     outcome = q * (log_q - log_q0) + (1 - q) * (log_not_q - log_not_q0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(pi > 0, pi * (np.log(pi) - np.log(model.pi)), 0.0)
+        level = np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0)
     return (level + pi * outcome).sum(-1)
 
 
@@ -207,10 +231,14 @@ def solve_eta(
     x0 = x
     target = np.log(budget)
 
+    # A model shared by every config (the decision measure's) is read as it is, its logarithms
+    # computed once; one per config (the forecast's) is taken row by row.
+    shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
+
     def f(log_eta: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """log mean KL − log budget of the configs `rows` (KL ≥ 0: rounding can leave a tiny
         negative where the step barely moves anything)."""
-        sub = EffortModel(pi[rows], p[rows], model.m, model.bucket, w[rows])
+        sub = model if shared else one.take(rows)
         kl_ = mean_kl(sub, Direction(d[rows], e[rows]), np.exp(log_eta[rows]))
         return np.log(np.maximum(kl_, 1e-300)) - target
 

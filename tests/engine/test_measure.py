@@ -286,6 +286,33 @@ def test_solve_eta_reaches_the_budget_from_a_poor_second_order_guess():
         assert mean_kl(model, direction, eta)[0] == pytest.approx(budget, rel=1e-9)
 
 
+def test_solve_eta_with_a_shared_model_equals_one_model_per_config():
+    """The decision measure's model is shared by every config, its logarithms computed once;
+    the forecast's is one per config, taken row by row: the same step sizes to the last bit."""
+    from replay_cli.maths.effort import Direction
+
+    rng = np.random.default_rng(5)
+    count = rng.integers(1, 6, size=(30, 4)).astype(float)
+    model = EffortModel.of_counts(
+        count, count // 2, count * 2.0, rng.integers(0, 3, 30), np.ones(30)
+    )
+    a = rng.normal(size=(5, 30, 4))
+    direction = Direction.of(model, a, a * rng.uniform(0, 1, size=a.shape))
+    shared = solve_eta(model, direction, 0.01)
+    per_config = EffortModel(
+        np.broadcast_to(model.pi, a.shape).copy(),
+        np.broadcast_to(model.p, a.shape).copy(),
+        model.m,
+        model.bucket,
+        np.broadcast_to(model.weight, a.shape[:2]).copy(),
+    )
+    assert solve_eta(per_config, direction, 0.01).tolist() == shared.tolist()
+    assert (shared > 0).all()
+    taken = per_config.take(np.array([3, 1]))
+    assert taken.log_pi.tolist() == np.log(per_config.pi[[3, 1]]).tolist()
+    assert taken.log_outcomes[0].tolist() == per_config.log_outcomes[0][[3, 1]].tolist()
+
+
 def test_steps_fields_are_what_the_bootstrap_sums():
     from replay_cli.engine.bootstrap import PER_CONFIG
 
