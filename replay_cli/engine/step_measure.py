@@ -209,20 +209,26 @@ def config_levels(b: RowBatch, levels: np.ndarray, count: int, off_key: Any) -> 
     runs, pick = c.runs, c.train_runs
     t = b.per_config(b.trainable)
     n = np.maximum(runs.sum(t), 1)[:, pick]
+    # One weighted bincount per array over (group, level) cells instead of a masked sum per level.
+    cell = c.run_of_row * count + levels
+    cells = len(runs) * count
 
-    def per_level(adv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        a = with_signal(adv, t, runs)
-        ay = a * c.resolved
-        sums = [runs.sum(np.where(levels == j, a, 0.0)) for j in range(count)]
-        sums_y = [runs.sum(np.where(levels == j, ay, 0.0)) for j in range(count)]
-        return (
-            np.stack(sums, -1)[:, pick] / n[..., None],
-            np.stack(sums_y, -1)[:, pick] / n[..., None],
-        )
+    def per_level(adv: np.ndarray, trainable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = with_signal(adv, trainable, runs)
+        sums = [np.bincount(cell, weights=row, minlength=cells) for row in a]
+        sums_y = [np.bincount(cell, weights=row * c.resolved, minlength=cells) for row in a]
 
-    a, ay = per_level(b.grpo.advantage)
+        def cells_of(x: list[np.ndarray]) -> np.ndarray:
+            return np.stack(x).reshape(len(x), len(runs), count)[:, pick] / n[: len(x), :, None]
+
+        return cells_of(sums), cells_of(sums_y)
+
+    a, ay = per_level(b.grpo.advantage, t)
+    if b.trainable.ndim == 1:  # the shaping-off advantages and trainable rows shared: once
+        a_off, ay_off = (x[[0] * len(b.configs)] for x in per_level(b.adv_raw[None], t[:1]))
+    else:
+        a_off, ay_off = per_level(np.broadcast_to(b.adv_raw, t.shape), t)
     raw = np.broadcast_to(b.adv_raw, t.shape)
-    a_off, ay_off = per_level(raw)
     tied = runs.sum(t & (np.abs(raw) > SIGNAL_EPS))[:, pick] == 0
     keys = off_key if isinstance(off_key, list) else [off_key] * len(b.configs)
     return [

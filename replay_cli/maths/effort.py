@@ -98,8 +98,7 @@ class EffortModel:
     @cached_property
     def log_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
         """log p and log(1 - p) by softplus of the logits (finite at any logit)."""
-        z0 = self.logit_p
-        return -np.logaddexp(0.0, -z0), -np.logaddexp(0.0, z0)
+        return _log_rates(self.logit_p)
 
     def take(self, rows: np.ndarray) -> EffortModel:
         """The model of the leading rows `rows` (pi, p and weight with a leading axis), its
@@ -147,6 +146,13 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
+def _log_rates(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log σ(z), log σ(-z)), finite at any logit: −softplus(∓z) with the one log1p(exp(−|z|))
+    both share (np.logaddexp computes each on its own, twice the transcendental work)."""
+    shared = np.log1p(np.exp(-np.abs(z)))
+    return -(np.maximum(-z, 0.0) + shared), -(np.maximum(z, 0.0) + shared)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
@@ -187,7 +193,7 @@ def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
 def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
     """KL(new ‖ old) of each problem's joint level-and-outcome distribution, the new outcome
     given by its logits `z` (configs, problems); log-rates by softplus, finite at any logit."""
-    log_q, log_not_q = -np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)
+    log_q, log_not_q = _log_rates(z)
     log_q0, log_not_q0 = model.log_outcomes
     q = np.exp(log_q)
     outcome = q * (log_q - log_q0) + (1 - q) * (log_not_q - log_not_q0)

@@ -317,3 +317,14 @@ def test_steps_fields_are_what_the_bootstrap_sums():
     from replay_cli.engine.bootstrap import PER_CONFIG
 
     assert set(PER_CONFIG) <= set(Steps.__dataclass_fields__)
+
+
+def test_log_rates_share_one_softplus_and_stay_finite():
+    from replay_cli.maths.effort import _log_rates
+
+    z = np.array([-1000.0, -40.0, -1.5, 0.0, 1e-300, 2.0, 40.0, 1000.0])
+    log_q, log_not_q = _log_rates(z)
+    np.testing.assert_allclose(log_q, -np.logaddexp(0.0, -z), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(log_not_q, -np.logaddexp(0.0, z), rtol=1e-15, atol=0)
+    assert log_q[0] == -1000.0 and log_not_q[-1] == -1000.0  # saturated, not -inf
+    assert log_q[3] == log_not_q[3] == -np.log(2.0)
