@@ -326,5 +326,6 @@ def test_log_rates_share_one_softplus_and_stay_finite():
     log_q, log_not_q = _log_rates(z)
     np.testing.assert_allclose(log_q, -np.logaddexp(0.0, -z), rtol=1e-15, atol=0)
     np.testing.assert_allclose(log_not_q, -np.logaddexp(0.0, z), rtol=1e-15, atol=0)
-    assert log_q[0] == -1000.0 and log_not_q[-1] == -1000.0  # saturated, not -inf
+    assert log_q[0] == -1000.0  # saturated, not -inf
+    assert log_not_q[-1] == -1000.0
     assert log_q[3] == log_not_q[3] == -np.log(2.0)
