@@ -13,7 +13,6 @@ shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 
 import numpy as np
@@ -89,18 +88,13 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
 
 
 def _steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
-    """take_steps over blocks of CONFIG_BLOCK configs, two blocks at a time on two threads
-    (numpy's elementwise loops release the GIL): each config's step is solved on its own, so
-    the blocks give the values one call would, and two half blocks hold what one block did."""
-    model.cache_logs()  # computed once, before the threads share the model
-    width = max(1, CONFIG_BLOCK // 2)
-    starts = range(0, len(a), width)
-
-    def block(i: int) -> Steps:
-        return take_steps(model, a[i : i + width], ay[i : i + width], budget)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return _concat_steps(list(pool.map(block, starts)))
+    """take_steps over blocks of configs (bounded memory)."""
+    return _concat_steps(
+        [
+            take_steps(model, a[i : i + CONFIG_BLOCK], ay[i : i + CONFIG_BLOCK], budget)
+            for i in range(0, len(a), CONFIG_BLOCK)
+        ]
+    )
 
 
 def _time_only_share(
@@ -172,6 +166,7 @@ def measure(
     twin = np.array([off_of[per_config[c][0].off_key] for c in ids]) + len(ids)
     tied = np.stack([gather("off_tied", c) for c in ids])
     share = _time_only_share(problems, a, ay, tied)
+    del a, ay, a_off, ay_off, tied  # (configs, problems, levels) each: freed before the sums
 
     _, boot_sums = sums(model, steps, settings.resamples, settings.seed)
     point = point_measures(model, steps)

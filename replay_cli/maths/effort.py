@@ -100,11 +100,6 @@ class EffortModel:
         """log p and log(1 - p) by softplus of the logits (finite at any logit)."""
         return _log_rates(self.logit_p)
 
-    def cache_logs(self) -> None:
-        """Compute the cached logarithms now (before threads share the model)."""
-        for name in ("log_pi", "logit_p", "log_outcomes"):
-            getattr(self, name)
-
     def take(self, rows: np.ndarray) -> EffortModel:
         """The model of the leading rows `rows` (pi, p and weight with a leading axis), its
         cached logarithms taken along rather than computed again (solve_eta's iterations)."""
