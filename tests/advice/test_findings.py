@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_cli import api, findings, highlights
-from replay_cli.advice.findings import KINDS, Context, explosion_unbounded, signal_change
+from replay_cli import catalogue as C
+from replay_cli.advice.findings import (
+    KINDS,
+    Context,
+    _headline,
+    explosion_unbounded,
+    forecast_drift,
+    signal_change,
+    time_only_step,
+)
 from replay_cli.advice.recommendation import Rule
 from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.read import tops_of
@@ -654,3 +663,48 @@ def test_a_floor_tie_is_a_tie_whichever_side_was_charged():
         assert texts(result, "floor_tie")
     digests = {a: r.summary["trained_digest"][0] for a, r in results.items()}
     assert digests["all"] == digests["correct"]  # the same trained rows
+
+
+# ---- the forecast drift, the jump at a tiny λ and the headline's three (mutation survivors) ----
+
+
+def _drifting(one_step: float | None) -> dict:
+    row = {
+        C.FORECAST_KEPT_LOW_LONG: 0.80,
+        C.FORECAST_STEPS: 50,
+        C.FORECAST_FAIL_START_LONG: 30.0,
+        C.FORECAST_FAIL_LONG: 21.5,
+        C.FORECAST_RESOLVE_START_LONG: 0.30,
+        C.FORECAST_RESOLVE_LONG: 0.24,
+        C.FORECAST_RESOLVE_OFF_LONG: 0.31,
+    }
+    return row | {C.RESOLVE_VS_OFF_LOW_LONG: one_step}
+
+
+@pytest.mark.parametrize(("one_step", "unseen"), [(0.99, True), (0.90, False), (None, False)])
+def test_forecast_drift_says_what_one_step_alone_keeps_only_where_it_passes(one_step, unseen):
+    found = forecast_drift(_drifting(one_step), bare_context())
+    assert found.value == 0.80
+    assert "failures on long problems from 30.0 to 21.5 minutes" in found.text
+    assert ("one step alone keeps 99% there (low end)" in found.text) == unseen
+    assert (
+        forecast_drift(_drifting(0.99) | {C.FORECAST_KEPT_LOW_LONG: 0.99}, bare_context()) is None
+    )
+
+
+@pytest.mark.parametrize(("lam", "jump"), [(0.9e-4, True), (1e-4, False), (1.2e-4, False)])
+def test_the_jump_at_a_tiny_lambda_is_named_below_1e_4_only(lam, jump):
+    row = {C.TIME_ONLY_SHARE: 0.4, C.TIME_ONLY_GROUPS: 0.3, "lambda_time": lam}
+    found = time_only_step(row, bare_context())
+    assert found.value == 0.4
+    assert ("the jump at λ → 0⁺" in found.text) == jump
+
+
+def test_a_headline_names_the_three_largest_values_in_order():
+    values = {"a": 0.1, "b": -0.5, "c": 0.3, "d": 0.05, "e": 0.2}
+    rows = [{"config_id": k, "value": v} for k, v in values.items()]
+    out = _headline("fail_faster", rows, {k: k.upper() for k in values})
+    assert out["value"] == -0.5
+    assert out["text"].startswith("5 configs ")
+    largest = out["text"].split("largest: ")[1]
+    assert [name.split("'")[1] for name in largest.split(", ")] == ["B", "C", "E"]
