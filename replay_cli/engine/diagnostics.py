@@ -52,9 +52,11 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
     adv_abs = b.advantage_abs
     flipped = above(adv_abs, SIGNAL_EPS) & (np.abs(raw) > eps) & (np.sign(adv) != np.sign(raw))
     if b.f32_bound is None:  # peer estimators (not the trainer's formula): the std-based rule
-        fragile = (b.grpo.normalized & below(b.grpo.std, FRAGILE_STD)) | (
-            b.grpo.peers_equal & (b.grpo.std != 0)
-        )
+        # Divided by a std above 0 and below FRAGILE_STD, or by a nonzero std of equal peers (a
+        # rounding residue). A std of exactly 0 divides a zero numerator (tied rewards: 0 on
+        # every platform), and an unnormalised row (std NaN) is divided by nothing.
+        std = b.grpo.std
+        fragile = b.grpo.normalized & (std > 0) & (below(std, FRAGILE_STD) | b.grpo.peers_equal)
         certain = possible = above(adv_abs, EXPLOSION)
         low = high = adv_abs
     else:  # platform-dependent: the float32 rounding bound reaches past 1e-3 relative

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from replay_cli import api, findings, highlights
 from replay_cli import catalogue as C
+from replay_cli.advice import findings as findings_module
 from replay_cli.advice.findings import (
     KINDS,
     Context,
@@ -295,6 +296,10 @@ def test_zeroed_rows_are_not_blamed_on_masks():
     frame = rollouts(reward=[0.0] * 4, zeroed_by_penalty=[False, False, False, True])
     result = replay_frame(frame, {"semantics": "internal", "floor": 0.05})
     assert result.summary["input/masked_frac"][0] == 0.0
+    summary = result.summary.row(0, named=True)
+    assert summary["signal/uncharged_only_reset_rate"] == 1.0
+    assert summary["signal/uncharged_only_masked_rate"] == 0.0
+    assert summary["signal/uncharged_only_gate_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "zeroing penalty" in text
     assert "masked" not in text
@@ -603,6 +608,7 @@ def test_uncharged_only_names_only_the_causes_present_in_its_groups():
     assert summary["signal/uncharged_only_rate"] == 1.0
     assert summary["signal/uncharged_only_masked_rate"] == 1.0
     assert summary["signal/uncharged_only_gate_rate"] == 0.0
+    assert summary["signal/uncharged_only_reset_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "masked rows" in text
     assert "--exclude-masked" in text
@@ -708,3 +714,52 @@ def test_a_headline_names_the_three_largest_values_in_order():
     assert out["text"].startswith("5 configs ")
     largest = out["text"].split("largest: ")[1]
     assert [name.split("'")[1] for name in largest.split(", ")] == ["B", "C", "E"]
+
+
+@pytest.mark.parametrize(("apply_to", "gate"), [("correct", True), ("all", False)])
+def test_an_old_report_names_the_gate_from_its_settings(apply_to, gate):
+    """A report from before the causes were counted: the causes come from the settings."""
+    row = {C.UNCHARGED_ONLY: 0.2, "apply_to": apply_to, "mask_flagged": False}
+    found = findings_module.uncharged_only(row, bare_context())
+    assert ("correct gate did not charge" in found.text) == gate
+    assert ("rows the hook skipped" in found.text) == (not gate)
+
+
+def test_validation_charged_on_no_row_says_nothing():
+    row = {C.VALIDATION_CHARGED: 0, C.VALIDATION_CHANGED: None}
+    assert findings_module.validation_not_comparable(row, bare_context()) is None
+
+
+def test_validation_numbers_need_both_the_accuracy_and_the_reward():
+    row = {C.VALIDATION_CHARGED: 4, C.VALIDATION_CHANGED: 2, C.VALIDATION_REWARD: 0.5}
+    found = findings_module.validation_not_comparable(row, bare_context())
+    assert found.value is None
+    assert "validation/total_reward/mean is" not in found.text
+    both = findings_module.validation_not_comparable(
+        row | {C.VALIDATION_ACCURACY: 0.6}, bare_context()
+    )
+    assert both.value == pytest.approx(-0.1)
+    assert "is 0.5 against a raw accuracy of 0.6" in both.text
+
+
+def test_a_forecast_at_the_rules_share_exactly_is_no_drift():
+    rule = Rule()
+    at = _drifting(0.99) | {C.FORECAST_KEPT_LOW_LONG: rule.min_forecast_long}
+    assert forecast_drift(at, bare_context()) is None
+
+
+def test_no_top_groups_gives_no_tops():
+    assert findings_module._tops(None) == {}
+    assert findings_module._tops(pl.DataFrame(schema={"config_id": pl.String})) == {}
+
+
+@pytest.mark.parametrize("odd", [_masked_odd_row, _gate_odd_row])
+def test_the_reset_cause_needs_a_zeroed_row_not_just_item_2(odd):
+    """Internal item 2 on, but the uncharged-only groups' odd rows are masked or gated, never
+    zeroed: the reset is not among the causes."""
+    result = replay_frame(_groups(odd), GATE | {"semantics": "internal", "internal_items": [2]})
+    summary = result.summary.row(0, named=True)
+    assert summary["signal/uncharged_only_rate"] == 1.0
+    assert summary["signal/uncharged_only_reset_rate"] == 0.0
+    (text,) = texts(result, "uncharged_only_signal")
+    assert "zeroing penalty" not in text

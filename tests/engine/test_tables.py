@@ -171,6 +171,16 @@ def test_fragile_std_flags_tiny_normalising_std():
     assert summary["adv/fragile_std_frac"] == 1.0
 
 
+@pytest.mark.parametrize("estimator", ["trl-grpo", "verl-grpo"])
+def test_peer_estimators_flag_a_tiny_std_but_not_a_tied_group(estimator):
+    tiny = rollouts(reward=[1.0, 1.0, 1.0], openhands_run_time=[600.0, 600.06, 600.12])
+    summary = replay_frame(tiny, {}, {"estimator": estimator}).summary.row(0, named=True)
+    assert summary["adv/fragile_std_frac"] == 1.0
+    tied = rollouts(reward=[0.0, 0.0, 0.0], openhands_run_time=[600.0, 900.0, 1200.0])
+    summary = replay_frame(tied, {"enabled": False}, {"estimator": estimator}).summary
+    assert summary["adv/fragile_std_frac"][0] == 0.0
+
+
 def test_sign_flip():
     # Raw: the resolved row is ahead. Shaped with a steep lambda under 'correct' it falls below the failures.
     frame = rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[7200.0, 60.0, 60.0])
@@ -438,3 +448,71 @@ def test_length_buckets_put_a_median_on_an_edge_in_the_lower_bucket():
     assert edges == (2.0, 3.0)
     assert length_bucket(medians, edges).tolist() == [0, 0, 1, 2]
     assert length_edges(np.array([])) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("shaping", "advantage"),
+    [
+        ({"lambda_time": 1 / 5, "apply_to": "correct"}, {}),
+        ({"lambda_time": 1 / 5}, {"clip_low": -3.0, "clip_high": 3.0}),
+        ({"lambda_time": 1 / 5}, {"estimator": "verl-rloo"}),
+        ({"lambda_time": 1 / 5}, {"estimator": "trl-grpo"}),
+        ({"enabled": False}, {"estimator": "trl-grpo"}),
+        ({"enabled": False}, {"estimator": "verl-grpo", "normalize": False}),
+    ],
+)
+def test_row_diagnostics_recomputed_from_the_rows(synth_path, shaping, advantage):
+    """adv/mean, the sign flips and the fragile share, recomputed from the per-row table with
+    numpy (rows whose shaping-off advantage is 0 flip nothing; peer estimators use the std rule)."""
+    from replay_cli import api
+    from replay_cli.rollouts.validation import load_rollouts
+
+    result = api.replay(load_rollouts([synth_path]), [config(shaping, advantage)])
+    rows, summary = result.rows, result.summary.row(0, named=True)
+    t = (
+        (rows["split"] == "train")
+        & ~rows["masked"]
+        & rows["kept"]
+        & rows["advantage"].is_not_null()
+    ).to_numpy()
+    adv = rows["advantage"].to_numpy()[t]
+    raw = rows["advantage_raw"].to_numpy()[t]
+    assert summary["adv/mean"] == pytest.approx(adv.mean(), rel=1e-12, abs=1e-15)
+    flipped = (np.abs(adv) > 1e-6) & (np.abs(raw) > 1e-6) & (np.sign(adv) != np.sign(raw))
+    assert summary["adv/sign_flip_frac"] == pytest.approx(flipped.mean())
+    if shaping.get("enabled", True):
+        assert 0 < flipped.mean() < 1
+        assert ((np.abs(raw) <= 1e-6) & (np.abs(adv) > 1e-6)).any()  # rows that must not count
+    if advantage.get("estimator", "grpo") != "grpo":
+        std = rows["std"].fill_null(0.0).to_numpy()[t]  # no std (not normalised): 0, as the engine
+        normalized = rows["normalized"].to_numpy()[t]
+        equal = rows["peers_all_equal"].to_numpy()[t]
+        fragile = normalized & (std > 0) & ((std < 1e-3) | equal)
+        assert summary["adv/fragile_std_frac"] == pytest.approx(fragile.mean())
+        if not shaping.get("enabled", True):  # tied groups: equal peers, std 0, not fragile
+            assert (equal & (std == 0)).any()
+            assert summary["adv/fragile_std_frac"] == 0.0
+
+
+def test_std_at_max_is_the_std_of_the_rows_at_the_groups_largest_unclipped_advantage(synth_path):
+    from replay_cli import api
+    from replay_cli.rollouts.validation import load_rollouts
+
+    cfg = config({"lambda_time": 1 / 5}, {"clip_low": -3.0, "clip_high": 3.0})
+    result = api.replay(load_rollouts([synth_path]), [cfg])
+    rows = result.rows.filter(
+        (pl.col("split") == "train") & ~pl.col("masked") & pl.col("kept")
+    ).with_columns(pl.col("advantage_unclipped").abs().alias("u"))
+    expected = {}
+    for (step, gid), g in rows.group_by("step", "group_id"):
+        top = g.filter(pl.col("u") == pl.col("u").max())
+        divided = top.filter(pl.col("normalized"))["std"]
+        expected[(step, gid)] = divided.min() if len(divided) else None
+    keyed = result.groups.select("step", "group_id", "std_at_max_abs").iter_rows()
+    got = {(step, gid): std for step, gid, std in keyed}
+    assert got == pytest.approx(expected)
+    # A lone success kept undivided (its peers are equal) is the group's largest |A|: no std
+    # divided it, though its siblings were divided (a reduction over every row would say one).
+    lone = replay_frame(rollouts(reward=[1.0, 0.0, 0.0, 0.0]), {"enabled": False})
+    assert lone.groups["std_at_max_abs"].to_list() == [None]
+    assert lone.rows["normalized"].to_list() == [False, True, True, True]
