@@ -103,17 +103,21 @@ class Pool:
         else its bucket's, else one of the bucket's at that level with the other outcome (then
         with the bucket's mean reward of the drawn outcome)."""
         o = outcome.astype(np.int64)
-        own = self.count[problem, level, o]
-        pick = self.start[problem, level, o] + np.minimum((u * own).astype(np.int64), own - 1)
-        wide = self.bucket_count[bucket, level, o]
+        levels = self.count.shape[1]
+        # Flat cells: one gather per array instead of numpy's three-index fancy indexing.
+        cell = (problem * levels + level) * 2 + o
+        own = self.count.ravel().take(cell)
+        pick = self.start.ravel().take(cell) + np.minimum((u * own).astype(np.int64), own - 1)
+        at_level = (bucket * levels + level) * 2
+        wide = self.bucket_count.ravel().take(at_level + o)
         # No such rollout in the bucket either: one of the other outcome at the same level (its
         # minutes are of the level; its reward is replaced below). A level without rows in the
         # bucket is never drawn: its effort starts at 0 and a softmax step keeps it there.
         side = np.where(wide > 0, o, 1 - o)
-        wide = self.bucket_count[bucket, level, side]
+        wide = self.bucket_count.ravel().take(at_level + side)
         from_bucket = self.bucket_rows[
             np.minimum(
-                self.bucket_start[bucket, level, side]
+                self.bucket_start.ravel().take(at_level + side)
                 + np.minimum((u * wide).astype(np.int64), np.maximum(wide - 1, 0)),
                 len(self.bucket_rows) - 1,
             )
@@ -319,6 +323,9 @@ def _simulate(
     out = np.zeros((steps + 1, n_runs, seeds, 4, len(METRICS)))
     out[0] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
     rng = np.random.default_rng([seed, 11])
+    local = world.local.ravel()[problem_of_row]  # the same for every run and step
+    bucket = world.bucket.ravel()[problem_of_row]
+    p_cells = flat_p.ravel()
     for t in range(1, steps + 1):
         u_level, u_outcome, u_row = rng.random((3, rollouts))
         a = np.zeros((n_runs, seeds * problems, levels))
@@ -326,15 +333,13 @@ def _simulate(
         for r, cfg in enumerate(runs):
             cdf = np.cumsum(pi[r].reshape(-1, levels), axis=-1)[problem_of_row]
             level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
-            outcome = u_outcome < flat_p[problem_of_row, level]
-            local = world.local.ravel()[problem_of_row]
-            bucket = world.bucket.ravel()[problem_of_row]
+            cell = problem_of_row * levels + level
+            outcome = u_outcome < p_cells.take(cell)
             rows = world.pool.draw(local, bucket, level, outcome, u_row)
             advantage, trainable = advantages(cfg, rows, group_runs)
             counted = group_runs.sum(trainable)
             trained = with_signal(advantage, trainable, group_runs)
             weight = trained / np.maximum(counted, 1)[problem_of_row]
-            cell = problem_of_row * levels + level
             a[r] = np.bincount(cell, weight, seeds * problems * levels).reshape(-1, levels)
             ay[r] = np.bincount(cell, weight * outcome, seeds * problems * levels).reshape(
                 -1, levels
