@@ -194,3 +194,16 @@ def written_by_replay() -> frozenset[str]:
     return frozenset(
         (SOURCE_ROW, SOURCE_FILE, *REPORT_COLUMNS, ADV_F32_BOUND, *CHUNK_IDS, TRAINABLE)
     )
+
+
+REPORT_TABLES = (
+    "rollouts",
+    "groups",
+    "steps",
+    "summary",
+    "findings",
+    "recommendation",
+    "resamples",
+    "forecast",
+)
+"""The Parquet tables a report directory holds (`<name>.parquet`), in the order they are written."""

@@ -33,16 +33,6 @@ from replay_cli.report.roles import STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
 INDEX = "index.html"
-REPLAY_TABLES = (
-    "rollouts",
-    "groups",
-    "steps",
-    "summary",
-    "findings",
-    "recommendation",
-    "resamples",
-    "forecast",
-)
 
 SUMMARY_METRICS = (
     C.RESOLVE_VS_OFF,
@@ -519,7 +509,7 @@ def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path
         "internal_comparison": "Replayed vs internal run",
         "attribution": "nemo-rl vs internal, one item at a time",
     }
-    others = sorted(p.stem for p in directory.glob("*.parquet") if p.stem not in REPLAY_TABLES)
+    others = sorted(p.stem for p in directory.glob("*.parquet") if p.stem not in S.REPORT_TABLES)
     for name in sorted(
         others, key=lambda n: (n not in known, list(known).index(n) if n in known else 0)
     ):

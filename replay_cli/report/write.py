@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from replay_cli import catalogue as C
+from replay_cli import schema as S
 from replay_cli.config import unique_labels
 from replay_cli.io.files import staged_directory
 from replay_cli.io.parquet import ROW_GROUP_SIZE
@@ -23,17 +24,6 @@ from replay_cli.report.html import render_index
 from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts
-
-TABLES = (
-    "rollouts",
-    "groups",
-    "steps",
-    "summary",
-    "findings",
-    "recommendation",
-    "resamples",
-    "forecast",
-)
 
 
 def manifest(
@@ -70,7 +60,7 @@ def manifest(
         ],
         "tables": {
             name: f"{name}.parquet"
-            for name in TABLES
+            for name in S.REPORT_TABLES
             if (name != "rollouts" or options.rows != "none")
             and (name != "forecast" or options.forecast is not None)
         },
