@@ -351,3 +351,18 @@ def test_each_seed_draws_its_own_problems_up_to_the_bucket_limit():
     assert len({frozenset(x) for x in samples}) == 3  # each seed its own sample
     assert set(keys["pid"]) == set().union(*samples)
     assert (keys["_seeds"] < (1 << 3)).all()
+
+
+def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
+    """With fewer problems sampled than the input holds, only the drawn groups' rows enter the
+    pool (an undrawn group's rows have no problem slot), and the summary says the sample size."""
+    rollouts = rc.rollouts_from_frame(
+        synth_rollouts(steps=4, groups_per_step=48, group_size=8, seed=5)
+    )
+    configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
+    settings = ForecastSettings(steps=3, seeds=2, problems=5, check_budgets=False)
+    result = rc.forecast(rollouts, configs, settings)
+    row = result.summary.row(1, named=True)
+    assert row["forecast/problems"] == 15  # five per length bucket and seed
+    assert row["forecast/problems_total"] == 4 * 48
+    assert result.forecast["step"].max() == 3

@@ -329,3 +329,69 @@ def test_log_rates_share_one_softplus_and_stay_finite():
     assert log_q[0] == -1000.0  # saturated, not -inf
     assert log_not_q[-1] == -1000.0
     assert log_q[3] == log_not_q[3] == -np.log(2.0)
+
+
+# ---- problems pooled by instance, the time-limit window, the step's fields (mutation survivors) --
+
+
+def test_groups_of_one_instance_pool_into_one_problem():
+    from replay_cli.engine.step_measure import GroupLevels, Problems
+
+    levels = 3
+    rng = np.random.default_rng(4)
+
+    def chunk(problems: list[str], bucket: list[int]) -> GroupLevels:
+        count = rng.integers(1, 5, size=(len(problems), levels)).astype(np.int64)
+        success = rng.integers(0, 2, size=count.shape) * count
+        minutes = count * rng.uniform(1, 30, size=count.shape)
+        return GroupLevels(count, success, minutes, np.array(bucket), pl.Series(problems))
+
+    chunks = [chunk(["y", "x", "z"], [1, 0, 2]), chunk(["x", "y"], [0, 1])]
+    problems = Problems.of(chunks)
+    # Problems in sorted order: x (groups 1 and 3), y (0 and 4), z (2).
+    assert problems.of_group.tolist() == [1, 0, 2, 0, 1]
+    assert problems.model.weight.tolist() == [2.0, 2.0, 1.0]
+    assert problems.model.bucket.tolist() == [0, 1, 2]
+    count = np.concatenate([c.count for c in chunks]).astype(np.float64)
+    success = np.concatenate([c.success for c in chunks]).astype(np.float64)
+    minutes = np.concatenate([c.minutes for c in chunks])
+    by = [[1, 3], [0, 4], [2]]
+    pooled = EffortModel.of_counts(
+        np.stack([count[g].sum(0) for g in by]),
+        np.stack([success[g].sum(0) for g in by]),
+        np.stack([minutes[g].sum(0) for g in by]),
+        np.array([0, 1, 2]),
+        np.array([2.0, 2.0, 1.0]),
+    )
+    np.testing.assert_allclose(problems.model.pi, pooled.pi, rtol=1e-15)
+    np.testing.assert_allclose(problems.model.p, pooled.p, rtol=1e-15)
+    per_group = rng.normal(size=(5, levels))
+    expected = np.stack([per_group[g].mean(0) for g in by])
+    np.testing.assert_allclose(problems.mean(per_group), expected, rtol=1e-15)
+
+
+def test_the_time_limit_window_is_two_percent_of_the_longest_and_at_least_a_minute():
+    from replay_cli.config import MeasureSettings
+    from replay_cli.maths.effort import DEFAULT_LEVELS, EffortLevels, window_start
+
+    assert window_start(100.0) == 98.0
+    assert window_start(20.0) == 19.0
+    assert EffortLevels((), None).count == DEFAULT_LEVELS == MeasureSettings().levels
+
+
+def test_the_steps_fields_by_hand():
+    rng = np.random.default_rng(9)
+    count = rng.integers(1, 6, size=(6, 3)).astype(float)
+    model = EffortModel.of_counts(count, count // 2, count * 4.0, rng.integers(0, 3, 6), np.ones(6))
+    a = rng.normal(size=(2, 6, 3)) * 0.1
+    ay = a * rng.uniform(0, 1, size=a.shape)
+    steps = take_steps(model, a, ay, 0.01)
+    from replay_cli.maths.effort import Direction
+
+    direction = Direction.of(model, a, ay)
+    pi, p, m = model.pi, model.p, model.m
+    fm0 = (pi * (1 - p) * m).sum(-1)
+    np.testing.assert_allclose(steps.d_fm, steps.new["fm"] - fm0, rtol=1e-12, atol=1e-15)
+    d_mean = (pi * direction.d).sum(-1, keepdims=True)
+    first = (pi * (direction.d - d_mean) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
+    np.testing.assert_allclose(steps.first_p, steps.eta[:, None] * first, rtol=1e-12)
