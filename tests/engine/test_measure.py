@@ -395,3 +395,25 @@ def test_the_steps_fields_by_hand():
     d_mean = (pi * direction.d).sum(-1, keepdims=True)
     first = (pi * (direction.d - d_mean) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
     np.testing.assert_allclose(steps.first_p, steps.eta[:, None] * first, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 10, 12, 13])
+def test_solve_eta_reaches_a_budget_near_the_saturation_of_the_kl(seed):
+    """Near the KL's ceiling (every problem at the level and outcome its direction favours) the
+    secant overshoots its bracket and the bisection takes over: these draws need it (seeds found
+    by counting the fallback's uses) and must still reach the budget."""
+    from replay_cli.maths.effort import Direction, mean_kl
+
+    rng = np.random.default_rng(seed)
+    problems, levels = rng.integers(1, 4), rng.integers(2, 5)
+    pi = rng.dirichlet(np.ones(levels) * rng.uniform(0.1, 2), size=problems)
+    p = rng.uniform(0.01, 0.99, size=(problems, levels))
+    weight = rng.uniform(0.1, 3, problems)
+    model = EffortModel(pi, p, np.ones_like(pi), np.zeros(problems, int), weight)
+    d = rng.normal(size=(1, problems, levels)) * rng.choice([0.1, 1, 10, 100])
+    e = rng.normal(size=(1, problems, levels)) * rng.choice([0, 0.1, 1, 10, 100])
+    direction = Direction(d, e)
+    ceiling = mean_kl(model, direction, np.array([1e4]))[0]
+    for share in (0.9, 0.99, 0.999, 0.9999):
+        eta = solve_eta(model, direction, share * ceiling)
+        assert mean_kl(model, direction, eta)[0] == pytest.approx(share * ceiling, rel=1e-9)
