@@ -525,3 +525,65 @@ def test_the_won_share_re_applies_the_rule_to_each_resample():
     table = resamples({"c0": [(1.0, 1.0, 0.0, 0.0)] * 2, "c1": [(1.0, 1.0, -0.3, 0.0)] * 2})
     won = dict(recommend(hazard, resamples=table).select("config_id", "won_share").rows())
     assert won == {"c0": 1.0, "c1": 0.0}
+
+
+def test_a_verdict_with_a_pick_lists_no_near_misses():
+    rows = [OFF, {}, {"step/resolve_vs_off_low": 0.5}]  # the last fails the resolve criterion
+    d = Decision.of(recommend(summary(*rows)))
+    assert d.recommended is not None
+    assert d.near_misses == []
+
+
+CONFIDENT = {
+    "resolve_vs_off": 0.97,
+    "resolve_vs_off_low": 0.955,
+    "resolve_vs_off_long": 0.99,
+    "resolve_vs_off_low_long": 0.96,
+    "won_share": 0.8,
+}
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [
+        (
+            CONFIDENT,
+            (
+                "It keeps 97.0% of shaping off's resolve progress per step (low end of the "
+                "interval 95.5%; on long problems 99.0%, low end 96.0%). The rule picks it in "
+                "80.0% of the bootstrap resamples of the problems."
+            ),
+        ),
+        (
+            {**CONFIDENT, "resolve_vs_off_low_long": None, "won_share": None},
+            (
+                "It keeps 97.0% of shaping off's resolve progress per step (low end of the "
+                "interval 95.5%)."
+            ),
+        ),
+        (
+            {**CONFIDENT, "shaping_off": True},
+            "The rule picks it in 80.0% of the bootstrap resamples of the problems.",
+        ),
+        (
+            {**CONFIDENT, "resolve_vs_off": None, "won_share": None},
+            "No bootstrap was run (--resamples 0): no interval.",
+        ),
+        (
+            {**CONFIDENT, "resolve_vs_off_low": None, "won_share": None},
+            "No bootstrap was run (--resamples 0): no interval.",
+        ),
+    ],
+)
+def test_the_confidence_sentence(row, text):
+    from replay_cli.advice.verdict import confidence_text
+
+    assert confidence_text(row) == text
+
+
+def test_a_verdict_judged_without_a_rule_carries_the_default_rule():
+    from replay_cli.advice.verdict import judge
+
+    verdict = judge(summary(OFF, {}))
+    assert verdict.rule == Rule()
+    assert verdict.decision.recommended is not None

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from replay_cli import api
 from replay_cli.advice.verdict import Decision
 from replay_cli.engine.bootstrap import measures, sums
+from replay_cli.engine.measure import point_measures
 from replay_cli.engine.step_measure import Steps, take_steps
 from replay_cli.maths.effort import EffortModel, solve_eta
 from replay_cli.rollouts.synth import synth_rollouts
@@ -253,8 +254,19 @@ def test_the_bootstrap_reweights_each_problem_as_weighting_it_by_hand():
         solve = solve / ((p0 * w).sum() + scale * (steps.d_p * w).sum(-1))
         solve -= (pm0 * w).sum() / (p0 * w).sum()
         np.testing.assert_allclose(got["solve_minutes"][b, :, 0], solve, rtol=1e-10, atol=1e-12)
+        f0, fm0 = (pi * (1 - p)).sum(-1), (pi * (1 - p) * m).sum(-1)
+        fail = (fm0 * w).sum() + scale * (steps.d_fm * w).sum(-1)
+        fail = fail / ((f0 * w).sum() - scale * (steps.d_p * w).sum(-1))
+        fail -= (fm0 * w).sum() / (f0 * w).sum()
+        np.testing.assert_allclose(got["fail_minutes"][b, :, 0], fail, rtol=1e-10, atol=1e-12)
+        effort = scale * (steps.d_pe * w).sum(-1) / w.sum()
+        np.testing.assert_allclose(got["resolve_effort"][b, :, 0], effort, rtol=1e-12)
     whole = measures(point, 0.001, point=True)
     np.testing.assert_allclose(whole["resolve"][0, :, 0], steps.d_p.mean(-1), rtol=1e-12)
+    # The point estimate from the sums is the one taken directly, in every scope.
+    direct = point_measures(model, steps)
+    for name, values in direct.items():
+        np.testing.assert_allclose(whole[name], values, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
 def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
@@ -267,6 +279,16 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     row = one.summary.row(1, named=True)
     assert row["step/resolve_vs_off_low"] <= row["step/resolve_vs_off"]
     assert row["step/resolve_vs_off"] <= row["step/resolve_vs_off_high"]
+    # The interval's ends are the resamples' quantiles at (1 ∓ interval) / 2 (90% by default:
+    # its low end a one-sided 95% bound).
+    from replay_cli.config import MeasureSettings
+
+    level = MeasureSettings().interval
+    mine = one.resamples.filter(pl.col("config_id") == configs[1].config_id)
+    values = mine["step/resolve_vs_off"].to_numpy()
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    assert row["step/resolve_vs_off_low"] == pytest.approx(low, rel=1e-12)
+    assert row["step/resolve_vs_off_high"] == pytest.approx(high, rel=1e-12)
     won = one.recommendation["won_share"].sum()
     assert won == pytest.approx(1.0)  # shaping off is always eligible: every resample has a pick
 
