@@ -224,8 +224,10 @@ def config_levels(b: RowBatch, levels: np.ndarray, count: int, off_key: Any) -> 
         return cells_of(sums), cells_of(sums_y)
 
     a, ay = per_level(b.grpo.advantage, t)
-    if b.trainable.ndim == 1:  # the shaping-off advantages and trainable rows shared: once
-        a_off, ay_off = (x[[0] * len(b.configs)] for x in per_level(b.adv_raw[None], t[:1]))
+    if b.trainable.ndim == 1:  # the shaping-off advantages and trainable rows shared: once,
+        # and every config of the batch holds a view of the one array (not a copy each)
+        shape = (len(b.configs), *pick.shape, count)
+        a_off, ay_off = (np.broadcast_to(x, shape) for x in per_level(b.adv_raw[None], t[:1]))
     else:
         a_off, ay_off = per_level(np.broadcast_to(b.adv_raw, t.shape), t)
     raw = np.broadcast_to(b.adv_raw, t.shape)
