@@ -587,3 +587,62 @@ def test_a_verdict_judged_without_a_rule_carries_the_default_rule():
     verdict = judge(summary(OFF, {}))
     assert verdict.rule == Rule()
     assert verdict.decision.recommended is not None
+
+
+def _forecast(default: float, half: float, twice: float) -> dict:
+    return {
+        "forecast/resolve_vs_off_low@long": default,
+        "forecast/resolve_vs_off_low_half@long": half,
+        "forecast/resolve_vs_off_low_twice@long": twice,
+    }
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "check"),
+    [
+        (
+            _forecast(0.97, 0.97, 0.97),
+            _forecast(0.97, 0.97, 0.97),
+            "the verdict holds at half and at twice the step budget",
+        ),
+        (
+            _forecast(0.97, 0.90, 0.97),
+            _forecast(0.97, 0.97, 0.97),
+            "at half the step budget the rule would pick 'config 2'",
+        ),
+        (
+            _forecast(0.97, 0.97, 0.90),
+            _forecast(0.97, 0.97, 0.90),
+            "at twice the step budget the rule would pick 'config 0'",
+        ),
+    ],
+)
+def test_the_budget_check_names_what_the_rule_picks_at_half_and_twice(a, b, check):
+    off = {**OFF, **_forecast(1.0, 1.0, 1.0)}
+    faster = {"step/solve_minutes_vs_off": -0.8}  # config 1 wins at the default budget
+    verdict = recommend(summary(off, {**faster, **a}, b))
+    best = verdict.filter(pl.col("role") == "recommended")
+    assert best["config_id"][0] == "c1"
+    assert best["budget_check"][0] == check
+
+
+def test_a_rounding_sized_gain_wins_no_resample_from_shaping_off():
+    """A resample's solve-minute gain within MINUTES_EPS is no gain: the tie goes to shaping off,
+    as in the point ranking."""
+    frame = summary(OFF, {"step/solve_minutes_vs_off": -0.3})
+    table = resamples({"c0": [(1.0, 1.0, 0.0, 0.0)] * 3, "c1": [(1.0, 1.0, -1e-12, 0.0)] * 3})
+    won = dict(recommend(frame, resamples=table).select("config_id", "won_share").rows())
+    assert won == {"c0": 1.0, "c1": 0.0}
+
+
+def test_an_unrated_reason_names_three_missing_columns_then_an_ellipsis():
+    dropped = [
+        "step/solve_minutes_vs_off",
+        "step/fail_minutes_vs_off",
+        "step/resolve_vs_off",
+        "step/resolve_vs_off@long",
+    ]
+    verdict = recommend(summary({}).drop(dropped))
+    (reason,) = verdict["reasons"].to_list()
+    assert reason.count("step/") == 3
+    assert ", …): replay it with this version to rate it" in reason

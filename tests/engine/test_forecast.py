@@ -366,3 +366,43 @@ def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
     assert row["forecast/problems"] == 15  # five per length bucket and seed
     assert row["forecast/problems_total"] == 4 * 48
     assert result.forecast["step"].max() == 3
+
+
+def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
+    """`_vs_off` differences are the run's mean minus its twin's (a mean of per-seed
+    differences); the budget checks run on half the seeds (two of four), and their summary low
+    end is the lowest seed's, as the table's `low`."""
+    rollouts = rc.rollouts_from_frame(
+        synth_rollouts(steps=4, groups_per_step=48, group_size=8, seed=7)
+    )
+    clip = {"clip_low": -3.0, "clip_high": 3.0}
+    configs = [
+        config({"enabled": False}, clip),
+        config({"apply_to": "all", "lambda_time": 1 / 30}, clip),
+    ]
+    settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
+    result = rc.forecast(rollouts, configs, settings)
+    table = result.forecast.filter(pl.col("config_id") == configs[1].config_id)
+    wide = table.pivot("metric", index=["budget", "step", "bucket"], values="mean")
+    for name in ("solve_minutes", "fail_minutes", "give_up"):
+        diff = (wide[name] - wide[f"{name}_off"] - wide[f"{name}_vs_off"]).abs().max()
+        assert diff < 1e-9, name
+    last = table.filter((pl.col("step") == 6) & (pl.col("metric") == "resolve_vs_off"))
+    half = last.filter(pl.col("budget") == BUDGET / 2)
+    assert (half["low"] < half["high"]).any()  # two seeds, not one
+    row = result.summary.row(1, named=True)
+    long_half = half.filter(pl.col("bucket") == "long")["low"][0]
+    assert row["forecast/resolve_vs_off_low_half@long"] == pytest.approx(long_half, rel=1e-12)
+
+
+def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
+    """A group of one has no peers: its advantage is 0, so no config moves the policy."""
+    rollouts = rc.rollouts_from_frame(
+        synth_rollouts(steps=4, groups_per_step=60, group_size=1, seed=3)
+    )
+    configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
+    result = rc.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
+    table = result.forecast.filter(pl.col("metric") == "resolve")
+    start = table.filter(pl.col("step") == 0).sort("config_id", "bucket")["mean"]
+    end = table.filter(pl.col("step") == 3).sort("config_id", "bucket")["mean"]
+    assert end.to_list() == start.to_list()
