@@ -151,19 +151,26 @@ def test_shaping_off_leaves_a_problem_that_never_resolves_alone():
     assert first.equals(last)
 
 
+CLIP = {"clip_low": -3.0, "clip_high": 3.0}
+SHAPED = (
+    config({"enabled": False}, CLIP),
+    config({"apply_to": "all", "lambda_time": 1 / 30}, CLIP),
+    config({"apply_to": "correct", "lambda_time": 1 / 30}, CLIP),
+)
+"""Shaping off, then `all` and `correct` at λ = 1/30, under the PR's clip."""
+
+
+def demo_rollouts(steps: int):
+    return rc.rollouts_from_frame(
+        synth_rollouts(steps=steps, groups_per_step=48, group_size=8, seed=7)
+    )
+
+
 @pytest.fixture(scope="module")
 def demo_forecast():
-    rollouts = rc.rollouts_from_frame(
-        synth_rollouts(steps=6, groups_per_step=48, group_size=8, seed=7)
-    )
-    clip = {"clip_low": -3.0, "clip_high": 3.0}
-    configs = [
-        config({"enabled": False}, clip),
-        config({"apply_to": "all", "lambda_time": 1 / 30}, clip),
-        config({"apply_to": "correct", "lambda_time": 1 / 30}, clip),
-    ]
+    configs = list(SHAPED)
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
-    return configs, rc.forecast(rollouts, configs, settings)
+    return configs, rc.forecast(demo_rollouts(6), configs, settings)
 
 
 def test_apply_to_all_teaches_failures_on_long_problems_to_quit(demo_forecast):
@@ -193,10 +200,8 @@ def test_shaping_off_against_itself_is_one_and_the_table_is_complete(demo_foreca
 
 def test_the_same_seed_gives_the_same_numbers(demo_forecast):
     configs, result = demo_forecast
-    rollouts = rc.rollouts_from_frame(
-        synth_rollouts(steps=6, groups_per_step=48, group_size=8, seed=7)
-    )
-    again = rc.forecast(rollouts, configs, ForecastSettings(steps=25, seeds=3, check_budgets=True))
+    settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
+    again = rc.forecast(demo_rollouts(6), configs, settings)
     assert again.forecast.equals(result.forecast)
 
 
@@ -372,16 +377,9 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     """`_vs_off` differences are the run's mean minus its twin's (a mean of per-seed
     differences); the budget checks run on half the seeds (two of four), and their summary low
     end is the lowest seed's, as the table's `low`."""
-    rollouts = rc.rollouts_from_frame(
-        synth_rollouts(steps=4, groups_per_step=48, group_size=8, seed=7)
-    )
-    clip = {"clip_low": -3.0, "clip_high": 3.0}
-    configs = [
-        config({"enabled": False}, clip),
-        config({"apply_to": "all", "lambda_time": 1 / 30}, clip),
-    ]
+    configs = list(SHAPED[:2])
     settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
-    result = rc.forecast(rollouts, configs, settings)
+    result = rc.forecast(demo_rollouts(4), configs, settings)
     table = result.forecast.filter(pl.col("config_id") == configs[1].config_id)
     wide = table.pivot("metric", index=["budget", "step", "bucket"], values="mean")
     for name in ("solve_minutes", "fail_minutes", "give_up"):
