@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -63,11 +64,13 @@ def readme_replay_row() -> None:
     file.write_text(text[:start] + row + text[end:])
 
 
-def cli_reference() -> None:
-    subprocess.run(
+def cli_reference(output: Path = ROOT / "docs" / "cli.md") -> subprocess.CompletedProcess:
+    """Write `typer replay_cli.cli.app utils docs` to `output` (docs/cli.md by default; the
+    docs test writes a copy elsewhere and compares)."""
+    return subprocess.run(
         [
-            "uv",
-            "run",
+            sys.executable,
+            "-m",
             "typer",
             "replay_cli.cli.app",
             "utils",
@@ -77,11 +80,12 @@ def cli_reference() -> None:
             "--title",
             "replay-cli command reference",
             "--output",
-            "docs/cli.md",
+            str(output),
         ],
         cwd=ROOT,
-        check=True,
+        check=False,
         capture_output=True,
+        text=True,
     )
 
 
@@ -89,4 +93,6 @@ if __name__ == "__main__":
     blocks("README.md")
     readme_replay_row()
     blocks("docs/guide.md")
-    cli_reference()
+    done = cli_reference()
+    if done.returncode:
+        raise SystemExit(done.stderr)

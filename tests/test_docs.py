@@ -123,34 +123,11 @@ def test_readme_demo_output_is_real(tmp_path, monkeypatch):
 
 def test_cli_reference_is_generated_from_the_app(tmp_path):
     """docs/cli.md is `typer replay_cli.cli.app utils docs` output; regenerate it when options change."""
-    import subprocess
-    import sys
-
     out = tmp_path / "cli.md"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "typer",
-            "replay_cli.cli.app",
-            "utils",
-            "docs",
-            "--name",
-            "replay-cli",
-            "--title",
-            "replay-cli command reference",
-            "--output",
-            str(out),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    done = runpy.run_path(str(ROOT / "scripts" / "regenerate_docs.py"))["cli_reference"](out)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == (ROOT / "docs" / "cli.md").read_text(), (
-        "docs/cli.md is stale: uv run typer replay_cli.cli.app utils docs --name replay-cli "
-        "--title 'replay-cli command reference' --output docs/cli.md"
+        "docs/cli.md is stale: uv run python scripts/regenerate_docs.py"
     )
 
 
