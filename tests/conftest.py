@@ -6,7 +6,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from replay_cli.rollouts.synth import synth_rollouts
+from factories import write_small_synth
 
 settings.register_profile("derandomized", derandomize=True, database=None)
 if os.environ.get("HYPOTHESIS_PROFILE"):
@@ -16,8 +16,4 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
 @pytest.fixture
 def synth_path(tmp_path):
     """A small synthetic rollout Parquet file with validation rows."""
-    path = tmp_path / "rollouts.parquet"
-    synth_rollouts(
-        steps=3, groups_per_step=6, group_size=4, seed=3, validation_groups=2
-    ).write_parquet(path)
-    return path
+    return write_small_synth(tmp_path / "rollouts.parquet", seed=3, groups_per_step=6)

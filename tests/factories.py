@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -9,6 +10,7 @@ import polars as pl
 from replay_cli import ReplayConfig, api, build_config
 from replay_cli import schema as S
 from replay_cli.result import ReplayResult
+from replay_cli.rollouts.synth import synth_rollouts
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 # Valid values for the required columns; the optional ones take the schema's own defaults.
@@ -50,3 +52,11 @@ def replay_frame(
 
 def config(shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayConfig:
     return build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
+
+
+def write_small_synth(path: Path, seed: int, groups_per_step: int = 8) -> Path:
+    """A small synthetic rollout Parquet file (3 steps, groups of 4, 2 validation groups)."""
+    synth_rollouts(
+        steps=3, groups_per_step=groups_per_step, group_size=4, seed=seed, validation_groups=2
+    ).write_parquet(path)
+    return path

@@ -15,6 +15,8 @@ from replay_cli.cli.app import app
 from replay_cli.parameters import expand
 from replay_cli.report.html import SUMMARY_METRICS
 
+from factories import write_small_synth
+
 pytestmark = (
     pytest.mark.slow
 )  # a real browser and whole reports: `-m "not slow"` skips it, CI runs it
@@ -33,13 +35,8 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from replay_cli.rollouts.synth import synth_rollouts
-
     root = tmp_path_factory.mktemp("html")
-    path = root / "rollouts.parquet"
-    synth_rollouts(
-        steps=3, groups_per_step=8, group_size=4, seed=11, validation_groups=2
-    ).write_parquet(path)
+    path = write_small_synth(root / "rollouts.parquet", seed=11)
     grid = {
         "lambda_time": [0.0, 1 / 120, 1 / 30],
         "apply_to": ["all", "correct"],

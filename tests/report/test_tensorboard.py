@@ -22,6 +22,8 @@ from replay_cli.cli.app import app
 from replay_cli.io.tensorboard import read_scalars, runs_of
 from replay_cli.report.run_tags import REPLAY_TAGS, run_name, trainer_tag
 
+from factories import write_small_synth
+
 pytestmark = pytest.mark.slow  # a real TensorBoard server: `-m "not slow"` skips it, CI runs it
 
 runner = CliRunner()
@@ -30,13 +32,8 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """A 4-config sweep with its TensorBoard runs: (report dir, tensorboard dir)."""
-    from replay_cli.rollouts.synth import synth_rollouts
-
     root = tmp_path_factory.mktemp("tb")
-    data = root / "rollouts.parquet"
-    synth_rollouts(
-        steps=3, groups_per_step=8, group_size=4, seed=5, validation_groups=2
-    ).write_parquet(data)
+    data = write_small_synth(root / "rollouts.parquet", seed=5)
     report, runs = root / "report", root / "runs"
     args = ["sweep", str(data), "--out", str(report), "--tensorboard", str(runs), "--no-charts"]
     result = runner.invoke(app, [*args, "--lambda-time", "0,1/60", "--apply-to", "all,correct"])

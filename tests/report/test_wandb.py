@@ -16,6 +16,8 @@ from replay_cli.cli.app import app
 from replay_cli.io.wandb_run import BLOCK, read_log, read_run, runs_of
 from replay_cli.report.run_tags import REPLAY_TAGS, headline, run_name, trainer_tag
 
+from factories import write_small_synth
+
 runner = CliRunner()
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+\-]*$")
 
@@ -23,13 +25,8 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+\-]*$")
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """An 8-config sweep with its W&B runs: (report dir, W&B dir, runs by display name)."""
-    from replay_cli.rollouts.synth import synth_rollouts
-
     root = tmp_path_factory.mktemp("wb")
-    data = root / "rollouts.parquet"
-    synth_rollouts(
-        steps=3, groups_per_step=8, group_size=4, seed=5, validation_groups=2
-    ).write_parquet(data)
+    data = write_small_synth(root / "rollouts.parquet", seed=5)
     report, runs = root / "report", root / "runs"
     args = ["sweep", str(data), "--out", str(report), "--wandb", str(runs), "--no-charts"]
     args += ["--lambda-time", "0,1/60", "--apply-to", "all,correct", "--floor", "none,0"]
