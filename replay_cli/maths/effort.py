@@ -163,20 +163,16 @@ def stepped(
     """(pi', success logits') after a step of size eta (one per config) along the direction;
     `success(logits)` gives the new success rates. Logits, not rates, so that a large step
     neither rounds a rate to 0 or 1 nor saturates its KL."""
-    eta = np.asarray(eta, dtype=np.float64)[..., None, None]
-    with np.errstate(over="ignore", invalid="ignore"):
-        pi = softmax(model.log_pi + eta * direction.d)
-    z = model.logit_p + eta * direction.e
-    still = eta == 0  # no step: the policy as it was, not its softmax's rounding
-    return np.where(still, model.pi, pi), z
+    z = model.logit_p + np.asarray(eta, dtype=np.float64)[..., None, None] * direction.e
+    return stepped_effort(model, direction, eta), z
 
 
 def stepped_effort(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
-    """pi' after an effort-only step of size eta (the success rates stay)."""
+    """pi' after a step of size eta on the effort softmax alone (the success rates stay)."""
     eta = np.asarray(eta, dtype=np.float64)[..., None, None]
     with np.errstate(over="ignore", invalid="ignore"):
         pi = softmax(model.log_pi + eta * direction.d)
-    return np.where(eta == 0, model.pi, pi)
+    return np.where(eta == 0, model.pi, pi)  # no step: the policy as it was, not its rounding
 
 
 def success(logits: np.ndarray) -> np.ndarray:
@@ -227,24 +223,25 @@ def solve_eta(
     def flat(a: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
         return np.broadcast_to(a, (*lead, *tail)).reshape(size, *tail)
 
-    pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
-    w = flat(model.weight, (n_p,))
     d, e = flat(direction.d, (n_p, n_k)), flat(direction.e, (n_p, n_k))
-    one = EffortModel(pi, p, model.m, model.bucket, w)
+    # A model shared by every config (the decision measure's) is read as it is, its logarithms
+    # computed once; one per config (the forecast's) is flattened and taken row by row.
+    shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
+    one = model
+    if not shared:
+        pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
+        one = EffortModel(pi, p, model.m, model.bucket, flat(model.weight, (n_p,)))
+    w = one.weight
     quad = (Direction(d, e).second_order_kl(one) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
     moving = quad > 0
     x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
     x0 = x
     target = np.log(budget)
 
-    # A model shared by every config (the decision measure's) is read as it is, its logarithms
-    # computed once; one per config (the forecast's) is taken row by row.
-    shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
-
     def f(log_eta: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """log mean KL − log budget of the configs `rows` (KL ≥ 0: rounding can leave a tiny
         negative where the step barely moves anything)."""
-        sub = model if shared else one.take(rows)
+        sub = one if shared else one.take(rows)
         kl_ = mean_kl(sub, Direction(d[rows], e[rows]), np.exp(log_eta[rows]))
         return np.log(np.maximum(kl_, 1e-300)) - target
 
