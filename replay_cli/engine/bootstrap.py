@@ -33,16 +33,10 @@ class Sums:
 
 
 def _columns(model: EffortModel, steps: Steps) -> tuple[np.ndarray, int]:
-    """(problems, 5 + 5 C) float64 columns of every summed quantity, weighted by the problem's
-    groups (failures summed directly: where they are rare, 1 − P would cancel)."""
-    pi, p, m, w = model.pi, model.p, model.m, model.weight
-    base = [
-        w,
-        w * (pi * p).sum(-1),
-        w * (pi * p * m).sum(-1),
-        w * (pi * (1 - p)).sum(-1),
-        w * (pi * (1 - p) * m).sum(-1),
-    ]
+    """(problems, 5 + 5 C) float64 columns of every summed quantity (`BASE`, then each of
+    `PER_CONFIG` per config), weighted by the problem's groups."""
+    w, before = model.weight, model.outcomes
+    base = [w, *(w * before[name] for name in ("p", "pm", "f", "fm"))]
     per = [w * getattr(steps, name) for name in PER_CONFIG]  # each (C, P)
     configs = per[0].shape[0]
     stacked = np.stack(per).reshape(len(PER_CONFIG) * configs, -1)  # (5C, P), value-major

@@ -59,13 +59,7 @@ MEASURES = ("resolve", "resolve_effort", "solve_minutes", "fail_minutes")
 def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
     """The point estimate per (1, config, scope), as `bootstrap.measures` lays it out, from the
     problems' sums before and after the step taken directly (no base + change)."""
-    pi, p, m, w = model.pi, model.p, model.m, model.weight
-    before = {
-        "p": (pi * p).sum(-1),
-        "pm": (pi * p * m).sum(-1),
-        "f": (pi * (1 - p)).sum(-1),
-        "fm": (pi * (1 - p) * m).sum(-1),
-    }
+    w = model.weight
     out = {name: np.zeros((1, len(steps.eta), 4)) for name in MEASURES}
     for scope in range(4):
         mine = w * (True if scope == 0 else model.bucket == scope - 1)
@@ -77,7 +71,7 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
         with np.errstate(divide="ignore", invalid="ignore"):
             out["resolve"][0, :, scope] = summed(steps.d_p) / total
             out["resolve_effort"][0, :, scope] = summed(steps.d_pe) / total
-            new, old = steps.new, before
+            new, old = steps.new, model.outcomes
             out["solve_minutes"][0, :, scope] = summed(new["pm"]) / summed(new["p"]) - summed(
                 old["pm"]
             ) / summed(old["p"])

@@ -29,6 +29,7 @@ from replay_cli.maths.effort import (
     EffortModel,
     kl,
     limit_of,
+    outcome_sums,
     solve_eta,
     stepped,
     success,
@@ -315,23 +316,17 @@ def take_steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float)
     eta = solve_eta(model, direction, budget)
     pi2, z2 = stepped(model, direction, eta)
     p2 = np.where(eta[:, None, None] == 0, model.p, success(z2))  # no step: p as it was
-    pi, p, m = model.pi, model.p, model.m
-
-    p0, pm0, fm0 = (pi * p).sum(-1), (pi * p * m).sum(-1), (pi * (1 - p) * m).sum(-1)
+    pi, p = model.pi, model.p
+    old = model.outcomes
     mean_d = (pi * direction.d).sum(-1, keepdims=True)
     first = (pi * (direction.d - mean_d) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
-    new = {
-        "p": (pi2 * p2).sum(-1),
-        "pm": (pi2 * p2 * m).sum(-1),
-        "f": (pi2 * (1 - p2)).sum(-1),
-        "fm": (pi2 * (1 - p2) * m).sum(-1),
-    }
+    new = outcome_sums(pi2, p2, model.m)
     return Steps(
         kl=kl(model, pi2, z2),
-        d_p=new["p"] - p0,
-        d_pm=new["pm"] - pm0,
-        d_fm=new["fm"] - fm0,
-        d_pe=(pi2 * p).sum(-1) - p0,
+        d_p=new["p"] - old["p"],
+        d_pm=new["pm"] - old["pm"],
+        d_fm=new["fm"] - old["fm"],
+        d_pe=(pi2 * p).sum(-1) - old["p"],
         first_p=eta[:, None] * first,
         eta=eta,
         new=new,

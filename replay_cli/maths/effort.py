@@ -85,6 +85,11 @@ class EffortModel:
         return len(self.bucket)
 
     @cached_property
+    def outcomes(self) -> dict[str, np.ndarray]:
+        """Per problem, `outcome_sums` of the model as it is (before any step)."""
+        return outcome_sums(self.pi, self.p, self.m)
+
+    @cached_property
     def log_pi(self) -> np.ndarray:
         """log pi (-inf where pi is 0): every step and KL of the model reads it."""
         with np.errstate(divide="ignore"):
@@ -108,6 +113,18 @@ class EffortModel:
             sub.__dict__[name] = getattr(self, name)[rows]
         sub.__dict__["log_outcomes"] = tuple(x[rows] for x in self.log_outcomes)
         return sub
+
+
+def outcome_sums(pi: np.ndarray, p: np.ndarray, m: np.ndarray) -> dict[str, np.ndarray]:
+    """Per problem: the resolve probability P, the minutes-weighted success PM, the failure
+    probability F and the minutes-weighted failure FM (failures summed directly: where they are
+    rare, 1 − P would cancel)."""
+    return {
+        "p": (pi * p).sum(-1),
+        "pm": (pi * p * m).sum(-1),
+        "f": (pi * (1 - p)).sum(-1),
+        "fm": (pi * (1 - p) * m).sum(-1),
+    }
 
 
 @dataclass(frozen=True)
