@@ -27,7 +27,13 @@ from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
 from replay_cli.maths.chunk_arrays import ChunkArrays
-from replay_cli.maths.effort import Direction, EffortModel, solve_eta, stepped_effort
+from replay_cli.maths.effort import (
+    Direction,
+    EffortModel,
+    outcome_sums,
+    solve_eta,
+    stepped_effort,
+)
 from replay_cli.maths.grpo_arrays import grpo
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import shape_arrays
@@ -208,9 +214,7 @@ def _metrics(
     """(..., buckets, metrics) of efforts `pi` (..., problems, levels): the expected resolve rate,
     the mean minutes of a resolved and of a failed rollout, and the share of effort at the
     lowest level; buckets all, short, medium, long, each problem weighted by `weight`."""
-    resolve = (pi * p).sum(-1)
-    solve = (pi * p * m).sum(-1)
-    fail = (pi * (1 - p) * m).sum(-1)
+    sums = outcome_sums(pi, p, m)
     low = pi[..., 0]
     out = np.full((*pi.shape[:-2], 4, len(METRICS)), np.nan)
     for b in range(4):
@@ -218,11 +222,12 @@ def _metrics(
         total = w.sum(-1)
         if np.all(total <= 0):
             continue
-        r = (resolve * w).sum(-1)
+        r = (sums["p"] * w).sum(-1)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[..., b, 0] = r / total
-            out[..., b, 1] = (solve * w).sum(-1) / r
-            out[..., b, 2] = (fail * w).sum(-1) / (total - r)
+            out[..., b, 1] = (sums["pm"] * w).sum(-1) / r
+            # Failures summed directly, as the measure does (total - r cancels where rare).
+            out[..., b, 2] = (sums["fm"] * w).sum(-1) / (sums["f"] * w).sum(-1)
             out[..., b, 3] = (low * w).sum(-1) / total
     return out
 
