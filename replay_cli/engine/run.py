@@ -153,18 +153,15 @@ def replay_batch(
         for piece in config_pieces(rows, chart_every, frames, state.levels, key):
             pieces[piece.config_id] = piece
     others = [cfg for cfg in batch if not batchable(cfg)]
-    for cfg, frame in zip(others, _polars_rows(state, others), strict=True):
+    for cfg, frame in zip(
+        others, planned_rows(state.arrays, others, state.raw_columns), strict=True
+    ):
         rows = RowBatch.from_frame(state.arrays, cfg, frame)
         kept = frame.drop(S.IS_VAL, S.TRAINABLE, S.GID) if with_rows else None
         # A filter's shaping-off advantages are the config's own (0 where it drops a group).
         piece = config_pieces(rows, chart_every, [kept], state.levels, cfg.config_id)[0]
         pieces[cfg.config_id] = piece
     return [pieces[cfg.config_id] for cfg in batch]
-
-
-def _polars_rows(state: ChunkState, batch: Sequence[ReplayConfig]) -> list[pl.DataFrame]:
-    """The per-row frames of configs that take the polars plans (filters, peer estimators)."""
-    return planned_rows(state.arrays, batch, state.raw_columns)
 
 
 def config_pieces(

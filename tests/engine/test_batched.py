@@ -15,10 +15,10 @@ from test_reference import _frame, row
 from replay_cli import schema as S
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_batch import RowBatch
+from replay_cli.engine.row_plans import planned_rows
 from replay_cli.engine.run import (
     ChunkState,
     InputShape,
-    _polars_rows,
     config_pieces,
     read_chunk,
     replay_batch,
@@ -58,7 +58,8 @@ def _both_paths(frame: pl.DataFrame, configs):
     chunk = read_chunk(rollouts, *_whole(frame))
     state = ChunkState.of(chunk, shape)
     batched = replay_batch(state, configs, chart_every=1)
-    frames = _polars_rows(ChunkState.of(chunk, shape), configs)
+    fresh = ChunkState.of(chunk, shape)
+    frames = planned_rows(fresh.arrays, configs, fresh.raw_columns)
     planned = [
         config_pieces(
             RowBatch.from_frame(state.arrays, cfg, f),
