@@ -13,6 +13,16 @@ class ConfigError(ReplayError):
     """A shaping, advantage or sweep parameter is invalid."""
 
 
+def missing_extra(task: str, extra: str, also: str = "") -> ConfigError:
+    """The error (exit 2) for `task` without the optional extra `replay-cli[extra]` installed;
+    `also` names anything else it needs."""
+    name = f"replay-cli[{extra}]"
+    return ConfigError(
+        f"{task} needs the optional extra {name}: pip install '{name}' "
+        f"(in a checkout: uv sync --extra {extra}){also}."
+    )
+
+
 class InputFileError(ReplayError):
     """An input path is missing, unreadable or not a Parquet file."""
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from replay_cli.errors import ConfigError, InputFileError, SchemaError
+from replay_cli.errors import ConfigError, InputFileError, SchemaError, missing_extra
 
-HF_EXTRA = "replay-cli[hf]"
 SUFFIXES = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -101,9 +100,10 @@ def _hub_dataset(name: str, split: str | None) -> pl.DataFrame:
     try:
         import datasets
     except ImportError:
-        raise ConfigError(
-            f"{name!r} is not a file or directory here; reading it from the Hugging Face Hub needs "
-            f"the optional extra {HF_EXTRA}: pip install '{HF_EXTRA}' (and the network)."
+        raise missing_extra(
+            f"{name!r} is not a file or directory here; reading it from the Hugging Face Hub",
+            "hf",
+            ", and the network",
         ) from None
     try:
         loaded = datasets.load_dataset(name, split=split or "train")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.errors import InputFileError, missing_extra
 
 EVENTS = "events.out.tfevents"
 SCHEMA = {"run": pl.String, "step": pl.Int64, "metric": pl.String, "value": pl.Float64}
@@ -38,10 +38,7 @@ def read_scalars(path: str | Path, run: str | None = None) -> pl.DataFrame:
             EventAccumulator,
         )
     except ImportError:
-        raise ConfigError(
-            "Reading TensorBoard logs needs the optional extra replay-cli[tensorboard]: "
-            "pip install 'replay-cli[tensorboard]'."
-        ) from None
+        raise missing_extra("Reading TensorBoard logs", "tensorboard") from None
     path = Path(path)
     runs = runs_of(path)
     with_scalars = {name: where for name, where in runs.items() if _has_scalars(where)}

@@ -19,9 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.errors import ConfigError, InputFileError
+from replay_cli.errors import InputFileError, missing_extra
 
-EXTRA = "replay-cli[wandb]"
 MAGIC = b":W&B"
 FILE_HEADER = 7
 BLOCK = 32 * 1024
@@ -128,10 +127,7 @@ def _records() -> Any:
     try:
         from wandb.proto import wandb_internal_pb2
     except ImportError:
-        raise ConfigError(
-            f"Reading W&B runs needs the optional extra {EXTRA}: pip install '{EXTRA}' "
-            "(in a checkout: uv sync --extra wandb)."
-        ) from None
+        raise missing_extra("Reading W&B runs", "wandb") from None
     return wandb_internal_pb2
 
 

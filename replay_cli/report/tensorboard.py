@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.errors import ConfigError
+from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
 from replay_cli.report.facets import varying
@@ -29,8 +29,6 @@ from replay_cli.report.run_tags import (
     step_scalars,
 )
 from replay_cli.result import ReplayResult
-
-EXTRA = "replay-cli[tensorboard]"
 
 
 def hparam_tag(column: str) -> str:
@@ -47,10 +45,7 @@ def summary_writer() -> Any:
     try:
         from tensorboardX import SummaryWriter
     except ImportError:
-        raise ConfigError(
-            f"Writing TensorBoard runs needs the optional extra {EXTRA}: "
-            f"pip install '{EXTRA}' (in a checkout: uv sync --extra tensorboard)."
-        ) from None
+        raise missing_extra("Writing TensorBoard runs", "tensorboard") from None
     return SummaryWriter
 
 

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from replay_cli import schema as S
-from replay_cli.errors import ConfigError
+from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
 from replay_cli.report.run_tags import headline, run_names, step_scalars
 from replay_cli.result import ReplayResult
 
-EXTRA = "replay-cli[wandb]"
 PROJECT = "replay-cli"
 JOB_TYPE = "replay"
 
@@ -31,10 +30,7 @@ def wandb_module() -> Any:
     try:
         import wandb
     except ImportError:
-        raise ConfigError(
-            f"Writing W&B runs needs the optional extra {EXTRA}: pip install '{EXTRA}' "
-            "(in a checkout: uv sync --extra wandb)."
-        ) from None
+        raise missing_extra("Writing W&B runs", "wandb") from None
     return wandb
 
 
