@@ -106,6 +106,13 @@ def report_options(options: ReportOptions | None = None, **fields: Any) -> Repor
     return ReportOptions.model_validate({**base, **fields})
 
 
+def _check_runs_dir(out: Path, force: bool, what: str) -> None:
+    """A directory of tracker runs can be made (a regular file there, or an unwritable parent,
+    is refused first) and does not exist unless `force`."""
+    check_out_dir(Path(out), True, what)
+    refuse_existing(Path(out), force, what)
+
+
 def check_outputs(out: Path, options: ReportOptions) -> None:
     """Before any work: every output path can be written (the report directory, and the
     TensorBoard and W&B directories with their extras installed)."""
@@ -114,14 +121,12 @@ def check_outputs(out: Path, options: ReportOptions) -> None:
         from replay_cli.report.tensorboard import summary_writer
 
         summary_writer()
-        check_out_dir(Path(options.tensorboard), True, "TensorBoard directory")
-        refuse_existing(Path(options.tensorboard), options.force, "TensorBoard directory")
+        _check_runs_dir(options.tensorboard, options.force, "TensorBoard directory")
     if options.wandb is not None:
         from replay_cli.report.wandb_runs import wandb_module
 
         wandb_module()
-        check_out_dir(Path(options.wandb), True, "W&B directory")
-        refuse_existing(Path(options.wandb), options.force, "W&B directory")
+        _check_runs_dir(options.wandb, options.force, "W&B directory")
 
 
 def replay_to_report(
@@ -179,8 +184,7 @@ def export_wandb(
     from replay_cli.report.wandb_runs import wandb_module, write_runs
 
     wandb_module()
-    check_out_dir(Path(out), True, "W&B directory")
-    refuse_existing(Path(out), force, "W&B directory")
+    _check_runs_dir(out, force, "W&B directory")
     result = load_report(report)
     return write_runs(result, out, force=force, group=group or Path(report).resolve().name)
 
