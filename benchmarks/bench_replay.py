@@ -38,9 +38,7 @@ def _task(kind: str, path: str, arg: str, out: str) -> None:
 
     start = time.perf_counter()
     if kind == "floor":
-        pl.scan_parquet(path).group_by("step", "group_id").agg(
-            pl.col("reward").sum(), pl.len()
-        ).collect(engine="in-memory")
+        _floor_query(path)
     elif kind == "floor-warm":
         print(json.dumps({"seconds": _warm_floor(path)}))
         return
@@ -127,21 +125,23 @@ def _timed_row_output() -> dict[str, float]:
     return shares
 
 
+def _floor_query(path: str) -> None:
+    """The floor: one scan of the input and one grouped aggregation."""
+    import polars as pl
+
+    pl.scan_parquet(path).group_by("step", "group_id").agg(
+        pl.col("reward").sum(), pl.len()
+    ).collect(engine="in-memory")
+
+
 def _warm_floor(path: str) -> float:
     """The floor's query timed inside one process after a first run (polars' thread pool and
     the file's pages warm), best of 5: the floor without the process's one-off start costs."""
-    import polars as pl
-
-    def query() -> None:
-        pl.scan_parquet(path).group_by("step", "group_id").agg(
-            pl.col("reward").sum(), pl.len()
-        ).collect(engine="in-memory")
-
-    query()
+    _floor_query(path)
     times = []
     for _ in range(5):
         start = time.perf_counter()
-        query()
+        _floor_query(path)
         times.append(time.perf_counter() - start)
     return min(times)
 
