@@ -13,6 +13,7 @@ shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import fields
 
 import numpy as np
@@ -92,22 +93,26 @@ def _steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> 
 
 
 def _time_only_share(
-    problems: Problems, a: np.ndarray, ay: np.ndarray, tied: np.ndarray
+    problems: Problems, gather: Callable[[str, str], np.ndarray], ids: list[str]
 ) -> np.ndarray:
     """Per config, the share of the step's (second-order) KL spent in groups where shaping off
-    has no signal, each group's own direction taken on its problem's model."""
+    has no signal, each group's own direction (its own advantages, not its problem's mean) taken
+    on its problem's model; groups stay in the replay's order throughout, so a problem seen at
+    several steps, or an `instance_id` that pools nothing, pairs each group with its own row."""
     m = problems.model
     at = problems.of_group
     group_model = EffortModel(m.pi[at], m.p[at], m.m[at], m.bucket[at], np.ones(len(at)))
     out = []
-    for i in range(0, len(a), CONFIG_BLOCK):
-        q = Direction.of(group_model, a[i : i + CONFIG_BLOCK], ay[i : i + CONFIG_BLOCK])
+    for i in range(0, len(ids), CONFIG_BLOCK):
+        block = ids[i : i + CONFIG_BLOCK]
+        a = np.stack([gather("a", c) for c in block])
+        ay = np.stack([gather("ay", c) for c in block])
+        tied = np.stack([gather("off_tied", c) for c in block])
+        q = Direction.of(group_model, a, ay)
         energy = q.second_order_kl(group_model)
         total = energy.sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out.append(
-                np.where(total > 0, (energy * tied[i : i + CONFIG_BLOCK]).sum(-1) / total, 0.0)
-            )
+            out.append(np.where(total > 0, (energy * tied).sum(-1) / total, 0.0))
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -158,9 +163,8 @@ def measure(
     budget = settings.step_kl
     steps = _concat_steps([_steps(model, a, ay, budget), _steps(model, a_off, ay_off, budget)])
     twin = np.array([off_of[per_config[c][0].off_key] for c in ids]) + len(ids)
-    tied = np.stack([gather("off_tied", c) for c in ids])
-    share = _time_only_share(problems, a, ay, tied)
-    del a, ay, a_off, ay_off, tied  # (configs, problems, levels) each: freed before the sums
+    del a, ay, a_off, ay_off  # (configs, problems, levels) each: freed before the sums
+    share = _time_only_share(problems, gather, ids)
 
     _, boot_sums = sums(model, steps, settings.resamples, settings.seed)
     point = point_measures(model, steps)

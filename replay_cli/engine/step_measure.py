@@ -262,7 +262,11 @@ class Problems:
         if groups and groups[0].problem is not None:
             keys = pl.concat([g.problem for g in groups])
             codes = keys.rank("dense").fill_null(0).to_numpy().astype(np.int64)
-            codes = np.unique(codes, return_inverse=True)[1]
+            # Problems numbered by their first group (not by their ids' sort order), so an
+            # `instance_id` that pools nothing lays problems out as the groups are laid out and
+            # the bootstrap draws the same weight for each group as without the column.
+            _, first, codes = np.unique(codes, return_index=True, return_inverse=True)
+            codes = np.argsort(np.argsort(first, kind="stable"), kind="stable")[codes]
             order = np.argsort(codes, kind="stable")
             runs = Runs(codes[order])
             fold = lambda x: runs.sum(np.moveaxis(x[order], 0, -1)).T

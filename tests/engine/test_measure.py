@@ -370,19 +370,19 @@ def test_groups_of_one_instance_pool_into_one_problem():
 
     chunks = [chunk(["y", "x", "z"], [1, 0, 2]), chunk(["x", "y"], [0, 1])]
     problems = Problems.of(chunks)
-    # Problems in sorted order: x (groups 1 and 3), y (0 and 4), z (2).
-    assert problems.of_group.tolist() == [1, 0, 2, 0, 1]
+    # Problems in the order of their first group: y (groups 0 and 4), x (1 and 3), z (2).
+    assert problems.of_group.tolist() == [0, 1, 2, 1, 0]
     assert problems.model.weight.tolist() == [2.0, 2.0, 1.0]
-    assert problems.model.bucket.tolist() == [0, 1, 2]
+    assert problems.model.bucket.tolist() == [1, 0, 2]
     count = np.concatenate([c.count for c in chunks]).astype(np.float64)
     success = np.concatenate([c.success for c in chunks]).astype(np.float64)
     minutes = np.concatenate([c.minutes for c in chunks])
-    by = [[1, 3], [0, 4], [2]]
+    by = [[0, 4], [1, 3], [2]]
     pooled = EffortModel.of_counts(
         np.stack([count[g].sum(0) for g in by]),
         np.stack([success[g].sum(0) for g in by]),
         np.stack([minutes[g].sum(0) for g in by]),
-        np.array([0, 1, 2]),
+        np.array([1, 0, 2]),
         np.array([2.0, 2.0, 1.0]),
     )
     np.testing.assert_allclose(problems.model.pi, pooled.pi, rtol=1e-15)
@@ -439,3 +439,57 @@ def test_solve_eta_reaches_a_budget_near_the_saturation_of_the_kl(seed):
     for share in (0.9, 0.99, 0.999, 0.9999):
         eta = solve_eta(model, direction, share * ceiling)
         assert mean_kl(model, direction, eta)[0] == pytest.approx(share * ceiling, rel=1e-9)
+
+
+# ---- a problem seen at several steps (issue 44: the pooled path crashed) ----------------------
+
+POOLING_CONFIGS = [
+    config({"enabled": False}, CLIP),
+    config({"apply_to": "all"}, CLIP),
+    config({"apply_to": "correct", "lambda_time": 1 / 30}),
+]
+
+
+def test_an_instance_id_that_pools_nothing_changes_nothing():
+    frame = synth_rollouts(steps=3, groups_per_step=12, group_size=6, seed=11)
+    ids = frame.with_columns(
+        instance_id=pl.format("p{}-{}", pl.col("step"), pl.col("group_id"))
+    )
+    plain, named = replayed(frame, POOLING_CONFIGS), replayed(ids, POOLING_CONFIGS)
+    assert named.summary.equals(plain.summary)
+    assert named.resamples.equals(plain.resamples)
+    assert named.recommendation.equals(plain.recommendation)
+
+
+def test_a_problem_seen_at_every_step_replays_and_pools():
+    frame = synth_rollouts(steps=4, groups_per_step=10, group_size=6, seed=12)
+    ids = frame.with_columns(
+        instance_id=pl.format("task{}", pl.col("group_id").rank("dense").over("step"))
+    )
+    result = replayed(ids, POOLING_CONFIGS)
+    for row in result.summary.to_dicts():
+        assert 0.0 <= row["step/time_only_share"] <= 1.0
+        assert row["step/resolve_off"] is not None
+    assert result.resamples["resample"].n_unique() == 200
+
+
+def test_the_time_only_share_of_pooled_problems_is_one_where_shaping_off_has_no_signal():
+    # Three problems, each at two steps; every group's outcomes are equal (all resolved or all
+    # failed), so whatever a time charge trains, it trains on time alone.
+    rows = []
+    for step in (1, 2):
+        for g, resolved in enumerate((True, False, True)):
+            for i in range(4):
+                rows.append(
+                    {
+                        "step": step,
+                        "group_id": g,
+                        "reward": float(resolved),
+                        "resolved": resolved,
+                        "openhands_run_time": 60.0 * (1 + i + 3 * g + step),
+                    }
+                )
+    frame = rollouts(**{k: [r[k] for r in rows] for k in rows[0]})
+    frame = frame.with_columns(instance_id=pl.format("t{}", pl.col("group_id")))
+    result = replay_frame(frame, {"lambda_time": 1 / 60})
+    assert result.summary["step/time_only_share"][0] == 1.0
