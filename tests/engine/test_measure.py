@@ -452,9 +452,7 @@ POOLING_CONFIGS = [
 
 def test_an_instance_id_that_pools_nothing_changes_nothing():
     frame = synth_rollouts(steps=3, groups_per_step=12, group_size=6, seed=11)
-    ids = frame.with_columns(
-        instance_id=pl.format("p{}-{}", pl.col("step"), pl.col("group_id"))
-    )
+    ids = frame.with_columns(instance_id=pl.format("p{}-{}", pl.col("step"), pl.col("group_id")))
     plain, named = replayed(frame, POOLING_CONFIGS), replayed(ids, POOLING_CONFIGS)
     assert named.summary.equals(plain.summary)
     assert named.resamples.equals(plain.resamples)
