@@ -11,11 +11,12 @@ report in one group, job type `replay`. The optional extra `replay-cli[wandb]`.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from replay_cli import schema as S
-from replay_cli.errors import missing_extra
+from replay_cli.errors import ReplayError, missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
 from replay_cli.report.run_tags import headline, run_names, step_scalars
@@ -23,6 +24,8 @@ from replay_cli.result import ReplayResult
 
 PROJECT = "replay-cli"
 JOB_TYPE = "replay"
+FLUSH_WAIT_S = 60.0
+"""How long a run's log may take to be complete on disk after W&B's writer was shut down."""
 
 
 def wandb_module() -> Any:
@@ -90,16 +93,42 @@ def write_runs(
                 settings=_settings(wandb),
                 reinit="create_new",
             )
+            logged = 0
             for step, scalars in step_scalars(result.steps, cid):
                 run.log(scalars, step=step)
+                logged += 1
             run.summary.update(
                 {**headline(row), "role": decided["role"], "won_share": decided["won_share"]}
             )
-            made.append(Path(run.dir).parent.name)
+            made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
                 tick(len(made), result.summary.height)
-    return [out / "wandb" / name for name in made]
+        # run.finish() returns before W&B's writer has flushed the log: shut the writer down,
+        # then read every run back, so no run is reported written before its log is whole.
+        wandb.teardown()
+        for name, logged in made:
+            _wait_complete(tmp / "wandb" / name, logged)
+    return [out / "wandb" / name for name, _ in made]
+
+
+def _wait_complete(run_dir: Path, logged: int, wait_s: float = FLUSH_WAIT_S) -> None:
+    """Wait until the run's `.wandb` log holds its `logged` history records and its summary."""
+    from replay_cli.io.wandb_run import read_log
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        logs = list(run_dir.glob("*.wandb"))
+        if len(logs) == 1:
+            run = read_log(logs[0])
+            if len(run.history) >= logged and "role" in run.summary:
+                return
+        if time.monotonic() > deadline:
+            raise ReplayError(
+                f"The W&B run {run_dir.name} was not complete on disk after {wait_s:.0f} s "
+                "(the wandb writer did not flush its log); no runs were written."
+            )
+        time.sleep(0.1)
 
 
 def sync_command(out: str | Path) -> str:

@@ -154,6 +154,7 @@ def test_wandb_names_a_steps_table_after_the_previous_step(tmp_path, monkeypatch
             run.log({"train/reward": 0.5, "train/swe_agents/full_result": table}, step=step)
     finally:
         run.finish()
+        wandb.teardown()  # finish() returns before the writer has flushed the log
     files = sorted(tmp_path.glob("wandb/offline-run-*/files/media/table/**/*.table.json"))
     assert [f.name.split("_")[2] for f in files] == ["0", "1", "2"]
     out = tmp_path / "o.parquet"

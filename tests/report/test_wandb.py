@@ -150,6 +150,7 @@ def _trainer_run(tmp_path, report, label, shift):
             step=step,
         )
     run.finish()
+    wandb.teardown()  # finish() returns before the writer has flushed the log
     columns = {
         "Step": mine["step"].to_list(),
         "internal-a - train/total_reward/mean": [v + shift for v in mine["total_reward/mean"]],
@@ -206,6 +207,7 @@ def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
     for step, value in enumerate(logged):
         run.log({"v": value, "text": "y" * (step * 97 % 5000)}, step=step)
     run.finish()
+    wandb.teardown()  # finish() returns before the writer has flushed the log
     (log,) = tmp_path.glob("wandb/offline-run-*/*.wandb")
     whole = read_run(log)
     assert whole.config["big"] == big
