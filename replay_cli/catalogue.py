@@ -19,6 +19,7 @@ Unit = Literal[
     "share",
     "ratio",
     "minutes",
+    "minutes_change",
     "seconds",
     "minutes_per_step",
     "points_per_step",
@@ -33,6 +34,7 @@ UNIT_TEXT: dict[str, str] = {
     "share": "share of the whole (0-1); shown in %",
     "ratio": "ratio to shaping off's (1 = the same); shown in %",
     "minutes": "minutes",
+    "minutes_change": "a change of minutes (negative: sooner)",
     "seconds": "seconds; shown in minutes",
     "minutes_per_step": "change of minutes per step of the fixed budget",
     "points_per_step": "change of a probability per step (0-1); shown in percentage points",
@@ -45,6 +47,7 @@ UNIT_TEXT: dict[str, str] = {
 }
 ZERO: dict[str, float] = {
     "minutes_per_step": 1e-9,
+    "minutes_change": 1e-9,
     "points_per_step": 1e-12,
     "push": 1e-9,
     "share": 0.0,
@@ -107,6 +110,8 @@ def show_value(unit: str, value: Any) -> str:
         return f"{_digits(x / 60)} min"
     if unit == "minutes":
         return f"{_digits(x)} min"
+    if unit == "minutes_change":
+        return f"{x:+.3g} min".replace("-", "−")
     if unit == "minutes_per_step":
         return f"{x:+.2g} min".replace("-", "−")
     if unit == "points_per_step":
@@ -145,7 +150,7 @@ def _below(threshold: Callable[[Any], float], css: str, why: str) -> Hazard:
 def _fail_faster(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
     limit = rule.fail_limit(row)
     if value < -limit:
-        return "warn", f"failures end more than {limit:.2g} min per step sooner than shaping off"
+        return "warn", f"failures end more than {limit:.2g} min sooner than under shaping off"
     return None
 
 
@@ -256,28 +261,26 @@ STEP = [
 STEP_VS_OFF = [
     Metric(
         "step/resolve_vs_off",
-        "resolve kept",
-        "resolve progress per step as a share of shaping off's (null where shaping off makes none)",
+        "first step: resolve vs off",
+        "the first step's resolve change as a share of shaping off's (a diagnostic of the "
+        "step's direction, not read by the rule; null where shaping off makes none)",
         "ratio",
         "higher",
-        _below(lambda r: r.min_resolve_vs_off, "warn", "below {p} of shaping off"),
     ),
     Metric(
         "step/solve_minutes_vs_off",
-        "solve Δ vs off",
-        "change of a success's mean minutes per step minus shaping off's (negative: shaping "
-        "makes successes faster)",
+        "first step: solve Δ vs off",
+        "the first step's change of a success's mean minutes minus shaping off's (negative: "
+        "shaping makes successes faster)",
         "minutes_per_step",
         "lower",
     ),
     Metric(
         "step/fail_minutes_vs_off",
-        "fail Δ vs off",
-        "change of a failure's mean minutes per step minus shaping off's (negative: failures "
-        "are taught to give up sooner)",
+        "first step: fail Δ vs off",
+        "the first step's change of a failure's mean minutes minus shaping off's (negative: "
+        "failures are taught to give up sooner)",
         "minutes_per_step",
-        "",
-        _fail_faster,
     ),
 ]
 OTHER = [
@@ -554,56 +557,56 @@ OTHER = [
 FORECAST = [
     Metric(
         "forecast/resolve_vs_off",
-        "forecast kept",
-        "resolve rate after T forecast steps as a share of shaping off's at the same step "
-        "(mean over seeds)",
+        "resolve vs off at T",
+        "resolve rate after T training steps as a share of shaping off's after T steps (the "
+        "rule reads its interval's low end)",
         "ratio",
         "higher",
-        _below(lambda r: r.min_forecast_long, "warn", "below {p} of shaping off after T steps"),
+        _below(lambda r: r.min_resolve_vs_off, "warn", "below {p} of shaping off after T steps"),
     ),
-    Metric(
-        "forecast/resolve_vs_off_low",
-        "forecast kept (low)",
-        "the lowest seed's resolve rate after T steps as a share of shaping off's",
-        "ratio",
-        "higher",
-    ),
-    Metric(
-        "forecast/resolve_vs_off_low_half",
-        "forecast kept (low, half budget)",
-        "the same at half the step budget",
-        "ratio",
-        "higher",
-    ),
-    Metric(
-        "forecast/resolve_vs_off_low_twice",
-        "forecast kept (low, twice the budget)",
-        "the same at twice the step budget",
-        "ratio",
-        "higher",
-    ),
-    Metric("forecast/resolve", "forecast resolve", "resolve rate after T steps", "share", "higher"),
-    Metric("forecast/steps", "forecast steps", "T, the steps the forecast ran", "count"),
-    Metric(
-        "forecast/problems",
-        "forecast problems",
-        "problems the forecast sampled per seed (stratified by length bucket)",
-        "count",
-    ),
-    Metric("forecast/problems_total", "problems", "problems in the input", "count"),
-    Metric("forecast/resolve_off", "forecast resolve (off)", "the same under shaping off", "share"),
+    Metric("forecast/resolve", "resolve at T", "resolve rate after T steps", "share", "higher"),
+    Metric("forecast/resolve_off", "resolve at T (off)", "the same under shaping off", "share"),
     Metric(
         "forecast/resolve_start", "resolve at start", "resolve rate of the logged effort", "share"
     ),
     Metric(
+        "forecast/solve_minutes_vs_off",
+        "solve Δ at T",
+        "mean minutes of a resolved rollout after T steps minus shaping off's (negative: faster; "
+        "the rule ranks by it)",
+        "minutes_change",
+        "lower",
+    ),
+    Metric(
+        "forecast/solve_minutes",
+        "solve min at T",
+        "mean minutes of a resolved rollout after T steps",
+        "minutes",
+    ),
+    Metric(
+        "forecast/solve_minutes_off",
+        "solve min at T (off)",
+        "the same under shaping off",
+        "minutes",
+    ),
+    Metric(
+        "forecast/fail_minutes_vs_off",
+        "fail Δ at T",
+        "mean minutes of a failed rollout after T steps minus shaping off's (negative: failures "
+        "give up sooner)",
+        "minutes_change",
+        "",
+        lambda v, row, rule: _fail_faster(v, row, rule),
+    ),
+    Metric(
         "forecast/fail_minutes",
-        "forecast fail min",
+        "fail min at T",
         "mean minutes of a failed rollout after T steps",
         "minutes",
     ),
     Metric(
         "forecast/fail_minutes_off",
-        "forecast fail min (off)",
+        "fail min at T (off)",
         "the same under shaping off",
         "minutes",
     ),
@@ -614,20 +617,34 @@ FORECAST = [
         "minutes",
     ),
     Metric(
-        "forecast/solve_minutes_vs_off",
-        "forecast solve Δ",
-        "mean minutes of a resolved rollout after T steps minus shaping off's (negative: faster)",
-        "minutes",
-        "lower",
-    ),
-    Metric(
         "forecast/give_up_vs_off",
-        "forecast giving up Δ",
+        "giving up Δ at T",
         "share of effort at the lowest level after T steps minus shaping off's",
         "share",
         "lower",
     ),
+    Metric("forecast/steps", "horizon T", "T, the training steps forecast (--steps)", "count"),
+    Metric(
+        "forecast/problems",
+        "forecast problems",
+        "problems the forecast sampled per seed (stratified by length bucket)",
+        "count",
+    ),
+    Metric(
+        "forecast/problems_sampled",
+        "problems resampled",
+        "distinct problems in the forecast's samples: the bootstrap's units",
+        "count",
+    ),
+    Metric("forecast/problems_total", "problems", "problems in the input", "count"),
 ]
+FORECAST_INTERVALS = (
+    "forecast/resolve_vs_off",
+    "forecast/solve_minutes_vs_off",
+    "forecast/fail_minutes_vs_off",
+)
+"""The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget
+check, the same at half and twice the budget (`_half`, `_twice`)."""
 TRAINER = [
     Metric(
         "time_efficiency/minutes/mean", "minutes", "mean agent minutes (trainer metric)", "minutes"
@@ -748,10 +765,14 @@ PUSH_VS_OFF = Metric(
 
 
 SHORT = {
-    "step/resolve_vs_off": "kept",
-    "step/solve_minutes_vs_off": "solve Δ",
-    "step/fail_minutes_vs_off": "fail Δ",
+    "step/resolve_vs_off": "1st step",
+    "step/solve_minutes_vs_off": "1st solve Δ",
+    "step/fail_minutes_vs_off": "1st fail Δ",
     "step/time_only_share": "time-only",
+    "forecast/resolve_vs_off": "resolve@T",
+    "forecast/resolve_vs_off@long": "long@T",
+    "forecast/solve_minutes_vs_off": "solve Δ@T",
+    "forecast/fail_minutes_vs_off": "fail Δ@T",
     "adv/explosion_trained_frac": "|adv|>3",
 }
 """Terminal headers of the metrics whose labels are too long for a narrow table."""
@@ -785,11 +806,39 @@ def _build() -> dict[str, Metric]:
     for s in _scoped(PUSH_VS_OFF):
         add(s)
     for m in FORECAST:
+        m = replace(m, short=SHORT.get(m.name, ""))
         add(m)
         if m.unit == "count":  # the forecast's size, not a measure per bucket
             continue
         words = m.description + " on long problems"
-        add(replace(m, name=f"{m.name}@long", label=f"{m.label}, long", description=words))
+        long = replace(
+            m,
+            name=f"{m.name}@long",
+            label=f"{m.label}, long",
+            short=SHORT.get(f"{m.name}@long", ""),
+            description=words,
+        )
+        add(long)
+        if m.name not in FORECAST_INTERVALS:
+            continue
+        for scoped_m in (m, long):
+            for b in _bounds(scoped_m, ""):
+                add(b)
+            for budget, words in (
+                ("half", "at half the step budget"),
+                ("twice", "at twice the step budget"),
+            ):
+                for x in (scoped_m, *_bounds(scoped_m, "")):
+                    base, at, scope = x.name.partition("@")
+                    add(
+                        replace(
+                            x,
+                            name=f"{base}_{budget}{at}{scope}",
+                            label=f"{x.label} ({budget} budget)",
+                            description=f"{x.description}, {words}",
+                            hazard=None,
+                        )
+                    )
     return out
 
 
@@ -804,21 +853,21 @@ SOLVE_VS_OFF = "step/solve_minutes_vs_off"
 FAIL_VS_OFF = "step/fail_minutes_vs_off"
 TIME_ONLY_SHARE = "step/time_only_share"
 KL_BUDGET = "step/kl_budget"
-FORECAST_KEPT_LOW = "forecast/resolve_vs_off_low"
-FORECAST_KEPT_LOW_LONG = "forecast/resolve_vs_off_low@long"
-FORECAST_KEPT_LONG = "forecast/resolve_vs_off@long"
+F_RESOLVE_VS_OFF = "forecast/resolve_vs_off"
+F_SOLVE_VS_OFF = "forecast/solve_minutes_vs_off"
+F_FAIL_VS_OFF = "forecast/fail_minutes_vs_off"
+F_RESOLVE = "forecast/resolve"
+F_RESOLVE_OFF = "forecast/resolve_off"
+F_RESOLVE_START = "forecast/resolve_start"
+F_SOLVE_OFF = "forecast/solve_minutes_off"
+F_FAIL = "forecast/fail_minutes"
+F_FAIL_OFF = "forecast/fail_minutes_off"
+F_FAIL_START = "forecast/fail_minutes_start"
+F_GIVE_UP_VS_OFF = "forecast/give_up_vs_off"
 FORECAST_STEPS = "forecast/steps"
 FORECAST_PROBLEMS = "forecast/problems"
 FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
-FORECAST_FAIL_START_LONG = "forecast/fail_minutes_start@long"
-FORECAST_FAIL_LONG = "forecast/fail_minutes@long"
-FORECAST_RESOLVE_START_LONG = "forecast/resolve_start@long"
-FORECAST_RESOLVE_LONG = "forecast/resolve@long"
-FORECAST_RESOLVE_OFF_LONG = "forecast/resolve_off@long"
-FORECAST_KEPT_LOW_HALF_LONG = "forecast/resolve_vs_off_low_half@long"
-FORECAST_KEPT_LOW_TWICE_LONG = "forecast/resolve_vs_off_low_twice@long"
-FORECAST_SOLVE_VS_OFF = "forecast/solve_minutes_vs_off"
-FORECAST_GIVE_UP_VS_OFF_LONG = "forecast/give_up_vs_off@long"
+FORECAST_PROBLEMS_SAMPLED = "forecast/problems_sampled"
 INTRODUCED = "inversion/introduced_group_rate"
 INVERSIONS = "inversion/group_rate"
 INVERSIONS_OFF = "inversion/group_rate_off"
@@ -898,25 +947,37 @@ RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", "@long")
 RESOLVE_LONG = scoped(RESOLVE, "@long")
 FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, "@long")
 
+F_RESOLVE_VS_OFF_LOW = bound(F_RESOLVE_VS_OFF, "low")
+F_RESOLVE_VS_OFF_LONG = scoped(F_RESOLVE_VS_OFF, "@long")
+F_RESOLVE_VS_OFF_LOW_LONG = bound(F_RESOLVE_VS_OFF, "low", "@long")
+F_RESOLVE_LONG = scoped(F_RESOLVE, "@long")
+F_RESOLVE_OFF_LONG = scoped(F_RESOLVE_OFF, "@long")
+F_RESOLVE_START_LONG = scoped(F_RESOLVE_START, "@long")
+F_FAIL_LONG = scoped(F_FAIL, "@long")
+F_FAIL_START_LONG = scoped(F_FAIL_START, "@long")
+F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, "@long")
+F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, "@long")
+
 HEADLINE = (
-    RESOLVE_VS_OFF,
-    RESOLVE_VS_OFF_LOW,
-    SOLVE_VS_OFF,
-    RESOLVE_VS_OFF_LONG,
-    FAIL_VS_OFF,
+    F_RESOLVE_VS_OFF_LONG,
+    F_RESOLVE_VS_OFF_LOW_LONG,
+    F_SOLVE_VS_OFF,
+    F_RESOLVE_VS_OFF,
+    F_RESOLVE_VS_OFF_LOW,
+    F_FAIL_VS_OFF,
     INTRODUCED,
     EXPLOSION_TRAINED,
     TIME_ONLY_SHARE,
     ABS_MAX,
 )
 """The terminal's table after a run, most important first (a narrow terminal drops from the
-end): what the rule reads, then what disqualifies."""
+end): what the rule reads (the outcome at the horizon), then what disqualifies."""
 DELTA = (
     TOTAL_REWARD,
     "time_efficiency/deduction/mean",
-    RESOLVE_VS_OFF,
-    SOLVE_VS_OFF,
-    FAIL_VS_OFF,
+    F_RESOLVE_VS_OFF,
+    F_SOLVE_VS_OFF,
+    F_FAIL_VS_OFF,
     SIGNAL,
     TIME_ONLY_GROUPS,
     INVERSIONS,
@@ -957,7 +1018,7 @@ def field_metadata(name: str) -> dict[str, str] | None:
 
 FAMILIES = (
     (
-        "the decision measure (engine/measure.py)",
+        "the first step's direction (engine/measure.py; a diagnostic, not read by the rule)",
         STEP,
         "also `@short`, `@medium`, `@long`; `_off`: shaping off's",
     ),
@@ -973,7 +1034,14 @@ FAMILIES = (
         [*PUSHES, PUSH_VS_OFF],
         "also `_off`; resolve, minutes_fail and minutes_pass also `@short`, `@medium`, `@long`",
     ),
-    ("the forecast (engine/forecast.py; with `--forecast`)", FORECAST, "also `@long`"),
+    (
+        "the outcome at the horizon T (engine/forecast.py; read by the rule)",
+        FORECAST,
+        (
+            "also `@long`; resolve_vs_off, solve_minutes_vs_off and fail_minutes_vs_off also "
+            "`_low`, `_high` (interval ends) and `_half`, `_twice` (at half and twice the budget)"
+        ),
+    ),
 )
 """The catalogue as docs/report.md's metric table shows it: families of base names."""
 

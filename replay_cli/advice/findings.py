@@ -20,7 +20,7 @@ from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, pct
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, MINUTES_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -193,35 +193,48 @@ def floor_tie(row: dict[str, Any], ctx: Context) -> Found | None:
 
 
 def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
-    """The step teaches failures to end sooner than shaping off's step would: the mean minutes
-    of a failure fall by more than Rule.max_fail_faster per step against shaping off."""
-    change = num(row, C.FAIL_VS_OFF)
+    """After T steps, failures end sooner than under shaping off by more than the rule's
+    `max_fail_faster` share (the rule's own criterion, in words), with its `correct` twin's
+    number where an `all` config has one: that twin charges no failure, yet its effort may
+    drift, so its number is stated, never assumed to be 0."""
+    if row.get(C.F_FAIL_VS_OFF) is None:
+        return None
+    change = num(row, C.F_FAIL_VS_OFF)
     if -change <= ctx.rule.fail_limit(row):
         return None
+    steps = num(row, C.FORECAST_STEPS)
     twin = ctx.twin(row, apply_to="correct") if row.get("apply_to") == "all" else None
-    if twin is not None:
-        twin_change = num(twin, C.FAIL_VS_OFF)
+    if twin is not None and twin.get(C.F_FAIL_VS_OFF) is not None:
         advice = (
-            f"; '{twin['label']}' leaves them at {minutes_text(twin_change)} per step against "
-            "shaping off"
+            f"; '{twin['label']}' charges no failure, and its failures end "
+            f"{_sooner(num(twin, C.F_FAIL_VS_OFF))} as its effort drifts"
         )
     elif row.get("apply_to") == "all":
-        advice = "; apply_to=correct leaves failures uncharged"
+        advice = "; apply_to=correct charges no failure"
     else:
         advice = ""
     return Found(
         change,
-        f"teaches failures to give up sooner: a failure ends {minutes_text(-change, signed=False)} "
-        f"per step sooner than under shaping off "
-        f"({_on_long(row.get(C.FAIL_VS_OFF_LONG))}){advice}.",
+        f"teaches failures to give up sooner: after {steps:.0f} steps a failure ends "
+        f"{_sooner(change)} (limit {pct(ctx.rule.max_fail_faster)} of shaping off's "
+        f"{minutes_text(num(row, C.F_FAIL_OFF), signed=False)}; "
+        f"{_on_long(row.get(C.F_FAIL_VS_OFF_LONG))}){advice}.",
     )
+
+
+def _sooner(change: float) -> str:
+    """A minute change against shaping off in words, by its sign."""
+    if abs(change) <= MINUTES_EPS:
+        return "as soon as under shaping off"
+    word = "sooner" if change < 0 else "later"
+    return f"{minutes_text(change, signed=False)} {word} than under shaping off"
 
 
 def _on_long(change: float | None) -> str:
     """A minute change on long problems, or that the input has none (a null is no 0)."""
     if change is None:
         return NO_LONG_PROBLEMS
-    return f"on long problems {minutes_text(-change, signed=False)} sooner"
+    return f"on long problems {_sooner(change)}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -306,27 +319,21 @@ def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
 
 def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
     """After T forecast steps, the config's resolve rate on long problems falls below the rule's
-    share of shaping off's (the lowest seed): the drift a one-step measure cannot show, in
-    numbers (failures' minutes and the resolve rate on long problems, start to T)."""
-    low = row.get(C.FORECAST_KEPT_LOW_LONG)
-    if low is None or low >= ctx.rule.min_forecast_long:
+    share of shaping off's (the low end of its interval): how far failures' minutes and the
+    resolve rate on long problems move, start to T."""
+    low = row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
+    if low is None or low >= ctx.rule.min_resolve_vs_off_long:
         return None
-    one_step = row.get(C.RESOLVE_VS_OFF_LOW_LONG)
-    unseen = (
-        f"; one step alone keeps {pct(one_step)} there (low end)"
-        if one_step is not None and one_step >= ctx.rule.min_resolve_vs_off_long
-        else ""
-    )
     steps = num(row, C.FORECAST_STEPS)
-    fail0, fail = num(row, C.FORECAST_FAIL_START_LONG), num(row, C.FORECAST_FAIL_LONG)
-    res0, res = num(row, C.FORECAST_RESOLVE_START_LONG), num(row, C.FORECAST_RESOLVE_LONG)
-    off = num(row, C.FORECAST_RESOLVE_OFF_LONG)
+    fail0, fail = num(row, C.F_FAIL_START_LONG), num(row, C.F_FAIL_LONG)
+    res0, res = num(row, C.F_RESOLVE_START_LONG), num(row, C.F_RESOLVE_LONG)
+    off = num(row, C.F_RESOLVE_OFF_LONG)
     return Found(
         low,
-        f"after {steps:.0f} steps at the same budget the forecast moves failures on long "
-        f"problems from {fail0:.1f} to {fail:.1f} minutes and resolve there from {pct(res0)} to "
-        f"{pct(res)}, against {pct(off)} with shaping off (lowest seed: {pct(low)} of shaping "
-        f"off's, the rule needs {pct(ctx.rule.min_forecast_long)}){unseen}.",
+        f"after {steps:.0f} steps the forecast moves failures on long problems from "
+        f"{fail0:.1f} to {fail:.1f} minutes and resolve there from {pct(res0)} to {pct(res)}, "
+        f"against {pct(off)} with shaping off (low end of the interval: {pct(low)} of shaping "
+        f"off's, the rule needs {pct(ctx.rule.min_resolve_vs_off_long)}).",
     )
 
 

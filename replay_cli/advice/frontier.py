@@ -1,8 +1,8 @@
-"""The frontier of a sweep on the rule's own axes: per config, how much faster it makes
-successes than shaping off per step (`gain`, minutes) against the resolve progress it keeps
-(`kept`, the low end of the interval, the lower of overall and long problems), with the role the
-recommendation gives it; and the configs the step charts highlight (shaping off, the recommended
-and the runner-up)."""
+"""The frontier of a sweep on the rule's own axes: per config, how much sooner than under
+shaping off its successes end after T steps (`gain`, minutes) against the resolve rate it keeps
+then (`kept`, the low end of the interval, the lower of overall and long problems), with the role
+the recommendation gives it; and the configs the step charts highlight (shaping off, the
+recommended and the runner-up)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ def _kept(summary: pl.DataFrame) -> pl.Expr:
         have = [c for c in (low, point) if c in summary.columns]
         return pl.coalesce([pl.col(c) for c in have] + [pl.lit(1.0)])
 
-    overall = one(C.RESOLVE_VS_OFF_LOW, C.RESOLVE_VS_OFF)
-    long = one(C.RESOLVE_VS_OFF_LOW_LONG, C.RESOLVE_VS_OFF_LONG)
+    overall = one(C.F_RESOLVE_VS_OFF_LOW, C.F_RESOLVE_VS_OFF)
+    long = one(C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LONG)
     return pl.min_horizontal(overall, long)
 
 
 def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
-    """Per config: `gain` (minutes per step by which successes get faster than under shaping
-    off; larger is better), `kept` (resolve progress kept, see `_kept`), `role` from the verdict,
+    """Per config: `gain` (minutes by which successes end sooner than under shaping off after T
+    steps; larger is better), `kept` (resolve rate kept, see `_kept`), `role` from the verdict,
     `off` for shaping off, and `other`: the config fails a criterion besides resolve progress
     (why it is avoided wherever it sits)."""
     verdict = verdict.select(
@@ -54,7 +54,7 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
     return summary.select(
         S.CONFIG_ID,
         "label",
-        (-pl.col(C.SOLVE_VS_OFF)).fill_null(0.0).alias("gain"),
+        (-pl.col(C.F_SOLVE_VS_OFF)).fill_null(0.0).alias("gain"),
         _kept(summary).alias("kept"),
         shaping_off(summary).alias("off"),
     ).join(verdict, on=S.CONFIG_ID, how="left", maintain_order="left")

@@ -1,24 +1,31 @@
 """The one recommendation: which config to launch, which is the runner-up, which to avoid and why.
 
 One documented rule decides it (docs/report.md, "The recommendation"), read from the summary
-table (and, for how sure the pick is, the bootstrap table); every other part of the report reads
-its verdict (advice/verdict.py) instead of deciding again. It is stated on the decision measure,
-one step of fixed size (engine/measure.py), not on the first-order pushes:
+table's outcome at the horizon: the forecast's resolve rate and minutes after T training steps
+(engine/forecast.py), each against shaping off's after the same T steps, with paired bootstrap
+intervals over problems; every other part of the report reads its verdict (advice/verdict.py)
+instead of deciding again.
 
 * a config is **eligible** when it passes every criterion of `Rule`: launchable as replayed, no
   inversion that shaping introduces, no explosion left unbounded by the clip, the low end of the
-  bootstrap interval of its resolve progress at least 95% of shaping off's overall and on long
-  problems, failures not taught to give up sooner than shaping off would beyond a limit in
-  minutes per step, little signal from uncharged rows;
-* among the eligible, the **recommended** config makes successes fastest against shaping off (the
-  most negative `step/solve_minutes_vs_off`), ties going to the smaller lambda_time, then to
-  shaping off, then to the config with fewer settings away from their defaults; the next that
-  does not train exactly like it is the **runner-up**, the rest stay **eligible**;
-* every other config is **avoid**, with each failed criterion and its number as the reason.
+  interval of its resolve rate after T steps at least 95% of shaping off's overall and on long
+  problems, failures not ending more than 5% sooner than under shaping off after T steps,
+  little signal from uncharged rows;
+* among the eligible, the **recommended** config makes successes fastest after T steps against
+  shaping off (the most negative `forecast/solve_minutes_vs_off`; a gain under 1% of shaping
+  off's minutes counts as none), ties going to the smaller lambda_time, then to shaping off,
+  then to the config with fewer settings away from their defaults; the next that does not
+  train exactly like it is the **runner-up**, the rest stay **eligible**;
+* every other config is **avoid**, with each failed criterion and its number as the reason;
+* without the forecast (`--no-forecast`), or with too few problems to tell the bar from
+  parity, the configs that pass the other criteria are **unrated**, and the reason says so.
 
 Shaping off competes under the same rule; when it wins, the verdict is to keep it, and the best
-trade (the shaped config that keeps the most resolve progress while making successes faster,
-failing nothing but the resolve criteria) is named with its numbers.
+trade (the shaped config that keeps the most resolve rate while making successes faster,
+failing nothing but the resolve criteria, and costing at most `max_trade_cost`) is named with
+its numbers. The confidence of the pick is the share of bootstrap resamples in which the rule,
+applied again with that resample's own interval ends, picks it or a config that trains alike
+(`_confidence`).
 """
 
 from __future__ import annotations
@@ -40,23 +47,33 @@ from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
 from replay_cli.parameters import registry
 
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
-"""`unrated`: the summary predates the columns the rule reads (a report of an earlier version)."""
+"""`unrated`: what the rule reads is missing (no forecast, too few problems, or a report of an
+earlier version); the reason says which."""
+STATIC_NEEDED = (C.INTRODUCED, C.EXPLOSION_TRAINED, C.UNCHARGED_ONLY)
+"""The summary columns the criteria that need no forecast read."""
 NEEDED = (
-    C.INTRODUCED,
-    C.EXPLOSION_TRAINED,
-    C.RESOLVE_VS_OFF,
-    C.RESOLVE_VS_OFF_LONG,
-    C.SOLVE_VS_OFF,
-    C.FAIL_VS_OFF,
-    C.UNCHARGED_ONLY,
+    *STATIC_NEEDED,
+    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_SOLVE_VS_OFF,
+    C.F_FAIL_VS_OFF,
+    C.F_SOLVE_OFF,
+    C.F_FAIL_OFF,
 )
-"""The summary columns the rule reads."""
+"""The summary columns the whole rule reads (the outcome at the horizon among them)."""
 SAME_NUMBERS_NEEDED = ("trained_digest",)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of the trained rows' shaped rewards, advantages and
 masks)."""
-DEFAULT_BUDGET = 0.001
-"""The step budget the fail-faster limit is stated at (MeasureSettings.step_kl's default)."""
+RULE_READS = (
+    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE_VS_OFF_LOW,
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_RESOLVE_VS_OFF_LOW_LONG,
+    C.F_SOLVE_VS_OFF,
+    C.F_FAIL_VS_OFF,
+)
+"""The numbers the rule reads, carried by the recommendation table under their summary names."""
 SCHEMA = {
     S.CONFIG_ID: pl.String,
     "label": pl.String,
@@ -67,16 +84,19 @@ SCHEMA = {
     "overrides": pl.String,
     "yaml": pl.String,
     S.SHAPING_OFF: pl.Boolean,
-    "solve_minutes_vs_off": pl.Float64,
-    "resolve_vs_off": pl.Float64,
-    "resolve_vs_off_low": pl.Float64,
-    "resolve_vs_off_long": pl.Float64,
-    "resolve_vs_off_low_long": pl.Float64,
+    **dict.fromkeys(RULE_READS, pl.Float64),
+    C.FORECAST_STEPS: pl.Float64,
     "won_share": pl.Float64,
+    "set_share": pl.Float64,
+    "alike": pl.List(pl.String),
     "best_trade": pl.Boolean,
     "trade": pl.String,
     "budget_check": pl.String,
 }
+"""`won_share`: the share of resamples in which the rule picks the config; `set_share` (the
+recommended row only): the share in which it picks the config or one of `alike`, the eligible
+configs that train like it within the interval, an estimate of how often a new log of the
+same size gives the same pick."""
 
 
 def shaping_off(summary: pl.DataFrame) -> pl.Series:
@@ -99,28 +119,22 @@ class Rule(BaseModel):
 
     min_resolve_vs_off: float = Field(
         0.95,
-        description="the low end of the resolve progress's interval, as a share of shaping "
-        "off's, over all problems (step/resolve_vs_off_low)",
+        description="the low end of the interval of the resolve rate after T steps, as a share "
+        "of shaping off's after T steps, over all problems (forecast/resolve_vs_off_low)",
     )
     min_resolve_vs_off_long: float = Field(
-        0.95, description="the same on long problems (step/resolve_vs_off_low@long)"
+        0.95, description="the same on long problems (forecast/resolve_vs_off_low@long)"
     )
     max_fail_faster: float = Field(
-        0.02,
-        description="how much sooner than under shaping off failures may end, in minutes per "
-        "step at the default budget (scaled by sqrt(step_kl / 0.001) at others)",
+        0.05,
+        description="how much sooner than under shaping off failures may end after T steps, as "
+        "a share of shaping off's mean minutes of a failure then",
     )
     min_faster: float = Field(
         0.01,
-        description="how many minutes per step faster than under shaping off successes must get "
-        "for a config to count as faster at all (at the default budget; scaled like "
-        "max_fail_faster): a smaller change, such as the rounding-sized charge of a tiny λ, "
-        "ties with shaping off",
-    )
-    min_forecast_long: float = Field(
-        0.95,
-        description="with a forecast: the lowest seed's resolve rate on long problems after T "
-        "steps, as a share of shaping off's, at least this",
+        description="how much faster than under shaping off successes must end after T steps, "
+        "as a share of shaping off's mean minutes of a success then, to count as faster at all "
+        "(a smaller change, such as a rounding-sized λ's, ties with shaping off)",
     )
     max_uncharged_only: float = Field(
         0.01, description="the share of groups with signal only from uncharged rows, at most"
@@ -130,32 +144,45 @@ class Rule(BaseModel):
         description="only configs NeMo-RL can run as they are: the PR's semantics and its own "
         "GRPO estimator (the launch overrides would run something else)",
     )
-
-    def at_budget(self, minutes: float, row: dict[str, Any]) -> float:
-        """A limit in minutes per step at the default budget, at the row's budget: a step of
-        budget δ moves minutes about sqrt(δ) as far (first order)."""
-        budget = row.get(C.KL_BUDGET) or DEFAULT_BUDGET
-        return minutes * math.sqrt(budget / DEFAULT_BUDGET)
+    max_trade_cost: float = Field(
+        0.10,
+        description="where shaping off is kept, a best trade is offered only when it keeps at "
+        "least 1 − this of shaping off's resolve rate after T steps (overall and long)",
+    )
+    min_problems: int = Field(
+        50,
+        ge=1,
+        description="below this many problems in the forecast, the verdict is 'not enough "
+        "data to decide'",
+    )
+    alike_level: float = Field(
+        0.90,
+        gt=0,
+        lt=1,
+        description="two eligible configs train alike when the interval at this level of "
+        "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
+    )
 
     def fail_limit(self, row: dict[str, Any]) -> float:
-        """The fail-faster limit at the row's step budget (minutes per step)."""
-        return self.at_budget(self.max_fail_faster, row)
+        """Minutes by which failures may end sooner than under shaping off after T steps."""
+        return self.max_fail_faster * num(row, C.F_FAIL_OFF)
 
     def faster_limit(self, row: dict[str, Any]) -> float:
-        """The smallest solve-minute gain that counts, at the row's step budget."""
-        return self.at_budget(self.min_faster, row)
+        """The smallest solve-minute gain after T steps that counts."""
+        return self.min_faster * num(row, C.F_SOLVE_OFF)
 
     def summary_text(self) -> str:
         """The rule in one sentence, with its thresholds (the page and the terminal print it)."""
         return (
             "eligible: launchable as replayed, no inversion that shaping introduces, no "
-            f"|advantage| above {EXPLOSION:g} left after the clip, resolve progress per step "
-            f"kept at {pct(self.min_resolve_vs_off)} of shaping off's or more (low end of the "
-            f"interval) overall and {pct(self.min_resolve_vs_off_long)} on long problems, "
-            f"failures ending no more than {self.max_fail_faster:g} min per step sooner than "
-            f"under shaping off, signal from uncharged rows in at most "
+            f"|advantage| above {EXPLOSION:g} left after the clip, a resolve rate after T "
+            f"training steps of at least {pct(self.min_resolve_vs_off)} of shaping off's (low "
+            f"end of the interval) overall and {pct(self.min_resolve_vs_off_long)} on long "
+            f"problems, failures ending at most {pct(self.max_fail_faster)} sooner than under "
+            f"shaping off, signal from uncharged rows in at most "
             f"{pct(self.max_uncharged_only)} of groups; among those, the one that makes "
-            "successes fastest against shaping off wins (ties: the smaller λ, then shaping off)"
+            "successes fastest after T steps against shaping off wins (ties: the smaller λ, "
+            "then shaping off)"
         )
 
 
@@ -170,39 +197,82 @@ class Criterion:
 
 
 def _kept(row: dict[str, Any], where: str, least: float) -> bool:
-    """The resolve progress keeps `least` of shaping off's at the low end of its interval (the
-    point value where no interval was computed); where shaping off makes none (the ratio is
-    null), it may not fall below shaping off's."""
-    low = row.get(C.bound(C.RESOLVE_VS_OFF, "low", where))
-    ratio = row.get(C.scoped(C.RESOLVE_VS_OFF, where))
+    """The resolve rate after T steps keeps `least` of shaping off's at the low end of its
+    interval (the point value where no interval was computed); where shaping off resolves
+    nothing (the ratio is null), it may not fall below shaping off's."""
+    low = row.get(C.bound(C.F_RESOLVE_VS_OFF, "low", where))
+    ratio = row.get(C.scoped(C.F_RESOLVE_VS_OFF, where))
     if ratio is not None:
         return float(low if low is not None else ratio) >= least
-    on, off = num(row, C.scoped(C.RESOLVE, where)), num(row, C.off(C.RESOLVE, where))
+    on, off = num(row, C.scoped(C.F_RESOLVE, where)), num(row, C.scoped(C.F_RESOLVE_OFF, where))
     return on >= off - 1e-12
 
 
-def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
-    ratio = row.get(C.scoped(C.RESOLVE_VS_OFF, where))
-    low = row.get(C.bound(C.RESOLVE_VS_OFF, "low", where))
-    if ratio is not None:
-        interval = f" (low end {pct(float(low))})" if low is not None else ""
-        return f"{pct(float(ratio))} of shaping off's{interval}, needs {pct(least)}"
-    return (
-        f"{_points(num(row, C.scoped(C.RESOLVE, where)))} per step, below shaping off's "
-        f"{_points(num(row, C.off(C.RESOLVE, where)))}"
+def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
+    """The outcome at the horizon in the one wording every surface uses: 'ends at 50.7%
+    resolved on long problems after 50 steps, 97.7% of shaping off's 52.0% (it keeps +12.8 of
+    shaping off's +14.1 points)'."""
+    on = row.get(C.scoped(C.F_RESOLVE, where))
+    off = row.get(C.scoped(C.F_RESOLVE_OFF, where))
+    start = row.get(C.scoped(C.F_RESOLVE_START, where))
+    ratio = row.get(C.scoped(C.F_RESOLVE_VS_OFF, where))
+    scope = " on long problems" if where == "@long" else ""
+    if on is None or off is None:
+        return NO_LONG_PROBLEMS if where == "@long" else "no forecast"
+    against = f"{pct_ratio(ratio)} of " if ratio is not None else "against "
+    text = (
+        f"ends at {_rate(on)} resolved{scope} after {num(row, C.FORECAST_STEPS):.0f} steps, "
+        f"{against}shaping off's {_rate(off)}"
     )
+    if start is not None:
+        text += (
+            f" (it keeps {_points(on - start)} of shaping off's {_points(off - start)} points)"
+            if off - start > 1e-12
+            else f" (shaping off moves it {_points(off - start)} points)"
+        )
+    return text
+
+
+def _rate(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def pct_ratio(x: float | None) -> str:
+    """A ratio to shaping off's for a sentence (one decimal, as the tables show it)."""
+    return C.show_value("ratio", x)
 
 
 def _points(x: float) -> str:
-    """A change of a probability in percentage points."""
-    return f"{x * 100:+.3g} points"
+    """A change of a probability in percentage points, one decimal."""
+    return f"{x * 100:+.1f}".replace("-", "−")
+
+
+def _kept_text(row: dict[str, Any], where: str, least: float) -> str:
+    low = row.get(C.bound(C.F_RESOLVE_VS_OFF, "low", where))
+    ratio = row.get(C.scoped(C.F_RESOLVE_VS_OFF, where))
+    interval = f"; low end of its interval {pct_ratio(low)}" if low is not None else ""
+    if ratio is None:
+        return f"{horizon_text(row, where)}, below shaping off's"
+    return f"{horizon_text(row, where)}{interval}, needs {pct(least)}"
 
 
 def _launchable(row: dict[str, Any]) -> bool:
     return row.get("semantics", "nemo-rl") == "nemo-rl" and row.get("estimator", "grpo") == "grpo"
 
 
-CRITERIA = (
+def _fail_text(row: dict[str, Any], rule: Rule) -> str:
+    change = num(row, C.F_FAIL_VS_OFF)
+    off = num(row, C.F_FAIL_OFF)
+    share = -change / off if off > 0 else 0.0
+    return (
+        f"teaches failures to give up sooner: after {num(row, C.FORECAST_STEPS):.0f} steps they "
+        f"end {minutes_text(-change, signed=False)} sooner than under shaping off "
+        f"({pct(share)} of its {minutes_text(off, signed=False)}; limit "
+        f"{pct(rule.max_fail_faster)})"
+    )
+
+
+STATIC_CRITERIA = (
     Criterion(
         "launchable",
         lambda r, rule: not rule.require_launchable or _launchable(r),
@@ -229,41 +299,6 @@ CRITERIA = (
         ),
     ),
     Criterion(
-        "resolve",
-        lambda r, rule: _kept(r, "", rule.min_resolve_vs_off),
-        lambda r, rule: f"resolve progress is {_kept_text(r, '', rule.min_resolve_vs_off)}",
-    ),
-    Criterion(
-        "resolve_long",
-        lambda r, rule: _kept(r, "@long", rule.min_resolve_vs_off_long),
-        lambda r, rule: (
-            "resolve progress on long problems is "
-            f"{_kept_text(r, '@long', rule.min_resolve_vs_off_long)}"
-        ),
-    ),
-    Criterion(
-        "fail_faster",
-        lambda r, rule: num(r, C.FAIL_VS_OFF) >= -rule.fail_limit(r),
-        lambda r, rule: (
-            f"teaches failures to give up sooner: they end "
-            f"{minutes_text(-num(r, C.FAIL_VS_OFF), signed=False)} per step sooner "
-            f"than under shaping off (limit {minutes_text(rule.fail_limit(r), signed=False)})"
-        ),
-    ),
-    Criterion(
-        "forecast_long",
-        lambda r, rule: (
-            r.get(C.FORECAST_KEPT_LOW_LONG) is None
-            or r[C.FORECAST_KEPT_LOW_LONG] >= rule.min_forecast_long
-        ),
-        lambda r, rule: (
-            f"after {num(r, C.FORECAST_STEPS):.0f} forecast steps it keeps "
-            f"{pct(num(r, C.FORECAST_KEPT_LONG))} of shaping off's resolve rate on long problems "
-            f"(lowest seed {pct(num(r, C.FORECAST_KEPT_LOW_LONG))}), needs "
-            f"{pct(rule.min_forecast_long)}"
-        ),
-    ),
-    Criterion(
         "uncharged_only",
         lambda r, rule: num(r, C.UNCHARGED_ONLY) <= rule.max_uncharged_only,
         lambda r, rule: (
@@ -272,8 +307,33 @@ CRITERIA = (
         ),
     ),
 )
-RESOLVE_CRITERIA = ("resolve", "resolve_long", "forecast_long")
+HORIZON_CRITERIA = (
+    Criterion(
+        "resolve",
+        lambda r, rule: _kept(r, "", rule.min_resolve_vs_off),
+        lambda r, rule: f"it {_kept_text(r, '', rule.min_resolve_vs_off)}",
+    ),
+    Criterion(
+        "resolve_long",
+        lambda r, rule: _kept(r, "@long", rule.min_resolve_vs_off_long),
+        lambda r, rule: f"it {_kept_text(r, '@long', rule.min_resolve_vs_off_long)}",
+    ),
+    Criterion(
+        "fail_faster",
+        lambda r, rule: num(r, C.F_FAIL_VS_OFF) >= -rule.fail_limit(r),
+        _fail_text,
+    ),
+)
+CRITERIA = (*STATIC_CRITERIA[:3], *HORIZON_CRITERIA, STATIC_CRITERIA[3])
+"""Every criterion, in the order reasons list them."""
+RESOLVE_CRITERIA = ("resolve", "resolve_long")
 """Criteria a config may fail and still be named as the best trade when shaping off is kept."""
+RESAMPLED_CRITERIA = ("resolve", "resolve_long", "fail_faster")
+"""Criteria the confidence applies again in each resample."""
+NO_FORECAST = (
+    "not judged on resolve rate: the forecast did not run (--no-forecast), so neither the "
+    "resolve rate nor the minutes after T steps were read; run without --no-forecast to rate it"
+)
 
 
 def _override_value(name: str, value: Any) -> str:
@@ -340,9 +400,9 @@ def _set_away(row: dict[str, Any]) -> list[str]:
 
 
 def _gain(row: dict[str, Any], rule: Rule | None = None) -> float:
-    """The solve-minute change against shaping off per step (negative: faster), 0 within
+    """The solve-minute change after T steps against shaping off (negative: faster), 0 within
     MINUTES_EPS, and with a rule, 0 where successes get less than its `min_faster` faster."""
-    value = num(row, C.SOLVE_VS_OFF)
+    value = num(row, C.F_SOLVE_VS_OFF)
     least = MINUTES_EPS if rule is None else max(MINUTES_EPS, rule.faster_limit(row))
     if value > MINUTES_EPS or -value > least:  # slower, or faster by enough to count
         return value
@@ -374,6 +434,10 @@ def _differs_in(row: dict[str, Any], base: dict[str, Any]) -> str:
     return " ".join(f"{n}={param_text(n, row[n])}" for n in names) or "no parameter"
 
 
+Row = tuple[int, dict[str, Any], list[Criterion], bool]
+"""(position in the summary, summary row, failed criteria, shaping off)."""
+
+
 def recommend(
     summary: pl.DataFrame,
     rule: Rule | None = None,
@@ -381,17 +445,26 @@ def recommend(
     check_budgets: bool = True,
 ) -> pl.DataFrame:
     """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons
-    with their numbers, launch overrides and YAML, the numbers it is ranked by, the share of
+    with their numbers, launch overrides and YAML, the numbers the rule reads, the share of
     bootstrap resamples in which it would be recommended, the best trade), recommended first."""
     rule = rule or Rule()
-    missing = [c for c in NEEDED if c not in summary.columns]
+    missing = [c for c in STATIC_NEEDED if c not in summary.columns]
     if missing:
         return _unrated(summary, missing)
+    judged = all(c in summary.columns for c in NEEDED)
+    criteria = CRITERIA if judged else STATIC_CRITERIA
     off = shaping_off(summary).to_list() if summary.height else []
-    rows = []
+    rows: list[Row] = []
     for i, row in enumerate(summary.iter_rows(named=True)):
-        failed = [c for c in CRITERIA if not c.passes(row, rule)]
+        failed = [c for c in criteria if not c.passes(row, rule)]
         rows.append((i, row, failed, off[i]))
+    unrated_why = NO_FORECAST if not judged else _scarcity(rows, rule)
+    if unrated_why is not None:
+        # Nothing is ranked: what the rule would read cannot tell the bar from parity.
+        static = [
+            (i, row, [c for c in failed if c in STATIC_CRITERIA], o) for i, row, failed, o in rows
+        ]
+        return _table(static, {}, {}, rule, unrated_why=unrated_why)
     eligible = sorted(
         (r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3], rule), r[0])
     )
@@ -413,16 +486,41 @@ def recommend(
     trade = _best_trade(rows, rule) if keep_off or not eligible else None
     best_id = best.get(S.CONFIG_ID)
     checked = _budget_check(summary, rule, best_id) if check_budgets and eligible else None
-    won = _won_shares(summary, rows, rule, resamples)
+    pick = eligible[0][0] if eligible else None
+    confidence = _confidence(rows, rule, resamples, pick, [i for i, *_ in eligible])
+    extra = {
+        "trade": trade,
+        "checked": checked,
+        "same_as_best": same_as_best,
+        "confidence": confidence,
+        "ranked": eligible,
+    }
+    return _table(rows, roles, extra, rule)
+
+
+def _table(
+    rows: list[Row],
+    roles: dict[int, str],
+    extra: dict[str, Any],
+    rule: Rule,
+    unrated_why: str | None = None,
+) -> pl.DataFrame:
+    """The recommendation table of judged rows, recommended first."""
+    same_as_best = extra.get("same_as_best", {})
+    won, alike, set_share = extra.get("confidence") or ({}, [], None)
+    trade, checked = extra.get("trade"), extra.get("checked")
+    labels = {i: row["label"] for i, row, *_ in rows}
     out = []
     for i, row, failed, is_off in rows:
-        role = roles.get(i, "avoid")
+        role = roles.get(i, "avoid" if failed or unrated_why is None else "unrated")
         if failed:
             reasons = "; ".join(c.why(row, rule) for c in failed)
+        elif role == "unrated":
+            reasons = unrated_why or ""
         elif i in same_as_best:
             reasons = same_as_best[i]
         elif is_off:
-            reasons = "shaping off: the reference every step is measured against"
+            reasons = "shaping off: the reference every config is measured against"
         else:
             reasons = _why_eligible(row)
         out.append(
@@ -436,12 +534,11 @@ def recommend(
                 "overrides": launch_overrides(row, is_off),
                 "yaml": launch_yaml(row, is_off),
                 S.SHAPING_OFF: is_off,
-                "solve_minutes_vs_off": row.get(C.SOLVE_VS_OFF),
-                "resolve_vs_off": row.get(C.RESOLVE_VS_OFF),
-                "resolve_vs_off_low": row.get(C.RESOLVE_VS_OFF_LOW),
-                "resolve_vs_off_long": row.get(C.RESOLVE_VS_OFF_LONG),
-                "resolve_vs_off_low_long": row.get(C.RESOLVE_VS_OFF_LOW_LONG),
+                **{name: row.get(name) for name in RULE_READS},
+                C.FORECAST_STEPS: row.get(C.FORECAST_STEPS),
                 "won_share": won.get(i),
+                "set_share": set_share if role == "recommended" else None,
+                "alike": [labels[j] for j in alike] if role == "recommended" else [],
                 "best_trade": trade == i,
                 "trade": trade_text(row) if _tradeable(row, failed, is_off, rule) else None,
                 "budget_check": checked if role == "recommended" else None,
@@ -449,7 +546,7 @@ def recommend(
         )
     order = {role: i for i, role in enumerate(ROLES)}
     # The ranking as shown: by role (a twin of the best after the runner-up), then by solve key.
-    by_role = sorted((i for i, *_ in eligible), key=lambda i: order[roles[i]])
+    by_role = sorted((i for i, *_ in extra.get("ranked", [])), key=lambda i: order[roles[i]])
     ranked = {i: place for place, i in enumerate(by_role)}
     for i, item in enumerate(out):
         item["rank"] = ranked.get(i)
@@ -457,19 +554,67 @@ def recommend(
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
 
 
-HALF_TWICE = (("_half", "half"), ("_twice", "twice"))
+def _scarcity(rows: list[Row], rule: Rule) -> str | None:
+    """Why the data cannot decide (None where it can): fewer problems than `min_problems` in
+    the forecast, or intervals so wide that even a shaped config at parity with shaping off
+    could not show the rule's bar: the narrowest interval's lower half-width above
+    1 − min_resolve_vs_off. The number of problems needed scales with the width squared."""
+    if not rows:
+        return None
+    first = rows[0][1]
+    n = first.get(C.FORECAST_PROBLEMS_SAMPLED) or first.get(C.FORECAST_PROBLEMS)
+    if n is None:
+        return None
+    n = int(n)
+    if n < rule.min_problems:
+        return (
+            f"not enough data to decide: the forecast rests on {n} problems, and the rule needs "
+            f'at least {rule.min_problems} (docs/report.md, "Small data")'
+        )
+    margin = 1.0 - max(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    widths = []
+    for _, row, failed, is_off in rows:
+        if is_off or any(c in STATIC_CRITERIA for c in failed):
+            continue
+        halves = [
+            row[C.scoped(C.F_RESOLVE_VS_OFF, w)] - row[C.bound(C.F_RESOLVE_VS_OFF, "low", w)]
+            for w in ("", "@long")
+            if row.get(C.scoped(C.F_RESOLVE_VS_OFF, w)) is not None
+            and row.get(C.bound(C.F_RESOLVE_VS_OFF, "low", w)) is not None
+        ]
+        if halves:
+            widths.append(max(halves))
+    if not widths or margin <= 0 or min(widths) <= margin:
+        return None
+    width = min(widths)
+    needed = math.ceil(n * (width / margin) ** 2 / 10) * 10
+    return (
+        f"not enough data to decide: after T steps the resolve rate against shaping off's is "
+        f"known only to −{pct(width)} (the narrowest interval's low side, {n} problems), and "
+        f"telling the rule's {pct(1 - margin)} from parity needs −{pct(margin)}: about "
+        f"{needed:,} problems would be needed"
+    )
+
+
+DERIVED_BUDGETS = (("_half", "half"), ("_twice", "twice"))
+
+
+def budget_column(name: str, suffix: str) -> str:
+    """A horizon number's column at another budget: `forecast/x_low@long` -> `..._low_half@long`."""
+    base, at, scope = name.partition("@")
+    return f"{base}{suffix}{at}{scope}"
 
 
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
     """Whether the recommendation holds when the forecast runs at half and at twice the step
-    budget (None without those forecasts): the rule applied again to the forecast's low ends at
-    those budgets."""
+    budget (None without those forecasts): the rule applied again to the outcome at T at those
+    budgets."""
     moved = []
-    for suffix, words in HALF_TWICE:
-        column = C.scoped(f"{C.FORECAST_KEPT_LOW}{suffix}", "@long")
-        if column not in summary.columns:
+    for suffix, words in DERIVED_BUDGETS:
+        columns = {budget_column(name, suffix): name for name in RULE_READS}
+        if any(c not in summary.columns for c in columns):
             return None
-        alt = summary.with_columns(pl.col(column).alias(C.FORECAST_KEPT_LOW_LONG))
+        alt = summary.with_columns(pl.col(c).alias(name) for c, name in columns.items())
         table = recommend(alt, rule, check_budgets=False)
         first = table.filter(pl.col("role") == "recommended")
         other = first.row(0, named=True) if first.height else None
@@ -481,104 +626,143 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
 
 
 def _tradeable(row: dict[str, Any], failed: list[Criterion], is_off: bool, rule: Rule) -> bool:
-    """A shaped config that fails nothing but the resolve criteria and makes successes faster
-    by at least the rule's `min_faster`: a trade a user may accept knowingly."""
+    """A shaped config that fails nothing but the resolve criteria, makes successes faster by
+    at least the rule's `min_faster` and keeps at least 1 − `max_trade_cost` of shaping off's
+    resolve rate after T steps: a trade a user may accept knowingly."""
     names = {c.name for c in failed}
     return (
         not is_off
         and bool(names)
         and names <= set(RESOLVE_CRITERIA)
         and _gain(row, rule) < 0
-        and row.get(C.RESOLVE_VS_OFF) is not None
+        and row.get(C.F_RESOLVE_VS_OFF) is not None
+        and _kept_least(row) >= 1 - rule.max_trade_cost
     )
 
 
-def _best_trade(
-    rows: list[tuple[int, dict[str, Any], list[Criterion], bool]], rule: Rule
-) -> int | None:
-    """The tradeable config that keeps the most resolve progress (the lower of overall and long
+def _best_trade(rows: list[Row], rule: Rule) -> int | None:
+    """The tradeable config that keeps the most resolve rate (the lower of overall and long
     problems), ties to the larger solve-minute gain."""
     offers = [
-        (min(num(r, C.RESOLVE_VS_OFF), _long_or_overall(r)), -_gain(r), -i, i)
+        (_kept_least(r), -_gain(r), -i, i)
         for i, r, failed, off in rows
         if _tradeable(r, failed, off, rule)
     ]
     return max(offers)[3] if offers else None
 
 
-def _long_or_overall(row: dict[str, Any]) -> float:
-    long = row.get(C.RESOLVE_VS_OFF_LONG)
-    return num(row, C.RESOLVE_VS_OFF) if long is None else float(long)
+def _kept_least(row: dict[str, Any]) -> float:
+    """The lower of the resolve ratios at T overall and on long problems (point values)."""
+    long = row.get(C.F_RESOLVE_VS_OFF_LONG)
+    overall = num(row, C.F_RESOLVE_VS_OFF)
+    return overall if long is None else min(overall, float(long))
+
+
+def _faster_text(row: dict[str, Any], column: str, what: str) -> str:
+    """'successes end 1.1 min sooner' / 'later' / 'as soon' than under shaping off, by sign."""
+    x = num(row, column)
+    if abs(x) <= MINUTES_EPS:
+        return f"{what} end as soon as under shaping off"
+    word = "sooner" if x < 0 else "later"
+    return f"{what} end {minutes_text(x, signed=False)} {word} than under shaping off"
 
 
 def trade_text(row: dict[str, Any]) -> str:
-    """What a config buys and what it costs per step against shaping off, in words."""
-    overall = num(row, C.RESOLVE_VS_OFF)
-    long = row.get(C.RESOLVE_VS_OFF_LONG)
-    on_long = "" if long is None else f" ({_signed_pct(float(long) - 1)} on long problems)"
+    """What a config buys and what it costs after T steps against shaping off, in words."""
     return (
-        f"'{row['label']}' buys {minutes_text(num(row, C.SOLVE_VS_OFF))} per step "
-        f"on successes for {_signed_pct(overall - 1)} of resolve progress per step{on_long}"
+        f"'{row['label']}': {_faster_text(row, C.F_SOLVE_VS_OFF, 'successes')} after "
+        f"{num(row, C.FORECAST_STEPS):.0f} steps, and it {horizon_text(row, '@long')}; over all "
+        f"problems it keeps {pct_ratio(row.get(C.F_RESOLVE_VS_OFF))} of shaping off's resolve rate"
     )
 
 
-def _signed_pct(x: float) -> str:
-    return f"{x:+.1%}".replace("-", "−")
-
-
-def _won_shares(
-    summary: pl.DataFrame,
-    rows: list[tuple[int, dict[str, Any], list[Criterion], bool]],
+def _confidence(
+    rows: list[Row],
     rule: Rule,
     resamples: pl.DataFrame | None,
-) -> dict[int, float]:
-    """Per config, the share of bootstrap resamples in which the rule recommends it: the
-    criteria read from the resample (resolve ratios, minute changes) are re-applied to its
-    values, the others keep their verdict."""
+    pick: int | None,
+    eligible: list[int],
+) -> tuple[dict[int, float], list[int], float | None] | None:
+    """How sure the pick is, from the forecast's paired bootstrap over problems: in each
+    resample the rule is applied again with that resample's own interval ends (its values
+    shifted down by the width the interval has here: a new log of the same size would see its
+    own point and about the same width), so `won_share` estimates how often a new log picks each
+    config. Eligible configs whose differences to the pick (resolve rate on long problems,
+    solve minutes) hold 0 within the `alike_level` interval train alike: the confidence of the
+    pick is the share of resamples that pick it or one of them (`set_share`)."""
+    names = (C.F_RESOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF, C.F_FAIL_VS_OFF)
     if resamples is None or resamples.is_empty():
-        return {}
-    ids = [r[S.CONFIG_ID] for _, r, *_ in rows]
-    names = (
-        C.RESOLVE_VS_OFF,
-        C.RESOLVE_VS_OFF_LONG,
-        C.SOLVE_VS_OFF,
-        C.FAIL_VS_OFF,
-    )
+        return None
     if any(name not in resamples.columns for name in names):
-        return {}
+        return None
+    ids = [r[S.CONFIG_ID] for _, r, *_ in rows]
     wide = {
-        name: resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids).to_numpy()
+        name: resamples.pivot(on=S.CONFIG_ID, index="resample", values=name)
+        .select(ids)
+        .to_numpy()
+        .astype(np.float64)
         for name in names
     }
-    resampled = (*RESOLVE_CRITERIA, "fail_faster")
-    static = np.array([all(c.name in resampled for c in failed) for _, _, failed, _ in rows])
+    n = len(rows)
     is_off = np.array([o for *_, o in rows])
+    static = np.array(
+        [all(c.name in RESAMPLED_CRITERIA for c in failed) for _, _, failed, _ in rows]
+    )
+
+    def kept(where: str, least: float, name: str) -> np.ndarray:
+        point = np.array([_nan(r.get(C.scoped(C.F_RESOLVE_VS_OFF, where))) for _, r, *_ in rows])
+        low = np.array(
+            [_nan(r.get(C.bound(C.F_RESOLVE_VS_OFF, "low", where))) for _, r, *_ in rows]
+        )
+        shift = np.where(np.isfinite(low), point - low, 0.0)
+        fixed = np.array([_kept(r, where, least) for _, r, *_ in rows])
+        with np.errstate(invalid="ignore"):
+            passes = (wide[name] - shift) >= least
+        return is_off | np.where(np.isfinite(point), passes, fixed)
+
     limits = np.array([rule.fail_limit(r) for _, r, *_ in rows])
-    overall_null = np.array([r.get(C.RESOLVE_VS_OFF) is None for _, r, *_ in rows])
-    long_null = np.array([r.get(C.RESOLVE_VS_OFF_LONG) is None for _, r, *_ in rows])
     with np.errstate(invalid="ignore"):
         ok = (
             static
-            & (is_off | overall_null | (wide[C.RESOLVE_VS_OFF] >= rule.min_resolve_vs_off))
-            & (is_off | long_null | (wide[C.RESOLVE_VS_OFF_LONG] >= rule.min_resolve_vs_off_long))
-            & (wide[C.FAIL_VS_OFF] >= -limits)
+            & kept("", rule.min_resolve_vs_off, C.F_RESOLVE_VS_OFF)
+            & kept("@long", rule.min_resolve_vs_off_long, C.F_RESOLVE_VS_OFF_LONG)
+            & (is_off | (wide[C.F_FAIL_VS_OFF] >= -limits))
         )
-    gain = wide[C.SOLVE_VS_OFF]
+    gain = wide[C.F_SOLVE_VS_OFF]
     least = np.array([max(MINUTES_EPS, rule.faster_limit(r)) for _, r, *_ in rows])
     small = (np.abs(gain) <= MINUTES_EPS) | ((gain < 0) & (-gain <= least))
-    gain = np.where(is_off | small, 0.0, gain)
+    gain = np.where(is_off | small | ~np.isfinite(gain), 0.0, gain)
     # Ties as the rule breaks them: the point ranking's order of the other keys.
-    order = sorted(
-        range(len(rows)), key=lambda i: (*_solve_key(rows[i][1], rows[i][3], rule)[1:], i)
-    )
-    tie_rank = np.empty(len(rows))
-    tie_rank[order] = np.arange(len(rows))
+    order = sorted(range(n), key=lambda i: (*_solve_key(rows[i][1], rows[i][3], rule)[1:], i))
+    tie_rank = np.empty(n)
+    tie_rank[order] = np.arange(n)
     first = np.lexsort((np.broadcast_to(tie_rank, gain.shape), np.where(ok, gain, np.inf)), axis=-1)
     winner = first[:, 0]
     counted = ok[np.arange(len(winner)), winner]
-    counts = np.bincount(winner[counted], minlength=len(rows))
-    total = wide[C.RESOLVE_VS_OFF].shape[0]
-    return {i: float(counts[i] / total) for i in range(len(rows))}
+    counts = np.bincount(winner[counted], minlength=n)
+    total = gain.shape[0]
+    won = {i: float(counts[i] / total) for i in range(n)}
+    if pick is None:
+        return won, [], None
+    lo_q, hi_q = (1 - rule.alike_level) / 2, (1 + rule.alike_level) / 2
+    alike = []
+    for j in eligible:
+        if j == pick:
+            continue
+        holds = True
+        for name in (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF):
+            d = wide[name][:, j] - wide[name][:, pick]
+            d = d[np.isfinite(d)]
+            if len(d) and not (np.quantile(d, lo_q) <= 0 <= np.quantile(d, hi_q)):
+                holds = False
+        if holds:
+            alike.append(j)
+    in_set = np.isin(winner, [pick, *alike]) & counted
+    return won, alike, float(in_set.mean())
+
+
+def _nan(x: Any) -> float:
+    return float("nan") if x is None else float(x)
 
 
 def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
@@ -589,55 +773,27 @@ def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
     )
     off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
-        {
-            S.CONFIG_ID: row[S.CONFIG_ID],
-            "label": row["label"],
-            "role": "unrated",
-            "rank": None,
-            "failed": [],
-            "reasons": why,
-            "overrides": launch_overrides(row, bool(off[i]) if off else False),
-            "yaml": launch_yaml(row, bool(off[i]) if off else False),
-            S.SHAPING_OFF: bool(off[i]) if off else False,
-            "solve_minutes_vs_off": None,
-            "resolve_vs_off": None,
-            "resolve_vs_off_low": None,
-            "resolve_vs_off_long": None,
-            "resolve_vs_off_low_long": None,
-            "won_share": None,
-            "best_trade": False,
-            "trade": None,
-            "budget_check": None,
-        }
+        (i, row, [], bool(off[i]) if off else False)
         for i, row in enumerate(summary.iter_rows(named=True))
     ]
-    return pl.DataFrame(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
+    return _table(rows, {}, {}, Rule(), unrated_why=why)
 
 
 def _why_eligible(row: dict[str, Any]) -> str:
-    """The numbers an eligible config is ranked by."""
-    overall = row.get(C.RESOLVE_VS_OFF)
-    low = row.get(C.RESOLVE_VS_OFF_LOW)
-    long = row.get(C.RESOLVE_VS_OFF_LONG)
-    low_long = row.get(C.RESOLVE_VS_OFF_LOW_LONG)
+    """The numbers an eligible config is ranked by, each worded by its sign."""
+    low = row.get(C.F_RESOLVE_VS_OFF_LOW)
+    overall = row.get(C.F_RESOLVE_VS_OFF)
     kept = (
-        f"{pct(overall)} of shaping off's resolve progress"
-        + (f" (low end {pct(low)})" if low is not None else "")
+        f"over all problems {pct_ratio(overall)} of shaping off's"
+        + (f" (low end {pct_ratio(low)})" if low is not None else "")
         if overall is not None
-        else "as much resolve progress as shaping off"
+        else "over all problems as much as shaping off"
     )
-    if long is not None:
-        kept_long = f"{pct(long)} on long problems" + (
-            f" (low end {pct(low_long)})" if low_long is not None else ""
-        )
-    elif row.get(C.RESOLVE_LONG) is None:
-        kept_long = NO_LONG_PROBLEMS
-    else:
-        kept_long = "as much on long problems"
     return (
-        f"makes successes {minutes_text(-num(row, C.SOLVE_VS_OFF), signed=False)} "
-        f"per step faster than shaping off; keeps {kept} ({kept_long}); no fail-faster drift, "
-        "introduced inversion or unbounded explosion"
+        f"{_faster_text(row, C.F_SOLVE_VS_OFF, 'successes')} after "
+        f"{num(row, C.FORECAST_STEPS):.0f} steps; it {horizon_text(row, '@long')}, {kept}; "
+        f"{_faster_text(row, C.F_FAIL_VS_OFF, 'failures')}; no introduced inversion or "
+        "unbounded explosion"
     )
 
 

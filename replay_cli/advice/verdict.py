@@ -17,7 +17,13 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import findings
-from replay_cli.advice.recommendation import ROLES, Rule, near_misses, recommend
+from replay_cli.advice.recommendation import (
+    ROLES,
+    Rule,
+    near_misses,
+    pct_ratio,
+    recommend,
+)
 
 
 def first_where(verdict: pl.DataFrame, flag: str) -> dict[str, Any] | None:
@@ -83,36 +89,47 @@ class Verdict:
     rule: Rule
 
 
-def keep_off_text(d: Decision) -> str:
+def keep_off_text(d: Decision, rule: Rule | None = None) -> str:
     """Why shaping off is kept (the best trade, if any, is `d.best_trade['trade']`)."""
+    rule = rule or Rule()
     if d.shaped_eligible:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
-    return "no shaped config keeps 95% of shaping off's resolve progress with confidence" + (
-        "; the best trade is below" if d.best_trade is not None else ""
+    least = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    return (
+        f"no shaped config keeps {C.show_value('ratio', least)} of shaping off's resolve rate "
+        "after T steps with confidence (and passes the other criteria)"
+        + ("; the best trade is below" if d.best_trade is not None else "")
     )
 
 
 def confidence_text(row: dict[str, Any]) -> str:
-    """How sure the pick is: its interval and the share of resamples in which it wins."""
-    won = row.get("won_share")
-    low, point = row.get("resolve_vs_off_low"), row.get("resolve_vs_off")
+    """How sure the pick is: its outcome at the horizon with its interval, the configs that
+    train like it, and how often a new log of the same size would give the same pick."""
     parts = []
-    if point is not None and low is not None and not row.get(S.SHAPING_OFF):
+    low, low_long = row.get(C.F_RESOLVE_VS_OFF_LOW), row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
+    if not row.get(S.SHAPING_OFF) and low_long is not None:
         parts.append(
-            f"It keeps {C.show_value('ratio', point)} of shaping off's resolve progress per step "
-            f"(low end of the interval {C.show_value('ratio', low)}"
-            + (
-                f"; on long problems {C.show_value('ratio', row['resolve_vs_off_long'])}, low end "
-                f"{C.show_value('ratio', row['resolve_vs_off_low_long'])}"
-                if row.get("resolve_vs_off_low_long") is not None
-                else ""
-            )
-            + ")."
+            f"The low end of the interval of its resolve rate after "
+            f"{row.get(C.FORECAST_STEPS) or 0:.0f} steps is {pct_ratio(low_long)} of shaping "
+            "off's on long problems"
+            + (f" and {pct_ratio(low)} over all problems" if low is not None else "")
+            + "."
         )
-    if won is not None:
+    alike = [a for a in row.get("alike") or [] if a != row.get("label")]
+    share = row.get("set_share")
+    if share is None:
+        share = row.get("won_share")
+    if alike:
+        names = ", ".join(f"'{a}'" for a in alike)
         parts.append(
-            f"The rule picks it in {C.show_value('share', won)} of the bootstrap resamples of "
-            "the problems."
+            f"{names} train{'s' if len(alike) == 1 else ''} alike here (within the interval); "
+            f"the rule picks '{row.get('label')}', whose successes end soonest."
+        )
+    if share is not None:
+        which = "it or a config that trains alike" if alike else "it"
+        parts.append(
+            f"A new log of this size would pick {which} about {C.show_value('share', share)} "
+            "of the time (the rule applied again in each bootstrap resample of the problems)."
         )
     return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
 

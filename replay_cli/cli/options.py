@@ -302,16 +302,20 @@ ResamplesOpt = Annotated[
 ForecastOpt = Annotated[
     bool,
     typer.Option(
-        "--forecast",
-        help="Also forecast T steps of training under each config (forecast.parquet, a chart, "
-        "a section of index.html, a criterion of the rule).",
+        "--forecast/--no-forecast",
+        help="Forecast T steps of training under each config: the outcome the rule reads "
+        "(forecast.parquet, a chart, a section of index.html). --no-forecast is faster, and the "
+        "verdict then does not judge resolve rate.",
         rich_help_panel="Decision",
     ),
 ]
 StepsOpt = Annotated[
     int,
     typer.Option(
-        "--steps", min=1, help="Forecast: simulated training steps.", rich_help_panel="Decision"
+        "--steps",
+        min=1,
+        help="The horizon T: the training steps you plan; the rule reads the outcome after them.",
+        rich_help_panel="Decision",
     ),
 ]
 SeedsOpt = Annotated[
@@ -429,7 +433,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "wandb": (WandbOpt, None),
         "step_kl": (StepKlOpt, 0.001),
         "resamples": (ResamplesOpt, 200),
-        "forecast": (ForecastOpt, False),
+        "forecast": (ForecastOpt, True),
         "steps": (StepsOpt, 50),
         "seeds": (SeedsOpt, 4),
         "problems": (ProblemsOpt, 150),

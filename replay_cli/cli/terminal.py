@@ -16,6 +16,7 @@ from rich.table import Table
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
+from replay_cli.advice.recommendation import horizon_text
 from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.progress import Progress as PhaseProgress
@@ -94,8 +95,7 @@ def print_decision(verdict: Verdict | None) -> None:
     d = verdict.decision
     rec, runner = d.recommended, d.runner_up
     if d.unrated:
-        typer.echo(f"No recommendation: this report was {d.unrated}.")
-        return
+        typer.echo(f"No recommendation: {d.unrated}.")
     if rec is None:
         typer.echo(
             "No config passes the recommendation rule: keep shaping off (every config is measured "
@@ -105,7 +105,7 @@ def print_decision(verdict: Verdict | None) -> None:
             typer.echo(f"  {m['label']}: {m['reasons']}")
     else:
         typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
-        typer.echo(f"  why: {keep_off_text(d) if d.keep_off else rec['reasons']}")
+        typer.echo(f"  why: {keep_off_text(d, verdict.rule) if d.keep_off else rec['reasons']}")
         typer.echo(f"  confidence: {confidence_text(rec)}")
         typer.echo(f"  launch: {rec['overrides']}")
     trade = d.best_trade if d.keep_off or rec is None else None
@@ -113,8 +113,8 @@ def print_decision(verdict: Verdict | None) -> None:
         typer.echo(f"Best trade: {trade['trade']}")
         typer.echo(f"  launch it knowingly: {trade['overrides']}")
         if runner is not None:
-            gain = C.show(C.SOLVE_VS_OFF, runner["solve_minutes_vs_off"])
-            typer.echo(f"Runner-up: {runner['label']} (successes {gain} per step vs off)")
+            gain = C.show(C.F_SOLVE_VS_OFF, runner[C.F_SOLVE_VS_OFF])
+            typer.echo(f"Runner-up: {runner['label']} (successes {gain} after T steps vs off)")
     if d.avoid:
         typer.echo(
             f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "
@@ -127,28 +127,27 @@ FINDINGS_SHOWN = 4
 
 
 def print_forecast(result: ReplayResult) -> None:
-    """The forecast in two lines: shaping off's trajectory on long problems, what the pick (or
-    the best trade) keeps of it after T steps, and whether the verdict holds at other budgets."""
+    """The forecast in a few lines: shaping off's trajectory on long problems, where the pick (or
+    the best trade) ends after T steps, and whether the verdict holds at other budgets."""
     summary, verdict = result.summary, result.verdict
     if result.forecast is None or verdict is None or C.FORECAST_STEPS not in summary.columns:
+        typer.echo("No forecast (--no-forecast): the verdict did not judge resolve rate.")
         return
     row = summary.row(0, named=True)
     steps = int(row[C.FORECAST_STEPS] or 0)
-    start = C.show(C.FORECAST_RESOLVE_START_LONG, row.get(C.FORECAST_RESOLVE_START_LONG))
-    off = C.show(C.FORECAST_RESOLVE_OFF_LONG, row.get(C.FORECAST_RESOLVE_OFF_LONG))
+    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
+    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
     sample = (
         f"{int(row.get(C.FORECAST_PROBLEMS) or 0):,} of "
         f"{int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0):,} problems per seed"
     )
-    typer.echo(f"Forecast ({steps} steps, {sample}):")
+    typer.echo(f"Forecast (horizon T = {steps} steps, {sample}):")
     typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.")
     d = verdict.decision
     shown = d.best_trade if d.keep_off or d.recommended is None else d.recommended
-    if shown is not None:
+    if shown is not None and not shown.get(S.SHAPING_OFF):
         mine = summary.filter(pl.col(S.CONFIG_ID) == shown[S.CONFIG_ID]).row(0, named=True)
-        kept = C.show(C.FORECAST_KEPT_LONG, mine.get(C.FORECAST_KEPT_LONG))
-        low = C.show(C.FORECAST_KEPT_LOW_LONG, mine.get(C.FORECAST_KEPT_LOW_LONG))
-        typer.echo(f"  '{shown['label']}' keeps {kept} of it (lowest seed {low}).")
+        typer.echo(f"  '{shown['label']}' {horizon_text(mine)}.")
     checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
     if checked.len() and checked[0]:
         typer.echo(f"  Budget: {checked[0]}.")

@@ -15,6 +15,7 @@ step, length bucket and config.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import ForecastSettings, ReplayConfig, ShapingParams
+from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
@@ -245,6 +246,7 @@ class World:
     size: np.ndarray  # (S, P): rollouts per group
     local: np.ndarray  # (S, P): the problem's row in the pool
     pool: Pool
+    index: np.ndarray  # (S, P): the problem's row in the input's problems (the bootstrap's unit)
 
     def first(self, seeds: int) -> World:
         """The world of the first `seeds` seeds."""
@@ -259,6 +261,7 @@ class World:
             size=self.size[cut],
             local=self.local[cut],
             pool=self.pool,
+            index=self.index[cut],
         )
 
     @classmethod
@@ -308,15 +311,17 @@ class World:
             size=np.maximum(size[index], 1).astype(np.int64),
             local=local[index],
             pool=pool,
+            index=index,
         )
 
 
 def _simulate(
     world: World, runs: Sequence[ReplayConfig], steps: int, budget: float, seed: int
-) -> np.ndarray:
-    """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort.
-    Every run draws with the same random numbers (common random numbers: a config and its
-    shaping-off twin differ by their policies, not by luck)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort,
+    and (runs, seeds, problems, levels): each run's effort after the last step. Every run draws
+    with the same random numbers (common random numbers: a config and its shaping-off twin
+    differ by their policies, not by luck)."""
     n_runs = len(runs)
     seeds, problems, levels = world.pi.shape
     pi = np.broadcast_to(world.pi, (n_runs, seeds, problems, levels)).copy()
@@ -356,7 +361,7 @@ def _simulate(
         eta = solve_eta(now, direction, budget, tol=ETA_TOL)
         pi = stepped_effort(now, direction, eta)
         out[t] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
-    return out
+    return out, pi
 
 
 def forecast(
@@ -365,10 +370,14 @@ def forecast(
     configs: Sequence[ReplayConfig],
     settings: ForecastSettings,
     budget: float,
-) -> tuple[pl.DataFrame, dict[str, dict[str, float | None]]]:
-    """The forecast table (config_id, budget, step, bucket, metric, mean, low, high; `_off`
-    metrics for the config's shaping-off twin, `_vs_off` for their per-seed ratio or
-    difference) and per config its summary columns at the last step."""
+    intervals: MeasureSettings | None = None,
+) -> tuple[pl.DataFrame, dict[str, dict[str, float | None]], pl.DataFrame]:
+    """The forecast table (config_id, budget, step, bucket, metric, mean, low, high over seeds;
+    `_off` metrics for the config's shaping-off twin, `_vs_off` for their per-seed ratio or
+    difference), per config its summary columns at the horizon T (the outcome the rule reads,
+    with intervals from resampling the problems: `horizon`), and the resample table (config_id,
+    resample, the `RESAMPLED` columns) the verdict's confidence reads."""
+    intervals = intervals or MeasureSettings()
     world = World.of(problems, groups, settings.seeds)
     twins = {raw_key(c) if batchable(c) else c.config_id: off_twin(c) for c in configs}
     keys = list(twins)
@@ -378,23 +387,135 @@ def forecast(
     ]
     scales = (1.0, 0.5, 2.0) if settings.check_budgets else (1.0,)
     frames, columns = [], {c.config_id: {} for c in configs}
+    resamples = pl.DataFrame()
     for scale in scales:
-        # The budget check reads the low ends at T only: half the seeds serve it.
-        seeds = world if scale == 1.0 else world.first(max(1, settings.seeds // 2))
-        sim = _simulate(seeds, runs, settings.steps, budget * scale, settings.seed)
+        # The budget check reads the rule's numbers at T only: half the seeds serve it.
+        sub = world if scale == 1.0 else world.first(max(1, settings.seeds // 2))
+        sim, last = _simulate(sub, runs, settings.steps, budget * scale, settings.seed)
         frames.append(_table(sim, configs, twin_of, budget * scale))
-        last = sim[-1]
+        point, boot = horizon(sub, last, twin_of, intervals)
+        suffix = "" if scale == 1.0 else ("_half" if scale < 1 else "_twice")
         for k, cfg in enumerate(configs):
-            columns[cfg.config_id] |= _summary(
-                last[k], last[twin_of[k]], scale, sim[0][k], settings.steps
+            mine = {name: v[k] for name, v in point.items()}
+            if suffix:
+                mine = {
+                    _suffixed(name, suffix): v for name, v in mine.items() if _base(name) in RULED
+                }
+            columns[cfg.config_id] |= mine
+        if scale == 1.0 and boot:
+            b = next(iter(boot.values())).shape[0]
+            resamples = pl.DataFrame(
+                {
+                    S.CONFIG_ID: np.repeat(np.array([c.config_id for c in configs]), b).tolist(),
+                    "resample": np.tile(np.arange(b), len(configs)),
+                    **{name: boot[name].T.reshape(-1) for name in RESAMPLED},
+                }
             )
+    start = _metrics(world.pi, world.rate, world.m, world.bucket, world.weight)
     sampled = {
+        "forecast/steps": float(settings.steps),
         "forecast/problems": float(world.pi.shape[1]),
         "forecast/problems_total": float(len(problems.model)),
+        "forecast/problems_sampled": float(len(np.unique(world.index))),
     }
+    for b, scope in ((0, ""), (3, "@long")):
+        sampled[f"forecast/resolve_start{scope}"] = _value(np.mean(start[:, b, 0]))
+        sampled[f"forecast/fail_minutes_start{scope}"] = _value(np.mean(start[:, b, 2]))
     for cid in columns:
         columns[cid] |= sampled
-    return pl.concat(frames), columns
+    return pl.concat(frames), columns, resamples
+
+
+SCOPE_BUCKETS = (("", None), ("@long", 2))
+"""The horizon's scopes: all problems, and the long bucket (its index in `World.bucket`)."""
+RESAMPLED = (
+    "forecast/resolve_vs_off",
+    "forecast/resolve_vs_off@long",
+    "forecast/solve_minutes_vs_off",
+    "forecast/fail_minutes_vs_off",
+)
+"""The horizon's numbers the resample table holds (what the rule reads)."""
+INTERVALS = (
+    "forecast/resolve_vs_off",
+    "forecast/solve_minutes_vs_off",
+    "forecast/fail_minutes_vs_off",
+)
+"""The horizon's numbers given an interval (`_low`, `_high`), in every scope."""
+RULED = (*INTERVALS, *(f"{n}_low" for n in INTERVALS), *(f"{n}_high" for n in INTERVALS))
+"""What the budget check re-reads at half and twice the budget (`_half`, `_twice`)."""
+
+
+def _base(name: str) -> str:
+    return name.partition("@")[0]
+
+
+def _suffixed(name: str, suffix: str) -> str:
+    base, at, scope = name.partition("@")
+    return f"{base}{suffix}{at}{scope}"
+
+
+def _value(x: float) -> float | None:
+    return None if not np.isfinite(x) else float(x)
+
+
+def horizon(
+    world: World, last: np.ndarray, twin_of: list[int], settings: MeasureSettings
+) -> tuple[dict[str, list[float | None]], dict[str, np.ndarray]]:
+    """The outcome after T steps per config, against its shaping-off twin, over all problems and
+    on long problems: the resolve rate and its ratio to shaping off's, the mean minutes of a
+    resolved and of a failed rollout and their differences to shaping off's; each problem
+    counted with its weight, the seeds pooled. Intervals (`_low`, `_high`, at
+    `settings.interval`) from a paired bootstrap over problems: each problem of the input gets
+    one Poisson(1) weight per resample, the same for every config, twin and seed that drew it.
+    Returns the point values (name -> per config) and the resampled `RESAMPLED` (name ->
+    (resamples, configs))."""
+    sums = outcome_sums(last, world.rate[None], world.m[None])  # each (runs, S, P)
+    flat = {k: v.reshape(v.shape[0], -1) for k, v in sums.items()}
+    problem, unit = np.unique(world.index.ravel(), return_inverse=True)
+    rng = np.random.default_rng([settings.seed, 17])
+    draws = rng.poisson(1.0, size=(settings.resamples, len(problem))).astype(np.float64)
+    weights = np.concatenate([np.ones((1, len(problem))), draws])[:, unit]  # (1 + B, S * P)
+    configs = np.arange(len(twin_of))
+    twins = np.asarray(twin_of, dtype=np.int64)
+    point: dict[str, list[float | None]] = {}
+    boot: dict[str, np.ndarray] = {}
+    lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
+    for scope, bucket in SCOPE_BUCKETS:
+        mine = world.weight.ravel() * (True if bucket is None else world.bucket.ravel() == bucket)
+        w = weights * mine  # (1 + B, S * P)
+        total = w.sum(-1)[:, None]
+        summed = {k: w @ v.T for k, v in flat.items()}  # (1 + B, runs)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = summed["p"] / total
+            solve = summed["pm"] / summed["p"]
+            fail = summed["fm"] / summed["f"]
+            values = {
+                "forecast/resolve": rate[:, configs],
+                "forecast/resolve_off": rate[:, twins],
+                "forecast/resolve_vs_off": summed["p"][:, configs] / summed["p"][:, twins],
+                "forecast/solve_minutes": solve[:, configs],
+                "forecast/solve_minutes_off": solve[:, twins],
+                "forecast/solve_minutes_vs_off": solve[:, configs] - solve[:, twins],
+                "forecast/fail_minutes": fail[:, configs],
+                "forecast/fail_minutes_off": fail[:, twins],
+                "forecast/fail_minutes_vs_off": fail[:, configs] - fail[:, twins],
+            }
+        for name, v in values.items():
+            point[f"{name}{scope}"] = [_value(x) for x in v[0]]
+            if f"{name}{scope}" in RESAMPLED:
+                boot[f"{name}{scope}"] = v[1:]
+            if name in INTERVALS and settings.resamples:
+                finite = np.where(np.isfinite(v[1:]), v[1:], np.nan)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # never defined
+                    low, high = np.nanquantile(finite, [lo_q, hi_q], axis=0)
+                point[f"{name}_low{scope}"] = [_value(x) for x in low]
+                point[f"{name}_high{scope}"] = [_value(x) for x in high]
+    give_up = (last[..., 0] * world.weight).sum(-1) / world.weight.sum(-1)  # (runs, S)
+    point["forecast/give_up_vs_off"] = [
+        _value(x) for x in (give_up[configs] - give_up[twins]).mean(-1)
+    ]
+    return point, boot
 
 
 def _ratios(run: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:
@@ -441,39 +562,3 @@ def _table(
         )
     frame = pl.concat(frames)
     return frame.with_columns(pl.col("mean", "low", "high").fill_nan(None))
-
-
-def _summary(
-    last: np.ndarray, off: np.ndarray, scale: float, start: np.ndarray, steps: int
-) -> dict[str, float | None]:
-    """A config's summary columns at the last step (at the default budget; `_half`, `_twice`
-    for the resolve ratio's low end at half and twice the budget)."""
-
-    def value(x: float) -> float | None:
-        return None if not np.isfinite(x) else float(x)
-
-    ratios = _ratios(last, off)
-    if scale != 1.0:
-        suffix = "_half" if scale < 1 else "_twice"
-        return {
-            f"forecast/resolve_vs_off_low{suffix}": value(np.min(ratios["resolve_vs_off"][:, 0])),
-            f"forecast/resolve_vs_off_low{suffix}@long": value(
-                np.min(ratios["resolve_vs_off"][:, 3])
-            ),
-        }
-    out: dict[str, float | None] = {"forecast/steps": float(steps)}
-    for b, scope in ((0, ""), (3, "@long")):
-        r = ratios["resolve_vs_off"][:, b]
-        out[f"forecast/resolve_vs_off{scope}"] = value(np.mean(r))
-        out[f"forecast/resolve_vs_off_low{scope}"] = value(np.min(r))
-        out[f"forecast/resolve{scope}"] = value(np.mean(last[:, b, 0]))
-        out[f"forecast/resolve_off{scope}"] = value(np.mean(off[:, b, 0]))
-        out[f"forecast/resolve_start{scope}"] = value(np.mean(start[:, b, 0]))
-        out[f"forecast/fail_minutes{scope}"] = value(np.mean(last[:, b, 2]))
-        out[f"forecast/fail_minutes_off{scope}"] = value(np.mean(off[:, b, 2]))
-        out[f"forecast/fail_minutes_start{scope}"] = value(np.mean(start[:, b, 2]))
-        out[f"forecast/solve_minutes_vs_off{scope}"] = value(
-            np.mean(ratios["solve_minutes_vs_off"][:, b])
-        )
-        out[f"forecast/give_up_vs_off{scope}"] = value(np.mean(ratios["give_up_vs_off"][:, b]))
-    return out

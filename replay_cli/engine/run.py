@@ -293,7 +293,7 @@ class Accumulator:
         groups = [p.levels for p in self.inputs]
         problems = Problems.of(groups)
         phase(progress, "decision measure")
-        steps_measure, resamples = measure(
+        steps_measure, _ = measure(
             problems,
             {c.config_id: [p.effort for p in self.pieces[c.config_id]] for c in self.configs},
             self.settings,
@@ -301,10 +301,13 @@ class Accumulator:
         for row in summaries:
             row |= steps_measure[row[S.CONFIG_ID]]
         forecast_table = None
+        # The verdict's confidence reads the forecast's resamples; the one-step measure's
+        # bootstrap gives its own (diagnostic) intervals only.
+        resamples = None
         if self.forecast is not None and problems is not None:
             phase(progress, "forecast")
-            forecast_table, ahead = forecast(
-                problems, groups, self.configs, self.forecast, self.settings.step_kl
+            forecast_table, ahead, resamples = forecast(
+                problems, groups, self.configs, self.forecast, self.settings.step_kl, self.settings
             )
             for row in summaries:
                 row |= ahead[row[S.CONFIG_ID]]

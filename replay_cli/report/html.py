@@ -35,12 +35,14 @@ from replay_cli.report.tensorboard import open_commands
 INDEX = "index.html"
 
 SUMMARY_METRICS = (
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_RESOLVE_VS_OFF_LOW_LONG,
+    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE_VS_OFF_LOW,
+    C.F_SOLVE_VS_OFF,
+    C.F_FAIL_VS_OFF,
     C.RESOLVE_VS_OFF,
-    C.RESOLVE_VS_OFF_LOW,
-    C.RESOLVE_VS_OFF_LONG,
-    C.RESOLVE_VS_OFF_LOW_LONG,
     C.SOLVE_VS_OFF,
-    C.FAIL_VS_OFF,
     C.TIME_ONLY_SHARE,
     C.INTRODUCED,
     C.INVERSIONS,
@@ -189,8 +191,9 @@ def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
         "configs shown (filters apply to the frontier too). Click a header to sort; red cells "
         "cross a hazard threshold, amber ones need a look (hover for why and for what a column "
-        "means). Shares and ratios are in %, minutes per step of the fixed budget (negative: "
-        "faster than shaping off); the CSV keeps fractions. "
+        "means). Shares and ratios are in %; the rule's columns are the outcome after T "
+        "training steps (minutes: negative is sooner than under shaping off), the first step's "
+        "columns a diagnostic of its direction; the CSV keeps fractions. "
         f'<a download="summary.csv" href="data:text/csv;base64,{csv}">Download the summary as '
         "CSV</a>.</p>"
     )
@@ -212,8 +215,8 @@ def _frontier(front: pl.DataFrame, rule: Rule) -> str:
         points,
         x="kept",
         y="gain",
-        xlabel="resolve progress kept (low end)",
-        ylabel="successes faster (min per step)",
+        xlabel="resolve rate kept after T steps (low end)",
+        ylabel="successes sooner after T steps (min)",
         title="Frontier on the rule's axes",
         vline=line,
         hollow=hollow,
@@ -226,9 +229,10 @@ def _frontier(front: pl.DataFrame, rule: Rule) -> str:
     return (
         f'<div class="frontier">{chart}</div><p class="muted">One point per config (configs that '
         "coincide share a point), numbered as in the table; hover for the labels, click to open "
-        "its detail. Right: the resolve progress a config keeps against shaping off's (the low "
-        "end of its interval, the lower of overall and long problems); up: how many minutes per "
-        "step faster than shaping off it makes successes. The dashed line is the rule's "
+        "its detail. Right: the resolve rate a config keeps after T steps against shaping off's "
+        "(the low end of its interval, the lower of overall and long problems); up: how many "
+        "minutes sooner than under shaping off its successes end then. The dashed line is the "
+        "rule's "
         f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
         f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend}</p>"
     )
@@ -271,7 +275,7 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
         )
 
     if d.unrated:
-        return f'<p class="verdict">No recommendation: this report was {escape(d.unrated)}.</p>'
+        return f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>'
     parts = []
     rec, runner = d.recommended, d.runner_up
     if rec is None:
@@ -288,7 +292,7 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
         what = "Keep shaping off" if d.keep_off else "Recommended"
         parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
         if d.keep_off:
-            parts.append(f"<p>{escape(keep_off_text(d))}.</p>")
+            parts.append(f"<p>{escape(keep_off_text(d, verdict.rule))}.</p>")
         else:
             parts.append(f"<p>{escape(rec['reasons'])}.</p>")
         parts.append(f'<p class="muted">{escape(confidence_text(rec))}</p>')
@@ -321,14 +325,14 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
 
 
 FORECAST_COLUMNS = (
-    C.FORECAST_RESOLVE_LONG,
-    C.FORECAST_KEPT_LONG,
-    C.FORECAST_KEPT_LOW_LONG,
-    C.FORECAST_KEPT_LOW_HALF_LONG,
-    C.FORECAST_KEPT_LOW_TWICE_LONG,
-    C.FORECAST_FAIL_LONG,
-    C.FORECAST_SOLVE_VS_OFF,
-    C.FORECAST_GIVE_UP_VS_OFF_LONG,
+    C.F_RESOLVE_LONG,
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_RESOLVE_VS_OFF_LOW_LONG,
+    "forecast/resolve_vs_off_low_half@long",
+    "forecast/resolve_vs_off_low_twice@long",
+    C.F_FAIL_LONG,
+    C.F_SOLVE_VS_OFF,
+    C.F_GIVE_UP_VS_OFF_LONG,
 )
 """The forecast's columns the page shows per config (labels and units from the catalogue)."""
 
@@ -341,19 +345,20 @@ def _forecast(
     settings = manifest.get("forecast") or {}
     row = summary.row(0, named=True)
     steps = int(row.get(C.FORECAST_STEPS) or 0)
-    start, off = row.get(C.FORECAST_RESOLVE_START_LONG), row.get(C.FORECAST_RESOLVE_OFF_LONG)
+    start, off = row.get(C.F_RESOLVE_START_LONG), row.get(C.F_RESOLVE_OFF_LONG)
     roles = verdict.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
     total = int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0)
     intro = (
-        f"<p>{steps} simulated steps of the decision measure's fixed-size step, "
-        f"{settings.get('seeds', '?')} seeds, each on {sampled:,} of the input's {total:,} "
-        "problems (a sample stratified by length bucket; the bands are the seeds' range, "
-        "sampling included); each level keeps its logged success rate, effort moves "
+        f"<p>The outcome the rule reads: {steps} simulated training steps (the horizon T, "
+        f"--steps) of a fixed-size step, {settings.get('seeds', '?')} seeds, each on "
+        f"{sampled:,} of the input's {total:,} problems (a sample stratified by length bucket); "
+        "each level keeps its logged success rate, effort moves. Intervals: a paired bootstrap "
+        "over the problems; the chart's bands are the seeds' range "
         f'(docs/report.md, "The forecast"). Shaping off takes long problems from '
-        f"{escape(C.show(C.FORECAST_RESOLVE_START_LONG, start))} to "
-        f"{escape(C.show(C.FORECAST_RESOLVE_OFF_LONG, off))} resolved.</p>"
+        f"{escape(C.show(C.F_RESOLVE_START_LONG, start))} to "
+        f"{escape(C.show(C.F_RESOLVE_OFF_LONG, off))} resolved.</p>"
     )
     if checked and checked[0]:
         intro += f'<p class="muted">Budget: {escape(checked[0])}.</p>'

@@ -36,6 +36,8 @@ class ReportOptions(BaseModel):
     chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1, description="rows per chunk of whole steps")
     measure: MeasureSettings = Field(MeasureSettings(), description="the decision measure")
     forecast: ForecastSettings | None = Field(
-        None, description="run the forecast too (sweep --forecast, the forecast command)"
+        ForecastSettings(),
+        description="the forecast whose outcome at the horizon the rule reads (None: no "
+        "forecast, and the verdict does not judge resolve rate)",
     )
     rule: Rule = Field(Rule(), description="the recommendation's thresholds")

@@ -161,9 +161,9 @@ def _lambdas(result: ReplayResult) -> int:
 
 CHARTS: dict[str, Chart] = {
     "frontier": Chart(
-        "The rule's own axes: minutes per step by which successes get faster than under "
-        "shaping off, against the resolve progress kept (low end of the interval); the 95% "
-        "line is the rule's.",
+        "The rule's own axes: minutes by which successes end sooner than under shaping off "
+        "after T steps, against the resolve rate kept then (low end of the interval); the "
+        "dashed line is the rule's bar.",
         lambda r, _: frontier_chart(
             r.summary, r.recommendation, r.verdict.rule if r.verdict else None
         ),

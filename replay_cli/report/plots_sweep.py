@@ -288,9 +288,9 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
 def frontier_chart(
     summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule | None = None
 ) -> Figure:
-    """The rule's own axes: the minutes per step by which a config makes successes faster than
-    shaping off (up is better) against the resolve progress it keeps (the low end of its
-    interval, the lower of overall and long problems; right is better), the rule's line drawn.
+    """The rule's own axes: the minutes by which a config's successes end sooner than under
+    shaping off after T steps (up is better) against the resolve rate it keeps then (the low end
+    of its interval, the lower of overall and long problems; right is better), the rule's line drawn.
     Coloured by role as in index.html; a config avoided for another criterion (an inversion, an
     explosion, ...) is drawn hollow wherever it sits. Coincident configs share one point,
     numbered as in index.html; labels are nudged apart so they do not overprint."""
@@ -321,8 +321,8 @@ def frontier_chart(
     ax.axhline(0, color="#999", linewidth=0.8)
     if len(points) <= 40:
         place_labels(ax, points, "kept", "gain", scale=100)
-    ax.set_xlabel("resolve progress kept, % of shaping off's (low end of the interval)")
-    ax.set_ylabel("successes faster than shaping off (min per step)")
+    ax.set_xlabel("resolve rate after T steps, % of shaping off's (low end of the interval)")
+    ax.set_ylabel("successes sooner than under shaping off after T steps (min)")
     ax.grid(alpha=0.3)
     ax.set_title("Frontier on the rule's axes: best configs sit top right of the line")
     legend(fig, *ax.get_legend_handles_labels())

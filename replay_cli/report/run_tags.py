@@ -26,19 +26,19 @@ REPLAY_TAGS = (
 """Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`, in
 the units a person reads (the catalogue's: shares in %)."""
 HEADLINE_COLUMNS = (
-    C.RESOLVE_VS_OFF,
-    C.RESOLVE_VS_OFF_LOW,
-    C.RESOLVE_VS_OFF_LONG,
-    C.RESOLVE_VS_OFF_LOW_LONG,
-    C.SOLVE_VS_OFF,
-    C.FAIL_VS_OFF,
+    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE_VS_OFF_LOW,
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_RESOLVE_VS_OFF_LOW_LONG,
+    C.F_SOLVE_VS_OFF,
+    C.F_FAIL_VS_OFF,
     C.TIME_ONLY_SHARE,
     C.INTRODUCED,
     C.EXPLOSION_TRAINED,
     C.TOTAL_REWARD,
 )
 """The summary columns logged once per run (TensorBoard's HParams metrics, W&B's summary): the
-decision measure's, then what disqualifies; in the catalogue's human units."""
+outcome at the horizon the rule reads, then what disqualifies; in the catalogue's human units."""
 NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *REPLAY_TAGS}
 
 
