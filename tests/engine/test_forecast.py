@@ -45,6 +45,7 @@ def one_problem_world(seeds: int, pi, p, minutes, rewards) -> World:
         size=np.full(shape, 4, np.int64),
         local=np.zeros(shape, np.int64),
         pool=pool,
+        index=np.zeros(shape, np.int64),
     )
 
 
@@ -95,7 +96,7 @@ def test_the_first_step_is_the_expectation_over_every_draw(shaping, advantage):
     cfg = config(shaping, {**advantage, "precision": "float64"})
     seeds = 3000
     world = one_problem_world(seeds, pi, p, minutes, rewards)
-    sim = _simulate(world, [cfg], 1, BUDGET, seed=5)  # (steps + 1, runs, seeds, buckets, metrics)
+    sim, _ = _simulate(world, [cfg], 1, BUDGET, seed=5)  # (steps + 1, runs, seeds, buckets, ...)
     change = sim[1, 0, :, 0, 0] - sim[0, 0, :, 0, 0]
     expected = enumerated_step(pi, p, minutes, rewards, shaping, advantage)
     assert abs(change.mean() - expected) < 4 * change.std() / math.sqrt(seeds)
@@ -211,7 +212,7 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
     summary = {r["config_id"]: r for r in result.summary.to_dicts()}
     for cfg in configs:
         low = summary[cfg.config_id]["forecast/resolve_vs_off_low@long"]
-        assert ("forecast_long" in verdict[cfg.config_id]) == (low < 0.95)
+        assert ("resolve_long" in verdict[cfg.config_id]) == (low < 0.95)
     drift = result.findings.filter(
         (pl.col("kind") == "forecast_drift") & pl.col("config_id").is_not_null()
     )
@@ -227,49 +228,122 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
 # ---- the summary reads the table; the parts that build them, by hand ----------------------------
 
 
-def test_every_summary_column_is_the_tables_value_at_its_step(demo_forecast):
-    """The summary's forecast columns are the table's values: at step T (mean over seeds, the
-    low end for `_low`), at step 0 for `_start`, at half and twice the budget for the checks."""
+def test_the_summarys_start_columns_are_the_tables_first_step(demo_forecast):
     configs, result = demo_forecast
     table = result.forecast
-    steps = table["step"].max()
-
-    def at(cid, metric, bucket, step=steps, budget=BUDGET, stat="mean"):
-        rows = table.filter(
-            (pl.col("config_id") == cid)
-            & (pl.col("metric") == metric)
-            & (pl.col("bucket") == bucket)
-            & (pl.col("step") == step)
-            & (pl.col("budget") == budget)
-        )
-        return rows[stat][0]
-
     for cfg in configs:
         row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
-        assert row["forecast/steps"] == steps
+        assert row["forecast/steps"] == table["step"].max()
         for bucket, scope in (("all", ""), ("long", "@long")):
-            cid = cfg.config_id
-            expect = {
-                "resolve_vs_off": at(cid, "resolve_vs_off", bucket),
-                "resolve_vs_off_low": at(cid, "resolve_vs_off", bucket, stat="low"),
-                "resolve": at(cid, "resolve", bucket),
-                "resolve_off": at(cid, "resolve_off", bucket),
-                "resolve_start": at(cid, "resolve", bucket, step=0),
-                "fail_minutes": at(cid, "fail_minutes", bucket),
-                "fail_minutes_off": at(cid, "fail_minutes_off", bucket),
-                "fail_minutes_start": at(cid, "fail_minutes", bucket, step=0),
-                "solve_minutes_vs_off": at(cid, "solve_minutes_vs_off", bucket),
-                "give_up_vs_off": at(cid, "give_up_vs_off", bucket),
-                "resolve_vs_off_low_half": at(
-                    cid, "resolve_vs_off", bucket, budget=BUDGET / 2, stat="low"
-                ),
-                "resolve_vs_off_low_twice": at(
-                    cid, "resolve_vs_off", bucket, budget=BUDGET * 2, stat="low"
-                ),
-            }
-            for name, value in expect.items():
-                assert row[f"forecast/{name}{scope}"] == pytest.approx(value, rel=1e-12), name
-        assert row["forecast/fail_minutes_start@long"] != row["forecast/resolve_start@long"]
+            first = table.filter(
+                (pl.col("config_id") == cfg.config_id)
+                & (pl.col("bucket") == bucket)
+                & (pl.col("step") == 0)
+                & (pl.col("budget") == BUDGET)
+            )
+            mean = dict(first.select("metric", "mean").rows())
+            assert row[f"forecast/resolve_start{scope}"] == pytest.approx(mean["resolve"])
+            assert row[f"forecast/fail_minutes_start{scope}"] == pytest.approx(
+                mean["fail_minutes"]
+            )
+
+
+def small_world(index: np.ndarray, bucket: np.ndarray, weight: np.ndarray) -> World:
+    """A world of S seeds x P problems with two levels, for the horizon's sums by hand."""
+    rng = np.random.default_rng(3)
+    shape = index.shape
+    pi = rng.dirichlet([1.0, 1.0], size=shape)
+    rate = rng.uniform(0.05, 0.95, size=(*shape, 2))
+    m = rng.uniform(1.0, 30.0, size=(*shape, 2))
+    return World(
+        pi=pi,
+        p=rate,
+        rate=rate,
+        m=m,
+        bucket=bucket,
+        weight=weight,
+        size=np.full(shape, 4, np.int64),
+        local=np.zeros(shape, np.int64),
+        pool=None,  # type: ignore[arg-type]
+        index=index,
+    )
+
+
+def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
+    from replay_cli.config import MeasureSettings
+    from replay_cli.engine.forecast import horizon
+
+    index = np.array([[0, 1, 2], [1, 3, 4]])  # problem 1 drawn by both seeds
+    bucket = np.array([[0, 2, 2], [2, 1, 2]])
+    weight = np.array([[1.0, 2.0, 0.5], [2.0, 1.0, 3.0]])
+    world = small_world(index, bucket, weight)
+    rng = np.random.default_rng(8)
+    last = rng.dirichlet([1.0, 1.0], size=(2, *index.shape))  # (runs: config, twin)
+    point, boot = horizon(world, last, [1], MeasureSettings(resamples=0))
+
+    def by_hand(run: int, scope_bucket: int | None, w_of) -> dict[str, float]:
+        sums = dict.fromkeys(("w", "p", "pm", "f", "fm"), 0.0)
+        for s in range(2):
+            for j in range(3):
+                if scope_bucket is not None and bucket[s, j] != scope_bucket:
+                    continue
+                w = weight[s, j] * w_of(index[s, j])
+                pi, p, m = last[run, s, j], world.rate[s, j], world.m[s, j]
+                sums["w"] += w
+                sums["p"] += w * sum(pi * p)
+                sums["pm"] += w * sum(pi * p * m)
+                sums["f"] += w * sum(pi * (1 - p))
+                sums["fm"] += w * sum(pi * (1 - p) * m)
+        return sums
+
+    for scope, b in (("", None), ("@long", 2)):
+        on, off = by_hand(0, b, lambda _: 1.0), by_hand(1, b, lambda _: 1.0)
+        assert point[f"forecast/resolve{scope}"][0] == pytest.approx(on["p"] / on["w"], rel=1e-12)
+        assert point[f"forecast/resolve_vs_off{scope}"][0] == pytest.approx(
+            on["p"] / off["p"], rel=1e-12
+        )
+        solve = on["pm"] / on["p"] - off["pm"] / off["p"]
+        fail = on["fm"] / on["f"] - off["fm"] / off["f"]
+        assert point[f"forecast/solve_minutes_vs_off{scope}"][0] == pytest.approx(solve, rel=1e-12)
+        assert point[f"forecast/fail_minutes_vs_off{scope}"][0] == pytest.approx(fail, rel=1e-12)
+    assert boot == {} or all(v.shape[0] == 0 for v in boot.values())
+
+    # The bootstrap: one Poisson(1) weight per problem of the input, shared by every seed, config
+    # and twin that drew it (problem 1 carries the same weight in both seeds).
+    settings = MeasureSettings(resamples=5, seed=4)
+    _, boot = horizon(world, last, [1], settings)
+    draws = np.random.default_rng([4, 17]).poisson(1.0, size=(5, 5)).astype(float)
+    for b in range(5):
+        on = by_hand(0, 2, lambda k, b=b: draws[b, k])
+        off = by_hand(1, 2, lambda k, b=b: draws[b, k])
+        expected = on["p"] / off["p"] if off["p"] > 0 else np.nan
+        got = boot["forecast/resolve_vs_off@long"][b, 0]
+        assert got == pytest.approx(expected, rel=1e-12) or (np.isnan(got) and np.isnan(expected))
+
+
+def test_a_config_equal_to_its_twin_is_one_in_every_resample(demo_forecast):
+    configs, result = demo_forecast
+    off = result.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    assert off.height == 200
+    assert (off["forecast/resolve_vs_off"] == 1.0).all()
+    assert (off["forecast/solve_minutes_vs_off"] == 0.0).all()
+
+
+def test_the_interval_brackets_the_point_and_narrows_with_more_problems():
+    configs = [SHAPED[0], SHAPED[1]]
+    settings = ForecastSettings(steps=10, seeds=2, check_budgets=False)
+    widths = []
+    for groups in (24, 96):
+        rollouts = rc.rollouts_from_frame(
+            synth_rollouts(steps=4, groups_per_step=groups, group_size=8, seed=7)
+        )
+        row = rc.forecast(rollouts, configs, settings).summary.row(1, named=True)
+        for scope in ("", "@long"):
+            low = row[f"forecast/resolve_vs_off_low{scope}"]
+            high = row[f"forecast/resolve_vs_off_high{scope}"]
+            assert low <= row[f"forecast/resolve_vs_off{scope}"] <= high
+        widths.append(row["forecast/resolve_vs_off_high"] - row["forecast/resolve_vs_off_low"])
+    assert widths[1] < widths[0]
 
 
 def test_the_metrics_weigh_each_problem_and_split_the_buckets():
@@ -375,8 +449,8 @@ def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
 
 def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     """`_vs_off` differences are the run's mean minus its twin's (a mean of per-seed
-    differences); the budget checks run on half the seeds (two of four), and their summary low
-    end is the lowest seed's, as the table's `low`."""
+    differences); the budget checks run on half the seeds (two of four) and carry their own
+    interval around their own point."""
     configs = list(SHAPED[:2])
     settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
     result = rc.forecast(demo_rollouts(4), configs, settings)
@@ -389,8 +463,11 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     half = last.filter(pl.col("budget") == BUDGET / 2)
     assert (half["low"] < half["high"]).any()  # two seeds, not one
     row = result.summary.row(1, named=True)
-    long_half = half.filter(pl.col("bucket") == "long")["low"][0]
-    assert row["forecast/resolve_vs_off_low_half@long"] == pytest.approx(long_half, rel=1e-12)
+    for suffix in ("_half", "_twice"):
+        point = row[f"forecast/resolve_vs_off{suffix}@long"]
+        assert row[f"forecast/resolve_vs_off_low{suffix}@long"] <= point
+        assert point <= row[f"forecast/resolve_vs_off_high{suffix}@long"]
+    assert row["forecast/resolve_vs_off_half@long"] != row["forecast/resolve_vs_off@long"]
 
 
 def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
