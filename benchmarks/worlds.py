@@ -51,7 +51,9 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
     ranks = [K.rank_agreement(truth, v) for v in views]
     rhos = [r for r, _, _ in ranks]
     pairs = [p for _, p, _ in ranks if p is not None]
-    repeats = K.Repeats([v.pick for v in views], [v.confidence for v in views])
+    repeats = K.Repeats(
+        [v.pick for v in views], [v.confidence for v in views], [v.picked_set for v in views]
+    )
     pick = first.pick
     shaped = pick is not None and pick != W.OFF.label
     picks = ", ".join(f"{p} ×{c}" for p, c in Counter(v.pick for v in views).most_common())

@@ -96,7 +96,7 @@ def print_decision(verdict: Verdict | None) -> None:
     rec, runner = d.recommended, d.runner_up
     if d.unrated:
         typer.echo(f"No recommendation: {d.unrated}.")
-    if rec is None:
+    elif rec is None:
         typer.echo(
             "No config passes the recommendation rule: keep shaping off (every config is measured "
             "against it). Nearest misses:"
@@ -112,9 +112,9 @@ def print_decision(verdict: Verdict | None) -> None:
     if trade is not None and trade.get("trade"):
         typer.echo(f"Best trade: {trade['trade']}")
         typer.echo(f"  launch it knowingly: {trade['overrides']}")
-        if runner is not None:
-            gain = C.show(C.F_SOLVE_VS_OFF, runner[C.F_SOLVE_VS_OFF])
-            typer.echo(f"Runner-up: {runner['label']} (successes {gain} after T steps vs off)")
+    if runner is not None:
+        gain = C.show(C.F_SOLVE_VS_OFF, runner[C.F_SOLVE_VS_OFF])
+        typer.echo(f"Runner-up: {runner['label']} (successes {gain} after T steps vs off)")
     if d.avoid:
         typer.echo(
             f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "
@@ -141,8 +141,14 @@ def print_forecast(result: ReplayResult) -> None:
         f"{int(row.get(C.FORECAST_PROBLEMS) or 0):,} of "
         f"{int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0):,} problems per seed"
     )
+    sampled = int(row.get(C.FORECAST_PROBLEMS_SAMPLED) or row.get(C.FORECAST_PROBLEMS) or 0)
+    few = (
+        f" Only {sampled} problems: too few to decide (the rule needs {verdict.rule.min_problems})."
+        if sampled < verdict.rule.min_problems
+        else ""
+    )
     typer.echo(f"Forecast (horizon T = {steps} steps, {sample}):")
-    typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.")
+    typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.{few}")
     d = verdict.decision
     shown = d.best_trade if d.keep_off or d.recommended is None else d.recommended
     if shown is not None and not shown.get(S.SHAPING_OFF):

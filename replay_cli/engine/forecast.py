@@ -500,6 +500,8 @@ def horizon(
                 "forecast/fail_minutes_off": fail[:, twins],
                 "forecast/fail_minutes_vs_off": fail[:, configs] - fail[:, twins],
             }
+            low = (last[..., 0].reshape(len(last), -1) * mine).sum(-1) / mine.sum()
+        point[f"forecast/give_up_vs_off{scope}"] = [_value(x) for x in low[configs] - low[twins]]
         for name, v in values.items():
             point[f"{name}{scope}"] = [_value(x) for x in v[0]]
             if f"{name}{scope}" in RESAMPLED:
@@ -511,10 +513,6 @@ def horizon(
                     low, high = np.nanquantile(finite, [lo_q, hi_q], axis=0)
                 point[f"{name}_low{scope}"] = [_value(x) for x in low]
                 point[f"{name}_high{scope}"] = [_value(x) for x in high]
-    give_up = (last[..., 0] * world.weight).sum(-1) / world.weight.sum(-1)  # (runs, S)
-    point["forecast/give_up_vs_off"] = [
-        _value(x) for x in (give_up[configs] - give_up[twins]).mean(-1)
-    ]
     return point, boot
 
 

@@ -243,9 +243,7 @@ def test_the_summarys_start_columns_are_the_tables_first_step(demo_forecast):
             )
             mean = dict(first.select("metric", "mean").rows())
             assert row[f"forecast/resolve_start{scope}"] == pytest.approx(mean["resolve"])
-            assert row[f"forecast/fail_minutes_start{scope}"] == pytest.approx(
-                mean["fail_minutes"]
-            )
+            assert row[f"forecast/fail_minutes_start{scope}"] == pytest.approx(mean["fail_minutes"])
 
 
 def small_world(index: np.ndarray, bucket: np.ndarray, weight: np.ndarray) -> World:

@@ -40,6 +40,12 @@ class ToolView:
     long_ratio: dict[str, float]
     solve_delta: dict[str, float]
     roles: dict[str, str]
+    alike: frozenset[str] = frozenset()
+    """The configs the tool says train like its pick (the confidence is the set's)."""
+
+    @property
+    def picked_set(self) -> frozenset[str]:
+        return frozenset() if self.pick is None else self.alike | {self.pick}
 
 
 def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2) -> ToolView:
@@ -59,6 +65,8 @@ def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int =
         confidence = rec.get("set_share", rec.get("won_share"))
     ids = [label[c] for c in result.summary["config_id"]]
     roles = result.verdict.recommendation.select("config_id", "role").rows()
+    by_label = dict(zip(result.summary["label"], ids, strict=True))
+    alike = frozenset(by_label[a] for a in (rec or {}).get("alike") or [] if a in by_label)
     return ToolView(
         pick=None if rec is None else label[rec["config_id"]],
         keep_off=decision.keep_off,
@@ -66,6 +74,7 @@ def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int =
         long_ratio=dict(zip(ids, result.summary[LONG_RATIO], strict=True)),
         solve_delta=dict(zip(ids, result.summary[SOLVE_DELTA], strict=True)),
         roles={label[c]: r for c, r in roles},
+        alike=alike,
     )
 
 
@@ -134,14 +143,17 @@ def ranks_agree(rho: float, pairs: float | None) -> bool:
 class Repeats:
     picks: list[str | None]
     confidences: list[float | None]
+    sets: list[frozenset[str]] | None = None
+    """Per log, the pick and the configs the tool says train like it (None: the picks alone)."""
 
     @property
     def repeat_rate(self) -> float:
-        """Mean over logs of the share of the other logs whose pick is the same."""
+        """Mean over logs of the share of the other logs whose pick falls in this log's set (its
+        pick, or a config the tool says trains like it): what the stated confidence claims."""
         k = len(self.picks)
+        sets = self.sets or [frozenset() if p is None else frozenset({p}) for p in self.picks]
         same = [
-            sum(self.picks[j] == self.picks[i] for j in range(k) if j != i) / (k - 1)
-            for i in range(k)
+            sum(self.picks[j] in sets[i] for j in range(k) if j != i) / (k - 1) for i in range(k)
         ]
         return float(np.mean(same))
 
@@ -165,4 +177,6 @@ def repeats(
         ask_tool(generate_log(world, steps, groups, first_seed + i), configs, horizon)
         for i in range(logs)
     ]
-    return Repeats([v.pick for v in views], [v.confidence for v in views])
+    return Repeats(
+        [v.pick for v in views], [v.confidence for v in views], [v.picked_set for v in views]
+    )

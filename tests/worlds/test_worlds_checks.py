@@ -97,7 +97,9 @@ def test_the_stated_confidence_is_how_often_the_pick_repeats():
     has it), averaged over REPEAT_LOGS independent logs, is within 15 points of how often the
     pick repeats on the other logs."""
     views = [view("effort_pays", i) for i in range(REPEAT_LOGS)]
-    r = K.Repeats([v.pick for v in views], [v.confidence for v in views])
+    r = K.Repeats(
+        [v.pick for v in views], [v.confidence for v in views], [v.picked_set for v in views]
+    )
     assert abs(r.stated - r.repeat_rate) <= 0.15, (r.picks, r.confidences)
 
 
