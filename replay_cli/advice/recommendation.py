@@ -676,6 +676,11 @@ def trade_text(row: dict[str, Any]) -> str:
     )
 
 
+PREDICTIVE = math.sqrt(2.0)
+"""How much wider a new log's spread around this log's value is than the bootstrap's: the new
+log's own sampling noise on top of this one's (independent, equal variance)."""
+
+
 def _confidence(
     rows: list[Row],
     rule: Rule,
@@ -683,11 +688,12 @@ def _confidence(
     pick: int | None,
     eligible: list[int],
 ) -> tuple[dict[int, float], list[int], float | None] | None:
-    """How sure the pick is, from the forecast's paired bootstrap over problems: in each
-    resample the rule is applied again with that resample's own interval ends (its values
-    shifted down by the width the interval has here: a new log of the same size would see its
-    own point and about the same width), so `won_share` estimates how often a new log picks each
-    config. Eligible configs whose differences to the pick (resolve rate on long problems,
+    """How sure the pick is, from the forecast's paired bootstrap over problems: each resample
+    stands for a new log of the same size (its deviation from this log's value scaled by
+    `PREDICTIVE`, since a new log carries its own noise on top of this one's), and the rule is
+    applied again with that log's own interval ends (its values shifted down by the width the
+    interval has here: a new log sees its own point and about the same width), so `won_share`
+    estimates how often a new log picks each config. Eligible configs whose differences to the pick (resolve rate on long problems,
     solve minutes) hold 0 within the `alike_level` interval train alike: the confidence of the
     pick is the share of resamples that pick it or one of them (`set_share`)."""
     names = (C.F_RESOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF, C.F_FAIL_VS_OFF)
@@ -704,6 +710,12 @@ def _confidence(
         for name in names
     }
     n = len(rows)
+    # A new log's value differs from this log's by two logs' sampling noise, not one: each
+    # resample's deviation from the point is scaled by sqrt(2) (the predictive spread).
+    for name in names:
+        point = np.array([_nan(r.get(name)) for _, r, *_ in rows])
+        spread = PREDICTIVE * (wide[name] - point)
+        wide[name] = np.where(np.isfinite(point), point + spread, wide[name])
     is_off = np.array([o for *_, o in rows])
     static = np.array(
         [all(c.name in RESAMPLED_CRITERIA for c in failed) for _, _, failed, _ in rows]

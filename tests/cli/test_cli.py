@@ -26,6 +26,7 @@ def test_replay_writes_every_table(synth_path, tmp_path):
     assert "λ=1/30 correct" in result.output
     assert {p.name for p in out.iterdir()} == {
         "resamples.parquet",
+        "forecast.parquet",
         "rollouts.parquet",
         "groups.parquet",
         "steps.parquet",

@@ -119,7 +119,11 @@ def test_scaling_every_reward_and_lambda_leaves_every_ratio_unchanged(c):
             config({"apply_to": "all", "lambda_time": c / 60}, wide),
         ],
     )
-    names = [n for n in base.summary.columns if n.startswith("step/") and n != "step/eta"]
+    names = [
+        n
+        for n in base.summary.columns
+        if n.startswith(("step/", "forecast/")) and n != "step/eta"
+    ]
     for name in names:
         for a, b in zip(base.summary[name], other.summary[name], strict=True):
             assert (a is None and b is None) or b == pytest.approx(a, rel=1e-9, abs=1e-12), name
@@ -141,11 +145,9 @@ def test_scaling_rewards_under_normalisation_keeps_the_verdict_on_the_shipped_da
     other = replayed(frame.with_columns(pl.col("reward") * c), configs(c))
     assert base.recommendation["role"].to_list() == other.recommendation["role"].to_list()
     for a, b in zip(base.summary.to_dicts(), other.summary.to_dicts(), strict=True):
-        assert (
-            a["step/resolve_vs_off_low"]
-            <= b["step/resolve_vs_off"]
-            <= a["step/resolve_vs_off_high"]
-        )
+        for scope in ("", "@long"):
+            low, high = (a[f"forecast/resolve_vs_off_{end}{scope}"] for end in ("low", "high"))
+            assert low <= b[f"forecast/resolve_vs_off{scope}"] <= high
 
 
 def demo_frame() -> pl.DataFrame:
