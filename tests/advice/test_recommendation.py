@@ -761,6 +761,23 @@ def test_the_horizon_text_words_the_outcome_at_t():
     )
     no_start = {**HORIZON, "forecast/resolve_start@long": None}
     assert horizon_text(no_start).endswith("97.5% of shaping off's 52.0%")
+    assert horizon_text({}) == "has no outcome on long problems (no long problems in this input)"
+    assert horizon_text({}, "") == "has no forecast"
+
+
+def test_an_input_without_long_problems_is_said_so_not_written_as_a_number():
+    none_long = {
+        "forecast/resolve_vs_off@long": None,
+        "forecast/resolve_vs_off_low@long": None,
+        "forecast/resolve@long": None,
+        "forecast/resolve_off@long": None,
+        "forecast/resolve_start@long": None,
+    }
+    (reason,) = recommend(summary(none_long))["reasons"].to_list()
+    assert "; it has no outcome on long problems (no long problems in this input), over all" in (
+        reason
+    )
+    assert "0.0% resolved on long problems" not in reason
 
 
 # ---- the confidence: the rule again in each resample ---------------------------------------------
