@@ -609,7 +609,8 @@ def budget_column(name: str, suffix: str) -> str:
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
     """Whether the recommendation holds when the forecast runs at half and at twice the step
     budget (None without those forecasts): the rule applied again to the outcome at T at those
-    budgets."""
+    budgets. Where its intervals there are too wide to decide (`_scarcity`), it says so: that is
+    no config failing the rule."""
     moved = []
     for suffix, words in DERIVED_BUDGETS:
         columns = {budget_column(name, suffix): name for name in RULE_READS}
@@ -619,7 +620,9 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
         table = recommend(alt, rule, check_budgets=False)
         first = table.filter(pl.col("role") == "recommended")
         other = first.row(0, named=True) if first.height else None
-        if other is None:
+        if other is None and (table["role"] == "unrated").any():
+            moved.append(f"at {words} the step budget there is not enough data to decide")
+        elif other is None:
             moved.append(f"at {words} the step budget no config passes the rule")
         elif other[S.CONFIG_ID] != best_id:
             moved.append(f"at {words} the step budget the rule would pick '{other['label']}'")

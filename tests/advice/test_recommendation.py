@@ -1107,3 +1107,16 @@ def test_the_budget_check_says_where_no_config_passes_and_needs_both_budgets():
     # Without the forecasts at both other budgets there is nothing to check.
     half_only = rows.drop([budget_column(name, "_twice") for name in RULE_READS])
     assert recommend(half_only)["budget_check"].to_list() == [None, None]
+
+
+def test_the_budget_check_says_where_the_data_cannot_decide_at_another_budget():
+    # At twice the budget every shaped interval reaches 12% below its point: not enough data to
+    # decide there, which is no config failing the rule.
+    wide = kept(0.97, 0.85, "@long")
+    rows = summary(
+        budgets(OFF),
+        budgets({"forecast/solve_minutes_vs_off": -0.8}, twice=wide),
+        budgets({}, twice=wide),
+    )
+    (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
+    assert check == "at twice the step budget there is not enough data to decide"
