@@ -795,6 +795,14 @@ def test_forecast_drift_reads_the_low_end_of_the_interval_not_the_point():
     assert forecast_drift(_drifting(), looser) is None
 
 
+def test_forecast_drift_without_an_interval_reads_the_point_value_as_the_rule_does():
+    found = forecast_drift(_drifting(None, point=0.90), bare_context())
+    assert found.value == 0.90
+    assert "(point value, no interval: 90% of shaping off's, the rule needs 95%)." in found.text
+    assert forecast_drift(_drifting(None, point=0.96), bare_context()) is None
+    assert forecast_drift(_drifting(None, point=None), bare_context()) is None
+
+
 @pytest.mark.parametrize(("lam", "jump"), [(0.9e-4, True), (1e-4, False), (1.2e-4, False)])
 def test_the_jump_at_a_tiny_lambda_is_named_below_1e_4_only(lam, jump):
     row = {C.TIME_ONLY_SHARE: 0.4, C.TIME_ONLY_GROUPS: 0.3, "lambda_time": lam}
