@@ -319,9 +319,13 @@ def signal_change(row: dict[str, Any], ctx: Context) -> Found | None:
 
 def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
     """After T forecast steps, the config's resolve rate on long problems falls below the rule's
-    share of shaping off's (the low end of its interval): how far failures' minutes and the
-    resolve rate on long problems move, start to T."""
+    share of shaping off's (the low end of its interval; the point value where no interval was
+    computed, as the rule reads it): how far failures' minutes and the resolve rate on long
+    problems move, start to T."""
     low = row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
+    which = "low end of the interval"
+    if low is None:  # no bootstrap (--resamples 0): the rule reads the point value
+        low, which = row.get(C.F_RESOLVE_VS_OFF_LONG), "point value, no interval"
     if low is None or low >= ctx.rule.min_resolve_vs_off_long:
         return None
     steps = num(row, C.FORECAST_STEPS)
@@ -332,8 +336,8 @@ def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
         low,
         f"after {steps:.0f} steps the forecast moves failures on long problems from "
         f"{fail0:.1f} to {fail:.1f} minutes and resolve there from {pct(res0)} to {pct(res)}, "
-        f"against {pct(off)} with shaping off (low end of the interval: {pct(low)} of shaping "
-        f"off's, the rule needs {pct(ctx.rule.min_resolve_vs_off_long)}).",
+        f"against {pct(off)} with shaping off ({which}: {pct(low)} of shaping off's, the rule "
+        f"needs {pct(ctx.rule.min_resolve_vs_off_long)}).",
     )
 
 

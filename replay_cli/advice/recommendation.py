@@ -209,16 +209,17 @@ def _kept(row: dict[str, Any], where: str, least: float) -> bool:
 
 
 def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
-    """The outcome at the horizon in the one wording every surface uses: 'ends at 50.7%
-    resolved on long problems after 50 steps, 97.7% of shaping off's 52.0% (it keeps +12.8 of
-    shaping off's +14.1 points)'."""
+    """The outcome at the horizon in the one wording every surface uses, a predicate for 'it
+    ...' or "'label' ...": 'ends at 50.7% resolved on long problems after 50 steps, 97.5% of
+    shaping off's 52.0% (it keeps +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
+    problems (no long problems in this input)' where there is none."""
     on = row.get(C.scoped(C.F_RESOLVE, where))
     off = row.get(C.scoped(C.F_RESOLVE_OFF, where))
     start = row.get(C.scoped(C.F_RESOLVE_START, where))
     ratio = row.get(C.scoped(C.F_RESOLVE_VS_OFF, where))
     scope = " on long problems" if where == "@long" else ""
     if on is None or off is None:
-        return NO_LONG_PROBLEMS if where == "@long" else "no forecast"
+        return f"has no outcome{scope} ({NO_LONG_PROBLEMS})" if where else "has no forecast"
     against = f"{pct_ratio(ratio)} of " if ratio is not None else "against "
     text = (
         f"ends at {_rate(on)} resolved{scope} after {num(row, C.FORECAST_STEPS):.0f} steps, "
@@ -608,7 +609,8 @@ def budget_column(name: str, suffix: str) -> str:
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
     """Whether the recommendation holds when the forecast runs at half and at twice the step
     budget (None without those forecasts): the rule applied again to the outcome at T at those
-    budgets."""
+    budgets. Where its intervals there are too wide to decide (`_scarcity`), it says so: that is
+    no config failing the rule."""
     moved = []
     for suffix, words in DERIVED_BUDGETS:
         columns = {budget_column(name, suffix): name for name in RULE_READS}
@@ -618,7 +620,9 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
         table = recommend(alt, rule, check_budgets=False)
         first = table.filter(pl.col("role") == "recommended")
         other = first.row(0, named=True) if first.height else None
-        if other is None:
+        if other is None and (table["role"] == "unrated").any():
+            moved.append(f"at {words} the step budget there is not enough data to decide")
+        elif other is None:
             moved.append(f"at {words} the step budget no config passes the rule")
         elif other[S.CONFIG_ID] != best_id:
             moved.append(f"at {words} the step budget the rule would pick '{other['label']}'")

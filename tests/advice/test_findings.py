@@ -16,6 +16,7 @@ from replay_cli.advice.findings import (
     Context,
     _headline,
     explosion_unbounded,
+    fail_faster,
     forecast_drift,
     signal_change,
     time_only_step,
@@ -25,7 +26,6 @@ from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.read import tops_of
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-import reference_step
 from factories import config, replay_frame, rollouts
 
 
@@ -66,49 +66,137 @@ def numpy_fail_push(group):
     return float((a * (m - m.mean())).sum() / len(t))
 
 
-# ---- fail faster: the push among failures, not the time-only signal -----------------------------
+# ---- fail faster: the forecast's failure minutes at T, against shaping off's -------------------
 
 
-def fail_minutes_vs_off(result, scope: str = "") -> float:
-    """The fail-minute change of the step against shaping off's, from the slow reference."""
-    rows = result.rows
-    return (
-        reference_step.measure(rows)[f"fail_minutes{scope}"]
-        - reference_step.measure(rows, "advantage_raw")[f"fail_minutes{scope}"]
-    )
-
-
-def test_fail_faster_is_the_fail_minute_change_recomputed_from_the_rows():
+def test_fail_faster_is_the_forecasts_fail_minute_change_at_t():
     frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
     result = replay_frame(frame, {"apply_to": "all"})
-    change = fail_minutes_vs_off(result)
-    assert change < -0.02  # faster failures get the larger advantage: the step favours them
-    assert kinds(result)["fail_faster"] == pytest.approx(change, rel=1e-9)
-    assert result.summary["step/fail_minutes_vs_off"][0] == pytest.approx(change, rel=1e-9)
+    row = result.summary.row(0, named=True)
+    change, off = row["forecast/fail_minutes_vs_off"], row["forecast/fail_minutes_off"]
+    assert change == pytest.approx(row["forecast/fail_minutes"] - off, rel=1e-12)
+    assert -change > 0.05 * off  # charged failures learn to end sooner, past the rule's limit
+    assert kinds(result)["fail_faster"] == change
     (text,) = texts(result, "fail_faster")
-    assert text.startswith("λ=1/60 all: teaches failures to give up sooner: a failure ends ")
-    assert "apply_to=correct" in text
+    assert text == (
+        f"λ=1/60 all: teaches failures to give up sooner: after 50 steps a failure ends "
+        f"{-change:.2g} min sooner than under shaping off (limit 5.0% of shaping off's "
+        f"{off:.2g} min; no long problems in this input); apply_to=correct charges no failure."
+    )
     # Charging resolved rollouts only keeps the failures tied: nothing to report.
-    assert "fail_faster" not in kinds(replay_frame(frame, {"apply_to": "correct"}))
+    correct = replay_frame(frame, {"apply_to": "correct"})
+    assert correct.summary["forecast/fail_minutes_vs_off"][0] == 0.0
+    assert "fail_faster" not in kinds(correct)
 
 
-def test_fail_faster_names_the_long_problems_only_where_there_are_long_problems():
-    # One group is no long problem (its bucket is empty, the @long change null): that is no 0.
-    one = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
-    (text,) = texts(replay_frame(one, {"apply_to": "all"}), "fail_faster")
-    assert "(no long problems in this input)" in text
+def test_fail_faster_names_the_long_problems_and_the_correct_twin_from_the_forecast():
     # Three groups of rising length: the longest is the long bucket, with its own change.
     times = [[60.0, 120.0, 180.0, 240.0], [600.0, 900.0, 1200.0, 1500.0], [3000.0, 3600.0] * 2]
     three = pl.concat(
         rollouts(group_id=[g] * 4, reward=[0.0] * 4, openhands_run_time=t)
         for g, t in enumerate(times)
     )
-    result = replay_frame(three, {"apply_to": "all"})
-    long = result.summary["step/fail_minutes_vs_off@long"][0]
-    assert long == pytest.approx(fail_minutes_vs_off(result, "@long"), rel=1e-9)
-    assert long < 0
+    configs = [config({"apply_to": "all"}), config({"apply_to": "correct"})]
+    result = api.replay(rollouts_from_frame(three), configs)
+    long = result.summary["forecast/fail_minutes_vs_off@long"].to_list()
+    assert long[0] < 0
+    assert long[1] == 0.0
     (text,) = texts(result, "fail_faster")
-    assert f"on long problems {-long:.2g} min sooner)" in text
+    assert f"; on long problems {-long[0]:.2g} min sooner than under shaping off)" in text
+    assert text.endswith(
+        "; 'λ=1/60 correct' charges no failure, and its failures end as soon as under shaping "
+        "off as its effort drifts."
+    )
+
+
+def _failing_faster(long: float | None) -> dict:
+    return {
+        "config_id": "a",
+        "label": "λ=1/60 all",
+        "lambda_time": 1 / 60,
+        "apply_to": "all",
+        C.FORECAST_STEPS: 50.0,
+        C.F_FAIL_VS_OFF: -3.0,
+        C.F_FAIL_OFF: 30.0,
+        C.F_FAIL_VS_OFF_LONG: long,
+    }
+
+
+@pytest.mark.parametrize(
+    ("long", "twin", "words"),
+    [
+        (
+            0.5,
+            0.4,
+            (
+                "on long problems 0.5 min later than under shaping off); 'λ=1/60 correct' "
+                "charges no failure, and its failures end 0.4 min later than under shaping off "
+                "as its effort drifts."
+            ),
+        ),
+        (
+            -0.5,
+            -0.4,
+            (
+                "on long problems 0.5 min sooner than under shaping off); 'λ=1/60 correct' "
+                "charges no failure, and its failures end 0.4 min sooner than under shaping off "
+                "as its effort drifts."
+            ),
+        ),
+        (
+            0.0,
+            1e-12,
+            (
+                "on long problems as soon as under shaping off); 'λ=1/60 correct' charges no "
+                "failure, and its failures end as soon as under shaping off as its effort drifts."
+            ),
+        ),
+    ],
+)
+def test_fail_faster_words_each_change_by_its_sign(long, twin, words):
+    row = _failing_faster(long)
+    twin_row = {**row, "config_id": "b", "label": "λ=1/60 correct", "apply_to": "correct"}
+    twin_row[C.F_FAIL_VS_OFF] = twin
+    ctx = Context(pl.DataFrame([row, twin_row]), {}, Rule())
+    found = fail_faster(row, ctx)
+    assert found.value == -3.0
+    assert found.text == (
+        "teaches failures to give up sooner: after 50 steps a failure ends 3 min sooner than "
+        "under shaping off (limit 5.0% of shaping off's 30 min; " + words
+    )
+
+
+def test_fail_faster_is_the_rules_criterion_inclusive_and_configurable():
+    # 5% of shaping off's 30 minutes is 1.5: failures ending exactly that much sooner pass.
+    at = _failing_faster(None) | {C.F_FAIL_VS_OFF: -1.5}
+    assert fail_faster(at, bare_context()) is None
+    past = fail_faster(at | {C.F_FAIL_VS_OFF: -1.6}, bare_context())
+    assert past.text.startswith(
+        "teaches failures to give up sooner: after 50 steps a failure ends 1.6 min sooner than "
+        "under shaping off (limit 5.0% of shaping off's 30 min; no long problems in this input)"
+    )
+    assert past.text.endswith("; apply_to=correct charges no failure.")
+    looser = Context(pl.DataFrame(), {}, Rule(max_fail_faster=0.06))
+    assert fail_faster(at | {C.F_FAIL_VS_OFF: -1.6}, looser) is None
+    # Without the forecast there is nothing to say.
+    assert fail_faster(at | {C.F_FAIL_VS_OFF: None}, bare_context()) is None
+
+
+def test_the_forecast_trains_beyond_the_logged_groups():
+    """Groups whose rollouts all took the same minutes give the step no time signal, but the
+    forecast draws each problem's efforts from what its bucket shows (the effort prior): a time
+    charge on failures is forecast to teach them to give up sooner, and the finding says so."""
+    frame = rollouts(
+        reward=[0.0] * 8,
+        group_id=[0, 0, 1, 1, 2, 2, 3, 3],
+        openhands_run_time=[60.0] * 2 + [120.0] * 2 + [180.0] * 2 + [120.0] * 2,
+    )
+    result = replay_frame(frame, {"lambda_time": 1 / 480}, {"precision": "float64"})
+    row = result.summary.row(0, named=True)
+    assert row["step/fail_minutes_vs_off"] == 0.0
+    change = row["forecast/fail_minutes_vs_off"]
+    assert change < -0.05 * row["forecast/fail_minutes_off"]
+    assert kinds(result)["fail_faster"] == change
 
 
 def test_call_bonus_signal_is_not_called_fail_faster():
@@ -489,6 +577,10 @@ def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
 # ---- clean configs: nothing to warn about is never warned about ---------------------------------
 
 ONLY_WHEN_EXPLODING = {"explosion_unbounded"}
+FORECAST_KINDS = {"fail_faster", "forecast_drift"}
+"""Kinds read from the forecast, which trains beyond the logged groups (efforts the bucket shows,
+test_the_forecast_trains_beyond_the_logged_groups): silent for shaping off, a forecast for a
+time charge whatever the groups logged."""
 
 
 @settings(max_examples=40, deadline=None)
@@ -503,9 +595,10 @@ ONLY_WHEN_EXPLODING = {"explosion_unbounded"}
 )
 def test_clean_configs_get_no_findings(groups, lam, precision):
     # Binary rewards. Shaping off, and time shaping where every rollout of a group took the same
-    # minutes (a constant shift per group): nothing is inverted, tied on a floor, pushed to fail
-    # faster, gained or lost, charged on validation or signalled by uncharged rows alone. Only a
-    # genuine explosion (a lone success among many failures: |A| > 3 with binary rewards) may show.
+    # minutes (a constant shift per group): nothing is inverted, tied on a floor, gained or lost,
+    # charged on validation or signalled by uncharged rows alone; shaping off's forecast is its
+    # own, so it drifts and teaches nothing. Only a genuine explosion (a lone success among many
+    # failures: |A| > 3 with binary rewards) may show.
     resolved = [ok for g in groups for ok, _ in g]
     minutes = [float(g[0][1]) for g in groups for _ in g]
     gids = [k for k, g in enumerate(groups) for _ in g]
@@ -517,7 +610,8 @@ def test_clean_configs_get_no_findings(groups, lam, precision):
     )
     for shaping in ({"enabled": False}, {"lambda_time": lam}):
         result = replay_frame(frame, shaping, {"precision": precision})
-        fired = set(kinds(result)) & set(KINDS) - ONLY_WHEN_EXPLODING
+        quiet = ONLY_WHEN_EXPLODING | (FORECAST_KINDS if shaping.get("enabled", True) else set())
+        fired = set(kinds(result)) & set(KINDS) - quiet
         assert not fired, (shaping, fired, result.findings["text"].to_list())
 
 
@@ -674,28 +768,39 @@ def test_a_floor_tie_is_a_tie_whichever_side_was_charged():
 # ---- the forecast drift, the jump at a tiny λ and the headline's three (mutation survivors) ----
 
 
-def _drifting(one_step: float | None) -> dict:
-    row = {
-        C.FORECAST_KEPT_LOW_LONG: 0.80,
+def _drifting(low: float | None = 0.80, point: float | None = 0.97) -> dict:
+    return {
+        C.F_RESOLVE_VS_OFF_LONG: point,
+        C.F_RESOLVE_VS_OFF_LOW_LONG: low,
         C.FORECAST_STEPS: 50,
-        C.FORECAST_FAIL_START_LONG: 30.0,
-        C.FORECAST_FAIL_LONG: 21.5,
-        C.FORECAST_RESOLVE_START_LONG: 0.30,
-        C.FORECAST_RESOLVE_LONG: 0.24,
-        C.FORECAST_RESOLVE_OFF_LONG: 0.31,
+        C.F_FAIL_START_LONG: 30.0,
+        C.F_FAIL_LONG: 21.5,
+        C.F_RESOLVE_START_LONG: 0.30,
+        C.F_RESOLVE_LONG: 0.24,
+        C.F_RESOLVE_OFF_LONG: 0.31,
     }
-    return row | {C.RESOLVE_VS_OFF_LOW_LONG: one_step}
 
 
-@pytest.mark.parametrize(("one_step", "unseen"), [(0.99, True), (0.90, False), (None, False)])
-def test_forecast_drift_says_what_one_step_alone_keeps_only_where_it_passes(one_step, unseen):
-    found = forecast_drift(_drifting(one_step), bare_context())
+def test_forecast_drift_reads_the_low_end_of_the_interval_not_the_point():
+    # The point keeps 97% of shaping off's resolve rate on long problems, the low end 80%.
+    found = forecast_drift(_drifting(), bare_context())
     assert found.value == 0.80
-    assert "failures on long problems from 30.0 to 21.5 minutes" in found.text
-    assert ("one step alone keeps 99% there (low end)" in found.text) == unseen
-    assert (
-        forecast_drift(_drifting(0.99) | {C.FORECAST_KEPT_LOW_LONG: 0.99}, bare_context()) is None
+    assert found.text == (
+        "after 50 steps the forecast moves failures on long problems from 30.0 to 21.5 minutes "
+        "and resolve there from 30% to 24%, against 31% with shaping off (low end of the "
+        "interval: 80% of shaping off's, the rule needs 95%)."
     )
+    assert forecast_drift(_drifting(0.99, point=0.90), bare_context()) is None
+    looser = Context(pl.DataFrame(), {}, Rule(min_resolve_vs_off_long=0.8))
+    assert forecast_drift(_drifting(), looser) is None
+
+
+def test_forecast_drift_without_an_interval_reads_the_point_value_as_the_rule_does():
+    found = forecast_drift(_drifting(None, point=0.90), bare_context())
+    assert found.value == 0.90
+    assert "(point value, no interval: 90% of shaping off's, the rule needs 95%)." in found.text
+    assert forecast_drift(_drifting(None, point=0.96), bare_context()) is None
+    assert forecast_drift(_drifting(None, point=None), bare_context()) is None
 
 
 @pytest.mark.parametrize(("lam", "jump"), [(0.9e-4, True), (1e-4, False), (1.2e-4, False)])
@@ -743,8 +848,7 @@ def test_validation_numbers_need_both_the_accuracy_and_the_reward():
 
 
 def test_a_forecast_at_the_rules_share_exactly_is_no_drift():
-    rule = Rule()
-    at = _drifting(0.99) | {C.FORECAST_KEPT_LOW_LONG: rule.min_forecast_long}
+    at = _drifting(Rule().min_resolve_vs_off_long)
     assert forecast_drift(at, bare_context()) is None
 
 
