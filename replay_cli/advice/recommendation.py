@@ -460,6 +460,10 @@ def recommend(
         failed = [c for c in criteria if not c.passes(row, rule)]
         rows.append((i, row, failed, off[i]))
     unrated_why = NO_FORECAST if not judged else _scarcity(rows, rule)
+    if unrated_why is None:
+        rows, unforecast = _without_outcome(rows)
+    else:
+        unforecast = {}
     if unrated_why is not None:
         # Nothing is ranked: what the rule would read cannot tell the bar from parity.
         static = [
@@ -467,7 +471,8 @@ def recommend(
         ]
         return _table(static, {}, {}, rule, unrated_why=unrated_why)
     eligible = sorted(
-        (r for r in rows if not r[2]), key=lambda r: (*_solve_key(r[1], r[3], rule), r[0])
+        (r for r in rows if not r[2] and r[0] not in unforecast),
+        key=lambda r: (*_solve_key(r[1], r[3], rule), r[0]),
     )
     roles: dict[int, str] = {}
     same_as_best: dict[int, str] = {}
@@ -496,7 +501,21 @@ def recommend(
         "confidence": confidence,
         "ranked": eligible,
     }
+    extra["unforecast"] = unforecast
     return _table(rows, roles, extra, rule)
+
+
+def _without_outcome(rows: list[Row]) -> tuple[list[Row], dict[int, str]]:
+    """The rows the forecast has an outcome for, and per row it has none for (its estimator
+    refused the simulated groups) why; those are not ranked, only their static failures count."""
+    kept, why = [], {}
+    for i, row, failed, is_off in rows:
+        if row.get(C.F_RESOLVE) is None and not is_off:
+            reason = row.get(C.FORECAST_REFUSED) or "the forecast has no outcome for it"
+            why[i] = f"not judged on resolve rate: the forecast could not train it ({reason})"
+            failed = [c for c in failed if c in STATIC_CRITERIA]
+        kept.append((i, row, failed, is_off))
+    return kept, why
 
 
 def _table(
@@ -508,16 +527,18 @@ def _table(
 ) -> pl.DataFrame:
     """The recommendation table of judged rows, recommended first."""
     same_as_best = extra.get("same_as_best", {})
+    unforecast = extra.get("unforecast", {})
     won, alike, set_share = extra.get("confidence") or ({}, [], None)
     trade, checked = extra.get("trade"), extra.get("checked")
     labels = {i: row["label"] for i, row, *_ in rows}
     out = []
     for i, row, failed, is_off in rows:
-        role = roles.get(i, "avoid" if failed or unrated_why is None else "unrated")
+        unrated = unrated_why or unforecast.get(i)
+        role = roles.get(i, "avoid" if failed or unrated is None else "unrated")
         if failed:
             reasons = "; ".join(c.why(row, rule) for c in failed)
         elif role == "unrated":
-            reasons = unrated_why or ""
+            reasons = unrated or ""
         elif i in same_as_best:
             reasons = same_as_best[i]
         elif is_off:

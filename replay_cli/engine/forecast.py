@@ -22,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
+from replay_cli.errors import EstimatorError
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.effort import (
     Direction,
@@ -280,8 +282,10 @@ class World:
         of_group = problems.of_group
         problem_bits = np.zeros(len(model), np.int64)
         np.bitwise_or.at(problem_bits, of_group, bits)
-        size = np.zeros(len(model))
-        np.maximum.at(size, of_group, sizes)
+        # Every simulated group has the log's most common group size (the trainer's rollouts per
+        # prompt): a group a filter or a lost rollout shortened is no setting to train with, and
+        # estimators that reshape by prompt (OpenRLHF) refuse groups of several sizes.
+        size = int(np.bincount(sizes.astype(np.int64)).argmax()) if len(sizes) else 1
         chosen = [np.flatnonzero(problem_bits & (1 << s)) for s in range(seeds)]
         width = max(len(c) for c in chosen)
         if any(len(c) != width for c in chosen):  # a bucket smaller than the sample: all of it
@@ -308,7 +312,7 @@ class World:
             m=model.m[index],
             bucket=bucket,
             weight=weight,
-            size=np.maximum(size[index], 1).astype(np.int64),
+            size=np.full(index.shape, max(size, 1), np.int64),
             local=local[index],
             pool=pool,
             index=index,
@@ -316,12 +320,20 @@ class World:
 
 
 def _simulate(
-    world: World, runs: Sequence[ReplayConfig], steps: int, budget: float, seed: int
+    world: World,
+    runs: Sequence[ReplayConfig],
+    steps: int,
+    budget: float,
+    seed: int,
+    refused: dict[int, str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort,
     and (runs, seeds, problems, levels): each run's effort after the last step. Every run draws
     with the same random numbers (common random numbers: a config and its shaping-off twin
-    differ by their policies, not by luck)."""
+    differ by their policies, not by luck). A run whose estimator refuses the simulated groups
+    (OpenRLHF's one group size after a filter dropped rows) stops there: `refused` gets its
+    message and the caller drops its numbers."""
+    refused = {} if refused is None else refused
     n_runs = len(runs)
     seeds, problems, levels = world.pi.shape
     pi = np.broadcast_to(world.pi, (n_runs, seeds, problems, levels)).copy()
@@ -341,12 +353,18 @@ def _simulate(
         a = np.zeros((n_runs, seeds * problems, levels))
         ay = np.zeros_like(a)
         for r, cfg in enumerate(runs):
+            if r in refused:
+                continue
             cdf = np.cumsum(pi[r].reshape(-1, levels), axis=-1)[problem_of_row]
             level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
             cell = problem_of_row * levels + level
             outcome = u_outcome < p_cells.take(cell)
             rows = world.pool.draw(local, bucket, level, outcome, u_row)
-            advantage, trainable = advantages(cfg, rows, group_runs)
+            try:
+                advantage, trainable = advantages(cfg, rows, group_runs)
+            except EstimatorError as exc:
+                refused[r] = str(exc).split("\n")[0]
+                continue
             counted = group_runs.sum(trainable)
             trained = with_signal(advantage, trainable, group_runs)
             weight = trained / np.maximum(counted, 1)[problem_of_row]
@@ -391,9 +409,19 @@ def forecast(
     for scale in scales:
         # The budget check reads the rule's numbers at T only: half the seeds serve it.
         sub = world if scale == 1.0 else world.first(max(1, settings.seeds // 2))
-        sim, last = _simulate(sub, runs, settings.steps, budget * scale, settings.seed)
+        refused: dict[int, str] = {}
+        sim, last = _simulate(sub, runs, settings.steps, budget * scale, settings.seed, refused)
         frames.append(_table(sim, configs, twin_of, budget * scale))
         point, boot = horizon(sub, last, twin_of, intervals)
+        for k in range(len(configs)):
+            why = refused.get(k) or refused.get(twin_of[k])
+            if why is None:
+                continue
+            for name in point:
+                point[name][k] = None
+            for name in boot:
+                boot[name][:, k] = np.nan
+            columns[configs[k].config_id][REFUSED] = why
         suffix = "" if scale == 1.0 else ("_half" if scale < 1 else "_twice")
         for k, cfg in enumerate(configs):
             mine = {name: v[k] for name, v in point.items()}
@@ -426,6 +454,7 @@ def forecast(
     return pl.concat(frames), columns, resamples
 
 
+REFUSED = C.FORECAST_REFUSED
 SCOPE_BUCKETS = (("", None), ("@long", 2))
 """The horizon's scopes: all problems, and the long bucket (its index in `World.bucket`)."""
 RESAMPLED = (

@@ -10,6 +10,7 @@ import polars as pl
 from replay_cli import schema as S
 
 STYLES: dict[str, tuple[str, str]] = {
+    "unrated": ("unrated (the rule could not judge it)", "#9e9e9e"),
     "avoid": ("avoid (fails the rule)", "#c62828"),
     "eligible": ("eligible", "#4263c9"),
     "runner-up": ("runner-up", "#7cb342"),

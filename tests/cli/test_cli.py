@@ -319,15 +319,16 @@ def test_forecast_writes_its_table_and_sweep_forecast_too(synth_path, tmp_path):
     table = pl.read_parquet(out / "forecast.parquet")
     assert table["step"].max() == 3
     assert set(table["budget"]) == {0.0005, 0.001, 0.002}
-    assert "Forecast (3 steps, " in result.output
+    assert "Forecast (horizon T = 3 steps, " in result.output
     assert '<section id="forecast">' in (out / "index.html").read_text()
-    swept = run("sweep", synth_path, "--out", tmp_path / "sw", *args, "--forecast")
+    swept = run("sweep", synth_path, "--out", tmp_path / "sw", *args)  # the forecast by default
     assert swept.exit_code == 0, swept.output
     assert (tmp_path / "sw" / "forecast.parquet").exists()
-    plain = run("sweep", synth_path, "--out", tmp_path / "plain", *args)
+    plain = run("sweep", synth_path, "--out", tmp_path / "plain", *args, "--no-forecast")
     assert plain.exit_code == 0, plain.output
     assert not (tmp_path / "plain" / "forecast.parquet").exists()
     assert "Forecast (" not in plain.output
+    assert "the verdict did not judge resolve rate" in plain.output
 
 
 @pytest.mark.parametrize("command", ["replay", "sweep", "forecast", "demo", "explain"])

@@ -479,3 +479,25 @@ def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
     start = table.filter(pl.col("step") == 0).sort("config_id", "bucket")["mean"]
     end = table.filter(pl.col("step") == 3).sort("config_id", "bucket")["mean"]
     assert end.to_list() == start.to_list()
+
+
+def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
+    """OpenRLHF's estimators need groups of one size; a row-dropping filter (NeMo-RL's dynamic
+    sampling) leaves simulated groups of several. The replay completes, that config's forecast
+    numbers are null with the estimator's reason, and the rule leaves it unrated instead of
+    reading nulls as parity."""
+    from replay_cli.advice.recommendation import Rule, recommend
+
+    from maths.test_filters import _two_steps
+
+    cfg = config({}, {"estimator": "dr-grpo", "precision": "float64", "filter": "nemo-rl"})
+    result = rc.replay(rc.rollouts_from_frame(_two_steps()), [config({"enabled": False}), cfg])
+    row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+    assert "needs groups of one size" in row["forecast/refused"]
+    assert row["forecast/resolve"] is None and row["forecast/resolve_vs_off"] is None
+    rule = Rule(require_launchable=False, min_problems=1)
+    verdict = recommend(result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
+    assert verdict["role"][0] == "unrated"
+    assert (
+        "the forecast could not train it (dr-grpo needs groups of one size" in verdict["reasons"][0]
+    )
