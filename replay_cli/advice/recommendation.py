@@ -53,8 +53,8 @@ NEEDED = (
 """The summary columns the rule reads."""
 SAME_NUMBERS_NEEDED = ("trained_digest",)
 """Two configs are called the same only when they train on the same rows with the same rewards
-and advantages (`trained_digest`, a hash of the trained rows' shaped rewards, advantages and
-masks)."""
+and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
+the clip and loss mask, loss-masked rows included)."""
 DEFAULT_BUDGET = 0.001
 """The step budget the fail-faster limit is stated at (MeasureSettings.step_kl's default)."""
 SCHEMA = {

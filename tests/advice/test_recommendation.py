@@ -21,8 +21,9 @@ from replay_cli.advice.recommendation import (
 from replay_cli.advice.verdict import Decision, keep_off_text
 from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import parse_overrides, read_run_config, to_config
+from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import config
+from factories import config, rollouts
 
 GOOD = {
     "enabled": True,
@@ -429,6 +430,34 @@ def test_configs_that_train_alike_on_real_rows_are_twins_whatever_their_settings
     for twin in ("λ=1/120 correct floor=-10", "λ=1/120 correct floor=0.5", "λ=1/120 all floor=0"):
         assert reasons[twin].startswith("no alternative to the recommended")
     assert not reasons["λ=1/120 all floor=-0.1"].startswith("no alternative")
+
+
+def test_configs_whose_clipped_advantages_differ_on_a_loss_masked_row_are_no_twins():
+    # Row 0 is loss-masked (mask_sample) and alone below six 1.0s and a 0.9: its unclipped
+    # advantage is about -26, so clip_low=-3 moves it to -3.0; every other row stays in
+    # [-3, 3]. The report's rows (and the trainer's logged advantages) then differ, so the two
+    # may not be called configs that "train on the same rewards and advantages".
+    frame = rollouts(
+        reward=[0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9],
+        mask_sample=[True] + [False] * 7,
+    )
+    results = api.replay(
+        rollouts_from_frame(frame),
+        [config({"lambda_time": 1 / 120}), config({"lambda_time": 1 / 120}, {"clip_low": -3.0})],
+    )
+    rows = results.rows.filter(pl.col("source_row") == 0)
+    assert rows["advantage"][0] < -20
+    assert rows["advantage"][1] == -3.0
+    others = results.rows.filter(pl.col("source_row") > 0)
+    assert others.filter(pl.col("advantage").abs() >= 3).is_empty()
+    first, second = results.summary["trained_digest"].to_list()
+    assert first != second
+    loose = Rule(
+        min_resolve_vs_off=0.0, min_resolve_vs_off_long=0.0, max_fail_faster=10.0, min_faster=0.0
+    )
+    verdict = recommend(results.summary, loose)
+    assert verdict["role"].to_list() == ["recommended", "runner-up"]
+    assert not any(r.startswith("no alternative") for r in verdict["reasons"].to_list())
 
 
 behaviours = [
