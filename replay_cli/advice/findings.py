@@ -18,7 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
-from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, pct
+from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_shift, minutes_text, num, pct
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
@@ -211,17 +211,18 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
         advice = ""
     return Found(
         change,
-        f"teaches failures to give up sooner: a failure ends {minutes_text(-change, signed=False)} "
-        f"per step sooner than under shaping off "
+        "teaches failures to give up sooner: a failure ends "
+        f"{minutes_shift(change, 'sooner', 'later', ' per step')} than under shaping off "
         f"({_on_long(row.get(C.FAIL_VS_OFF_LONG))}){advice}.",
     )
 
 
 def _on_long(change: float | None) -> str:
-    """A minute change on long problems, or that the input has none (a null is no 0)."""
+    """A minute change on long problems with its direction (failures there may end later while
+    they end sooner overall), or that the input has none (a null is no 0)."""
     if change is None:
         return NO_LONG_PROBLEMS
-    return f"on long problems {minutes_text(-change, signed=False)} sooner"
+    return f"on long problems {minutes_shift(change, 'sooner', 'later')}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:

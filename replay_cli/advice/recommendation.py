@@ -35,7 +35,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, param_text, pct
+from replay_cli.advice.words import (
+    NO_LONG_PROBLEMS,
+    minutes_shift,
+    minutes_text,
+    num,
+    param_text,
+    pct,
+)
 from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
 from replay_cli.parameters import registry
 
@@ -245,8 +252,8 @@ CRITERIA = (
         "fail_faster",
         lambda r, rule: num(r, C.FAIL_VS_OFF) >= -rule.fail_limit(r),
         lambda r, rule: (
-            f"teaches failures to give up sooner: they end "
-            f"{minutes_text(-num(r, C.FAIL_VS_OFF), signed=False)} per step sooner "
+            "teaches failures to give up sooner: they end "
+            f"{minutes_shift(num(r, C.FAIL_VS_OFF), 'sooner', 'later', ' per step')} "
             f"than under shaping off (limit {minutes_text(rule.fail_limit(r), signed=False)})"
         ),
     ),
@@ -512,13 +519,20 @@ def _long_or_overall(row: dict[str, Any]) -> float:
 
 
 def trade_text(row: dict[str, Any]) -> str:
-    """What a config buys and what it costs per step against shaping off, in words."""
+    """What a config buys and what it costs per step against shaping off, in words: it buys
+    only where successes get faster (a slower or unchanged success is said as such)."""
     overall = num(row, C.RESOLVE_VS_OFF)
     long = row.get(C.RESOLVE_VS_OFF_LONG)
     on_long = "" if long is None else f" ({_signed_pct(float(long) - 1)} on long problems)"
+    solve = num(row, C.SOLVE_VS_OFF)
+    if solve < -MINUTES_EPS:
+        bought = f"buys {minutes_text(solve)} per step on successes"
+    else:
+        later = minutes_shift(solve, "sooner", "later", " per step")
+        bought = f"buys nothing on successes (they end {later})"
     return (
-        f"'{row['label']}' buys {minutes_text(num(row, C.SOLVE_VS_OFF))} per step "
-        f"on successes for {_signed_pct(overall - 1)} of resolve progress per step{on_long}"
+        f"'{row['label']}' {bought} for {_signed_pct(overall - 1)} of resolve progress per "
+        f"step{on_long}"
     )
 
 
@@ -634,10 +648,10 @@ def _why_eligible(row: dict[str, Any]) -> str:
         kept_long = NO_LONG_PROBLEMS
     else:
         kept_long = "as much on long problems"
+    faster = minutes_shift(num(row, C.SOLVE_VS_OFF), "faster", "slower", " per step")
     return (
-        f"makes successes {minutes_text(-num(row, C.SOLVE_VS_OFF), signed=False)} "
-        f"per step faster than shaping off; keeps {kept} ({kept_long}); no fail-faster drift, "
-        "introduced inversion or unbounded explosion"
+        f"makes successes {faster} than shaping off; keeps {kept} ({kept_long}); no fail-faster "
+        "drift, introduced inversion or unbounded explosion"
     )
 
 

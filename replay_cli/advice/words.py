@@ -34,6 +34,15 @@ def minutes_text(x: float, signed: bool = True) -> str:
     return f"{text.replace('-', '−')} min"
 
 
+def minutes_shift(x: float, less: str, more: str, per: str = "") -> str:
+    """A change in minutes with its direction as a word, the sign never dropped: '0.34 min
+    sooner' for −0.34 and '0.34 min later' for +0.34 (less='sooner', more='later'; `per`, e.g.
+    ' per step', follows the amount), 'no sooner or later' within MINUTES_EPS."""
+    if abs(x) <= MINUTES_EPS:
+        return f"no {less} or {more}"
+    return f"{minutes_text(x, signed=False)}{per} {less if x < 0 else more}"
+
+
 def push_text(x: float) -> str:
     """A push for a reader: 0 within PUSH_EPS (rounding), else 3 significant digits."""
     return "0" if abs(x) <= PUSH_EPS else f"{x:.3g}"

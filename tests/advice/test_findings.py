@@ -23,6 +23,7 @@ from replay_cli.advice.findings import (
 from replay_cli.advice.recommendation import Rule
 from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.read import tops_of
+from replay_cli.rollouts.synth import synth_rollouts
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 import reference_step
@@ -109,6 +110,36 @@ def test_fail_faster_names_the_long_problems_only_where_there_are_long_problems(
     assert long < 0
     (text,) = texts(result, "fail_faster")
     assert f"on long problems {-long:.2g} min sooner)" in text
+
+
+def test_fail_faster_says_later_where_failures_on_long_problems_end_later():
+    # This synthetic log's step under λ=1/240 correct ends failures sooner overall, but on its
+    # long problems later than shaping off's step: "sooner" there would be false.
+    frame = synth_rollouts(steps=2, groups_per_step=12, group_size=8, seed=1)
+    result = api.replay(
+        rollouts_from_frame(frame),
+        [config({"lambda_time": 1 / 240, "apply_to": "correct"}, {"clip_high": 3.0})],
+    )
+    row = result.summary.row(0, named=True)
+    assert row["step/fail_minutes_vs_off"] < -0.02
+    long = row["step/fail_minutes_vs_off@long"]
+    assert long > 0
+    (text,) = texts(result, "fail_faster")
+    assert f"(on long problems {long:.2g} min later)" in text
+    assert "sooner)" not in text
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (-0.13, "on long problems 0.13 min sooner"),
+        (0.05, "on long problems 0.05 min later"),
+        (0.0, "on long problems no sooner or later"),
+        (None, "no long problems in this input"),
+    ],
+)
+def test_the_long_problem_clause_keeps_the_sign(change, words):
+    assert findings_module._on_long(change) == words
 
 
 def test_call_bonus_signal_is_not_called_fail_faster():

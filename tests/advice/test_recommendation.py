@@ -17,6 +17,7 @@ from replay_cli.advice.recommendation import (
     launch_yaml,
     recommend,
     shaping_off,
+    trade_text,
 )
 from replay_cli.advice.verdict import Decision, keep_off_text
 from replay_cli.maths.thresholds import MINUTES_EPS
@@ -114,6 +115,40 @@ def test_reasons_quote_the_numbers():
         "they end 0.03 min per step sooner than under shaping off (limit 0.02 min)"
         in (reasons["c2"])
     )
+
+
+@pytest.mark.parametrize(
+    ("solve", "words"),
+    [
+        (-0.34, "makes successes 0.34 min per step faster than shaping off"),
+        # λ = 0 with a floor and an asymmetric clip: eligible, and successes get slower.
+        (0.0045, "makes successes 0.0045 min per step slower than shaping off"),
+        (0.0, "makes successes no faster or slower than shaping off"),
+    ],
+)
+def test_an_eligible_configs_reason_keeps_the_sign_of_its_solve_minutes(solve, words):
+    row = {"lambda_time": 0.0, "floor": 0.05, "clip_low": None, "clip_high": 3.0}
+    verdict = recommend(summary({**row, "step/solve_minutes_vs_off": solve}))
+    (reason,) = verdict["reasons"].to_list()
+    assert reason.startswith(words + "; keeps 100% of shaping off's resolve progress")
+
+
+@pytest.mark.parametrize(
+    ("solve", "words"),
+    [
+        (-0.34, "'config 0' buys −0.34 min per step on successes for −10.0%"),
+        (
+            0.0045,
+            "'config 0' buys nothing on successes (they end 0.0045 min per step later) for −10.0%",
+        ),
+        (0.0, "'config 0' buys nothing on successes (they end no sooner or later) for −10.0%"),
+    ],
+)
+def test_a_trade_never_buys_slower_successes(solve, words):
+    row = summary({"step/solve_minutes_vs_off": solve, "step/resolve_vs_off": 0.9}).row(
+        0, named=True
+    )
+    assert trade_text(row) == f"{words} of resolve progress per step (+0.0% on long problems)"
 
 
 def test_the_low_end_decides_not_the_point_value():
