@@ -9,6 +9,7 @@ then what it teaches, then context) and sums a kind met by many configs up in on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -432,10 +433,19 @@ def _tops(top: pl.DataFrame | None) -> dict[str, dict]:
     return {row[S.CONFIG_ID]: row for row in first.iter_rows(named=True)}
 
 
+KEPT_SHARES = {"forecast_drift": "largest losses (lowest seed's share of shaping off's kept)"}
+"""Kinds whose value is a share kept, not a size: the smaller it is, the larger the loss, so their
+headline ranks the smallest first (and says what the numbers are)."""
+
+
 def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, Any]:
-    """One sentence for a kind met by many configs: how many, and the three largest values."""
+    """One sentence for a kind met by many configs: how many, and the three largest values (for
+    a share kept, the three smallest: the largest losses), worst first."""
     severity, _, what = KINDS[kind]
-    ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
+    if kind in KEPT_SHARES:
+        ranked = sorted(rows, key=lambda r: r["value"] if r["value"] is not None else math.inf)
+    else:
+        ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
     show = {
         "explosion_unbounded": lambda v: f"{v:.4g}",
         "forecast_drift": pct,
@@ -447,6 +457,6 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
         "kind": kind,
         "severity": severity,
         "value": ranked[0]["value"],
-        "text": f"{len(rows)} configs {what}; largest: {names}.",
+        "text": f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}.",
         "headline": True,
     }

@@ -729,6 +729,27 @@ def test_forecast_drift_says_what_one_step_alone_keeps_only_where_it_passes(one_
     )
 
 
+def test_the_forecast_headline_names_the_largest_losses_worst_first():
+    # The kept share is what forecast_drift's value holds: the lowest keeps lose the most.
+    kept = {"λ=1/120 all": 0.93, "λ=1/60 correct": 0.92, "λ=1/60 all": 0.89, "λ=1/30 all": 0.80}
+    summary = pl.DataFrame(
+        [
+            {"config_id": f"c{i}", "label": label, **_drifting(None), C.FORECAST_KEPT_LOW_LONG: k}
+            for i, (label, k) in enumerate(kept.items())
+        ]
+    )
+    found = findings(summary)
+    (head,) = found.filter(pl.col("config_id").is_null() & (pl.col("kind") == "forecast_drift"))[
+        "text"
+    ].to_list()
+    assert head == (
+        "4 configs lose resolve rate on long problems over the forecast; largest losses (lowest "
+        "seed's share of shaping off's kept): 'λ=1/30 all' (80%), 'λ=1/60 all' (89%), "
+        "'λ=1/60 correct' (92%)."
+    )
+    assert found.filter(pl.col("config_id").is_null())["value"].to_list() == [0.80]
+
+
 @pytest.mark.parametrize(("lam", "jump"), [(0.9e-4, True), (1e-4, False), (1.2e-4, False)])
 def test_the_jump_at_a_tiny_lambda_is_named_below_1e_4_only(lam, jump):
     row = {C.TIME_ONLY_SHARE: 0.4, C.TIME_ONLY_GROUPS: 0.3, "lambda_time": lam}
