@@ -21,7 +21,7 @@ from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_shift, minutes_text, num, pct
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, MINUTES_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -204,7 +204,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
         twin_change = num(twin, C.FAIL_VS_OFF)
         advice = (
             f"; '{twin['label']}' leaves them at {minutes_text(twin_change)} per step against "
-            "shaping off"
+            f"shaping off{_drift_of_uncharged(twin)}"
         )
     elif row.get("apply_to") == "all":
         advice = "; apply_to=correct leaves failures uncharged"
@@ -215,6 +215,22 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
         "teaches failures to give up sooner: a failure ends "
         f"{minutes_shift(change, 'sooner', 'later', ' per step')} than under shaping off "
         f"({_on_long(row.get(C.FAIL_VS_OFF_LONG))}){advice}.",
+    )
+
+
+def _drift_of_uncharged(twin: dict[str, Any]) -> str:
+    """What the forecast does to failures on long problems under the apply_to=correct twin, where
+    it ran and moves them: its charge leaves failures alone, but the effort it trains drifts over
+    T steps, so both are said (a bare "leaves them" would be false beside the forecast)."""
+    fail, off = twin.get(C.FORECAST_FAIL_LONG), twin.get(C.FORECAST_FAIL_OFF_LONG)
+    if fail is None or off is None or abs(fail - off) <= MINUTES_EPS:
+        return ""
+    drift = fail - off
+    but = "yet" if drift < 0 else "while"
+    return (
+        f": its charge leaves failures uncharged, {but} over {num(twin, C.FORECAST_STEPS):.0f} "
+        f"steps the forecast ends them on long problems {minutes_shift(drift, 'sooner', 'later')} "
+        "than shaping off as effort drifts"
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay_cli import api, findings, highlights
+from replay_cli import ForecastSettings, api, findings, highlights
 from replay_cli import catalogue as C
 from replay_cli.advice import findings as findings_module
 from replay_cli.advice.findings import (
@@ -21,6 +21,7 @@ from replay_cli.advice.findings import (
     time_only_step,
 )
 from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.words import minutes_text
 from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.read import tops_of
 from replay_cli.rollouts.synth import synth_rollouts
@@ -127,6 +128,31 @@ def test_fail_faster_says_later_where_failures_on_long_problems_end_later():
     (text,) = texts(result, "fail_faster")
     assert f"(on long problems {long:.2g} min later)" in text
     assert "sooner)" not in text
+
+
+def test_the_uncharged_twin_is_not_said_to_leave_failures_alone_where_the_forecast_drifts():
+    # λ=1/120 correct charges no failure and its one step leaves them about as shaping off's,
+    # but over the forecast its effort drifts and failures on long problems end sooner.
+    result = api.forecast(
+        api.load(["data_samples/rollouts_medium.parquet"]),
+        [
+            config({"lambda_time": lam, "apply_to": a})
+            for lam in (0.0, 1 / 120)
+            for a in ("all", "correct")
+        ],
+        ForecastSettings(steps=20, seeds=2),
+    )
+    twin = result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
+    drift = twin[C.FORECAST_FAIL_LONG] - twin[C.FORECAST_FAIL_OFF_LONG]
+    assert drift < -0.1
+    (text,) = texts(result, "fail_faster")
+    assert text.startswith("λ=1/120 all: teaches failures to give up sooner")
+    assert text.endswith(
+        f"; 'λ=1/120 correct' leaves them at {minutes_text(twin[C.FAIL_VS_OFF])} per step "
+        "against shaping off: its charge leaves failures uncharged, yet over 20 steps the "
+        f"forecast ends them on long problems {-drift:.2g} min sooner than shaping off as "
+        "effort drifts."
+    )
 
 
 @pytest.mark.parametrize(
