@@ -16,7 +16,13 @@ from replay_cli.config import ForecastSettings, ReplayConfig, build_config, conf
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
 from replay_cli.errors import InputFileError
-from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
+from replay_cli.io.files import (
+    atomic_path,
+    check_out_dir,
+    check_out_file,
+    refuse_existing,
+    staged_directory,
+)
 from replay_cli.io.parquet import ParquetRowSink, parse_mapping
 from replay_cli.maths.peers import estimator_notes
 from replay_cli.progress import Progress, phase
@@ -232,7 +238,7 @@ def _report(
 def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
     """Write a synthetic rollout table to Parquet atomically; returns the row count."""
     out = Path(out)
-    refuse_existing(out, force)
+    check_out_file(out, force)
     with atomic_path(out) as tmp:
         sink = ParquetRowSink(tmp)
         try:
@@ -389,7 +395,7 @@ def import_logs(
     from replay_cli.io.importers import import_logs as run_import
 
     out = Path(out)
-    refuse_existing(out, force)
+    check_out_file(out, force)
     stats = run_import(
         fmt,
         sources,

@@ -47,6 +47,17 @@ def check_out_dir(out: Path, force: bool, what: str = "Output directory") -> Non
     check_writable(out, what)
 
 
+def check_out_file(out: Path, force: bool, what: str = "Output") -> None:
+    """Refuse a directory where an output file is to go, an existing file unless force, and a
+    file that cannot be created (a regular file in its path, a parent that cannot be written):
+    checked before any work, so no command ends in a traceback from the write."""
+    out = Path(out)
+    if out.is_dir():
+        raise OutputExistsError(f"{what} {out} is a directory; name a file to write.")
+    refuse_existing(out, force, what)
+    check_writable(out, what)
+
+
 def check_writable(out: Path, what: str = "Output") -> None:
     """The nearest existing ancestor of `out` is a directory this process may write in."""
     parent = Path(out).absolute().parent
