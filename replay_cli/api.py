@@ -30,8 +30,9 @@ from replay_cli.report.options import ReportOptions
 from replay_cli.report.plots import render_all
 from replay_cli.report.write import finish_report
 from replay_cli.result import ReplayResult
+from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
-from replay_cli.rollouts.validation import Rollouts, load_rollouts
+from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -100,6 +101,7 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
         notes=[
             *estimator_notes(columns, {c.advantage.estimator for c in result.configs}),
             *config_warnings(result.configs),
+            *inert_settings(rollouts, result.configs),
         ],
         input_notes=list(rollouts.notes),
         verdict=judge(result.summary, result.top_groups, result.resamples, rule),
@@ -414,6 +416,8 @@ def import_logs(
             out.unlink()
             named = ", ".join(str(s) for s in sources)
             raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
+        # A column kept under another name than the one a setting reads (n_calls for calls).
+        stats.notes.extend(look_alike_notes(pl.read_parquet_schema(out).names()))
     return stats
 
 

@@ -47,6 +47,7 @@ from replay_cli.maths.top_groups import top_groups, top_of_config
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
+from replay_cli.rollouts.fit import check_call_bonus
 from replay_cli.rollouts.validation import Rollouts
 
 RowSink = Callable[[pl.DataFrame], None]
@@ -446,6 +447,7 @@ def run_replay(
     settings = settings or MeasureSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
+    check_call_bonus(rollouts, configs)  # before any work: a bonus on 0 calls is no replay
     keep_freed_memory()
     groups_of_configs = batches(configs, configs_per_pass)
     unique = unique_configs(configs)

@@ -171,6 +171,30 @@ def test_invalid_parameters(tmp_path, args, expect):
     refuse(tmp_path, [write(tmp_path / "ok.parquet")], *args, expect=expect)
 
 
+@pytest.mark.parametrize("command", ["replay", "sweep"])
+def test_a_call_bonus_on_an_input_without_calls_is_refused(tmp_path, command):
+    """It once ran with every row at 0 calls: exit 0, bonus 0.0, not a word."""
+    path = write(tmp_path / "ok.parquet", n_calls=[3, 10])
+    out = tmp_path / "report"
+    bonus = "0,0.1" if command == "sweep" else "0.1"  # a sweep with a config that pays none
+    args = ["--lambda-call-bonus", bonus, "--call-bonus-ref", "20"]
+    result = runner.invoke(app, [command, str(path), "--out", str(out), *args])
+    assert result.exit_code == 2, result.output
+    assert (
+        "lambda_call_bonus pays per tool call ('λ=1/60 all bonus=0.1/20'), but the input has no "
+        "'calls' column: every row would count 0 calls and the bonus would be 0. Add the column "
+        "('n_calls' looks like the tool-call count: try --map n_calls=calls), or set "
+        "lambda_call_bonus to 0." in result.output
+    )
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    mapped = runner.invoke(
+        app, [command, str(path), "--out", str(out), *args, "--map", "n_calls=calls"]
+    )
+    assert mapped.exit_code == 0, mapped.output
+    assert pl.read_parquet(out / "rollouts.parquet")["bonus"].max() > 0
+
+
 @pytest.mark.parametrize("flag", ["--out", "--tensorboard"])
 def test_an_output_under_a_regular_file_is_refused_before_any_work(tmp_path, flag):
     """Every output path is checked before the replay: exit 2, nothing written (the TensorBoard
