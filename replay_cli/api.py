@@ -16,7 +16,13 @@ from replay_cli.config import ForecastSettings, ReplayConfig, build_config, conf
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
 from replay_cli.errors import InputFileError
-from replay_cli.io.files import atomic_path, check_out_dir, refuse_existing, staged_directory
+from replay_cli.io.files import (
+    atomic_path,
+    check_out_dir,
+    check_out_file,
+    refuse_existing,
+    staged_directory,
+)
 from replay_cli.io.parquet import ParquetRowSink, parse_mapping
 from replay_cli.maths.peers import estimator_notes
 from replay_cli.progress import Progress, phase
@@ -24,8 +30,9 @@ from replay_cli.report.options import ReportOptions
 from replay_cli.report.plots import render_all
 from replay_cli.report.write import finish_report
 from replay_cli.result import ReplayResult
+from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
-from replay_cli.rollouts.validation import Rollouts, load_rollouts
+from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -94,6 +101,7 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
         notes=[
             *estimator_notes(columns, {c.advantage.estimator for c in result.configs}),
             *config_warnings(result.configs),
+            *inert_settings(rollouts, result.configs),
         ],
         input_notes=list(rollouts.notes),
         verdict=judge(result.summary, result.top_groups, result.resamples, rule),
@@ -232,7 +240,7 @@ def _report(
 def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
     """Write a synthetic rollout table to Parquet atomically; returns the row count."""
     out = Path(out)
-    refuse_existing(out, force)
+    check_out_file(out, force)
     with atomic_path(out) as tmp:
         sink = ParquetRowSink(tmp)
         try:
@@ -389,7 +397,7 @@ def import_logs(
     from replay_cli.io.importers import import_logs as run_import
 
     out = Path(out)
-    refuse_existing(out, force)
+    check_out_file(out, force)
     stats = run_import(
         fmt,
         sources,
@@ -408,6 +416,8 @@ def import_logs(
             out.unlink()
             named = ", ".join(str(s) for s in sources)
             raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
+        # A column kept under another name than the one a setting reads (n_calls for calls).
+        stats.notes.extend(look_alike_notes(pl.read_parquet_schema(out).names()))
     return stats
 
 

@@ -9,6 +9,7 @@ then what it teaches, then context) and sums a kind met by many configs up in on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +19,15 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
-from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, pct
+from replay_cli.advice.words import (
+    NO_LONG_PROBLEMS,
+    minutes_text,
+    num,
+    pct,
+    sooner_than_off,
+)
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS, MINUTES_EPS
+from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
 
 SCHEMA = {
@@ -207,7 +214,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     if twin is not None and twin.get(C.F_FAIL_VS_OFF) is not None:
         advice = (
             f"; '{twin['label']}' charges no failure, and its failures end "
-            f"{_sooner(num(twin, C.F_FAIL_VS_OFF))} as its effort drifts"
+            f"{sooner_than_off(num(twin, C.F_FAIL_VS_OFF))} as its effort drifts"
         )
     elif row.get("apply_to") == "all":
         advice = "; apply_to=correct charges no failure"
@@ -216,25 +223,18 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
     return Found(
         change,
         f"teaches failures to give up sooner: after {steps:.0f} steps a failure ends "
-        f"{_sooner(change)} (limit {pct(ctx.rule.max_fail_faster)} of shaping off's "
+        f"{sooner_than_off(change)} (limit {pct(ctx.rule.max_fail_faster)} of shaping off's "
         f"{minutes_text(num(row, C.F_FAIL_OFF), signed=False)}; "
         f"{_on_long(row.get(C.F_FAIL_VS_OFF_LONG))}){advice}.",
     )
 
 
-def _sooner(change: float) -> str:
-    """A minute change against shaping off in words, by its sign."""
-    if abs(change) <= MINUTES_EPS:
-        return "as soon as under shaping off"
-    word = "sooner" if change < 0 else "later"
-    return f"{minutes_text(change, signed=False)} {word} than under shaping off"
-
-
 def _on_long(change: float | None) -> str:
-    """A minute change on long problems, or that the input has none (a null is no 0)."""
+    """A minute change on long problems with its direction (failures there may end later while
+    they end sooner overall), or that the input has none (a null is no 0)."""
     if change is None:
         return NO_LONG_PROBLEMS
-    return f"on long problems {_sooner(change)}"
+    return f"on long problems {sooner_than_off(change)}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -442,10 +442,19 @@ def _tops(top: pl.DataFrame | None) -> dict[str, dict]:
     return {row[S.CONFIG_ID]: row for row in first.iter_rows(named=True)}
 
 
+KEPT_SHARES = {"forecast_drift": "largest losses (the low end of the share of shaping off's kept)"}
+"""Kinds whose value is a share kept, not a size: the smaller it is, the larger the loss, so their
+headline ranks the smallest first (and says what the numbers are)."""
+
+
 def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, Any]:
-    """One sentence for a kind met by many configs: how many, and the three largest values."""
+    """One sentence for a kind met by many configs: how many, and the three largest values (for
+    a share kept, the three smallest: the largest losses), worst first."""
     severity, _, what = KINDS[kind]
-    ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
+    if kind in KEPT_SHARES:
+        ranked = sorted(rows, key=lambda r: r["value"] if r["value"] is not None else math.inf)
+    else:
+        ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
     show = {
         "explosion_unbounded": lambda v: f"{v:.4g}",
         "forecast_drift": pct,
@@ -457,6 +466,6 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
         "kind": kind,
         "severity": severity,
         "value": ranked[0]["value"],
-        "text": f"{len(rows)} configs {what}; largest: {names}.",
+        "text": f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}.",
         "headline": True,
     }

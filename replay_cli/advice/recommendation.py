@@ -42,7 +42,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.words import NO_LONG_PROBLEMS, minutes_text, num, param_text, pct
+from replay_cli.advice.words import (
+    NO_LONG_PROBLEMS,
+    minutes_text,
+    num,
+    param_text,
+    pct,
+    sooner_than_off,
+)
 from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
 from replay_cli.parameters import registry
 
@@ -63,8 +70,8 @@ NEEDED = (
 """The summary columns the whole rule reads (the outcome at the horizon among them)."""
 SAME_NUMBERS_NEEDED = ("trained_digest",)
 """Two configs are called the same only when they train on the same rows with the same rewards
-and advantages (`trained_digest`, a hash of the trained rows' shaped rewards, advantages and
-masks)."""
+and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
+the clip and loss mask, loss-masked rows included)."""
 RULE_READS = (
     C.F_RESOLVE_VS_OFF,
     C.F_RESOLVE_VS_OFF_LOW,
@@ -684,12 +691,8 @@ def _kept_least(row: dict[str, Any]) -> float:
 
 
 def _faster_text(row: dict[str, Any], column: str, what: str) -> str:
-    """'successes end 1.1 min sooner' / 'later' / 'as soon' than under shaping off, by sign."""
-    x = num(row, column)
-    if abs(x) <= MINUTES_EPS:
-        return f"{what} end as soon as under shaping off"
-    word = "sooner" if x < 0 else "later"
-    return f"{what} end {minutes_text(x, signed=False)} {word} than under shaping off"
+    """'successes end 1.1 min sooner than under shaping off' (or later, or as soon), by sign."""
+    return f"{what} end {sooner_than_off(num(row, column))}"
 
 
 def trade_text(row: dict[str, Any]) -> str:

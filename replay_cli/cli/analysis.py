@@ -233,6 +233,8 @@ def import_(
                 split=split,
             )
         typer.echo(f"Wrote {stats.rows} rollouts to {out}")
+        for note in stats.notes:
+            typer.echo(f"Note: {note}")
         if stats.mask_sources:
             where = ", ".join(f"{k}: {v}" for k, v in sorted(stats.mask_sources.items()))
             typer.echo(f"mask_sample read from ({where} rows)")

@@ -35,6 +35,7 @@ from replay_cli.engine.run import (
 from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
+from replay_cli.rollouts.fit import check_call_bonus
 from replay_cli.rollouts.validation import Rollouts, load_rollouts
 
 MAX_RETRIES = 3
@@ -132,6 +133,7 @@ def run_replay_ray(
     forecast: ForecastSettings | None = None,
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
+    check_call_bonus(rollouts, configs)  # before Ray starts, as run_replay does
     ray = ensure_ray(address)
     remote = ray.remote(max_retries=MAX_RETRIES)(_task)
     config_batches = batches(configs, configs_per_pass)

@@ -47,6 +47,7 @@ from replay_cli.maths.top_groups import top_groups, top_of_config
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.chunks import in_order, plan_chunks, run_starts
+from replay_cli.rollouts.fit import check_call_bonus
 from replay_cli.rollouts.validation import Rollouts
 
 RowSink = Callable[[pl.DataFrame], None]
@@ -178,6 +179,7 @@ def config_pieces(
     steps = step_tables(b, groups)
     partials = row_partials(b)
     trainable = b.per_config(b.trainable)
+    scored, masked = b.per_config(b.scored), b.per_config(b.masked)
     out = []
     for k, cfg in enumerate(b.configs):
         # float32 configs compute float32 advantages: keeping them as float32 loses nothing.
@@ -195,7 +197,7 @@ def config_pieces(
                 rows=frames[k],
                 effort=effort[k],
                 digest=trained_digest(
-                    b.chunk.steps, trainable[k], b.reward_shaped[k], b.grpo.advantage[k]
+                    b.chunk.steps, scored[k], masked[k], b.reward_shaped[k], b.grpo.advantage[k]
                 ),
             )
         )
@@ -203,18 +205,28 @@ def config_pieces(
 
 
 def trained_digest(
-    steps: Runs, trainable: np.ndarray, reward: np.ndarray, advantage: np.ndarray
+    steps: Runs,
+    scored: np.ndarray,
+    masked: np.ndarray,
+    reward: np.ndarray,
+    advantage: np.ndarray,
 ) -> bytes:
-    """A hash per step of what a config trains on: which rows, their shaped rewards and their
-    advantages (float64; -0.0 as 0.0), so that it does not depend on how steps were chunked. Two
-    configs with equal digests train exactly alike, whatever their bookkeeping columns say."""
-    reward = np.where(trainable, reward, 0.0).astype(np.float64) + 0.0
-    advantage = np.where(trainable, advantage, 0.0).astype(np.float64) + 0.0
+    """A hash per step of what a config trains on: which training rows get an advantage
+    (`scored`) and which of them the loss masks, their shaped rewards and their advantages after
+    the clip (float64; -0.0 as 0.0), so that it does not depend on how steps were chunked. Two
+    configs with equal digests train exactly alike, whatever their bookkeeping columns say.
+
+    Loss-masked rows are hashed too: the trainer computes, clips and logs their advantages
+    (`advantages/*` counts them), and the report's rows show them, so two configs that differ
+    there are not called the same even though no gradient flows through those rows."""
+    reward = np.where(scored, reward, 0.0).astype(np.float64) + 0.0
+    advantage = np.where(scored, advantage, 0.0).astype(np.float64) + 0.0
     out = []
     for start, length in zip(steps.starts, steps.lengths, strict=True):
         part = slice(int(start), int(start + length))
         h = hashlib.blake2b(digest_size=16)
-        h.update(np.packbits(trainable[part]).tobytes())
+        h.update(np.packbits(scored[part]).tobytes())
+        h.update(np.packbits(masked[part] & scored[part]).tobytes())
         h.update(reward[part].tobytes())
         h.update(advantage[part].tobytes())
         out.append(h.digest())
@@ -438,6 +450,7 @@ def run_replay(
     settings = settings or MeasureSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
+    check_call_bonus(rollouts, configs)  # before any work: a bonus on 0 calls is no replay
     keep_freed_memory()
     groups_of_configs = batches(configs, configs_per_pass)
     unique = unique_configs(configs)

@@ -13,6 +13,13 @@ from pathlib import Path
 from replay_cli.errors import OutputExistsError
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and setting it back: there is no getter)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def refuse_existing(path: Path, force: bool, what: str = "Output") -> None:
     """The one refusal of an existing output (checked before any work is done)."""
     if Path(path).exists() and not force:
@@ -28,9 +35,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -44,6 +49,17 @@ def check_out_dir(out: Path, force: bool, what: str = "Output directory") -> Non
     refuse_existing(out, force, what)
     if out.exists() and not out.is_dir():
         raise OutputExistsError(f"{what} {out} exists and is not a directory.")
+    check_writable(out, what)
+
+
+def check_out_file(out: Path, force: bool, what: str = "Output") -> None:
+    """Refuse a directory where an output file is to go, an existing file unless force, and a
+    file that cannot be created (a regular file in its path, a parent that cannot be written):
+    checked before any work, so no command ends in a traceback from the write."""
+    out = Path(out)
+    if out.is_dir():
+        raise OutputExistsError(f"{what} {out} is a directory; name a file to write.")
+    refuse_existing(out, force, what)
     check_writable(out, what)
 
 
@@ -72,6 +88,9 @@ def staged_directory(out: Path, force: bool = False) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        # mkdtemp makes 0700; the report gets the mode mkdir gives, so a teammate or a
+        # TensorBoard server running as another user can read it where the umask allows.
+        os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         _swap_into_place(tmp, out, force)
     except BaseException:

@@ -27,6 +27,8 @@ class ImportStats:
     first_bad: list[str] = field(default_factory=list)
     mask_sources: dict[str, int] = field(default_factory=dict)
     """Rows by where their mask_sample came from (NeMo-Gym: top level, or instance_config)."""
+    notes: list[str] = field(default_factory=list)
+    """What a replay of the written file should know, e.g. a column that looks like `calls`."""
 
     def bad(self, where: str, why: str) -> None:
         self.bad_lines += 1

@@ -41,6 +41,9 @@ class Rollouts:
     extra_columns: list[str]
     resolved_derived: bool = False
     notes: list[str] = field(default_factory=list)
+    absent: frozenset[str] = frozenset()
+    """Optional canonical columns the input lacks, filled with their defaults (spec §2): a
+    setting that reads one cannot act on this input (rollouts/fit.py)."""
     fill_positions: bool = False
     counts: pl.DataFrame | None = None  # rows per step, once known
 
@@ -84,20 +87,51 @@ RUN_TIME_LIKE = re.compile(
     re.IGNORECASE,
 )
 """Column names that look like a rollout's run time (openhands_run_time is one harness's name)."""
+CALLS_LIKE = re.compile(r"call|tool_?uses?\b", re.IGNORECASE)
+"""Column names that look like a rollout's tool-call count (n_calls, num_tool_calls, ...)."""
+LOOK_ALIKES = {
+    S.RUN_TIME: (RUN_TIME_LIKE, "a run time in seconds", " (the name is one agent harness's)"),
+    S.CALLS: (CALLS_LIKE, "the tool-call count", ""),
+}
+"""Canonical columns an input often names otherwise: the pattern, what it holds, and why."""
+
+
+def look_alike(col: str, columns: Sequence[str]) -> str | None:
+    """The first column of `columns` that looks like the canonical `col` (none is canonical or
+    an alias already), or None."""
+    if col not in LOOK_ALIKES:
+        return None
+    known = set(S.ACCEPTED) | set(S.ALIASES) | set(S.CANONICAL)
+    pattern = LOOK_ALIKES[col][0]
+    return next((c for c in columns if c not in known and pattern.search(c)), None)
+
+
+def look_alike_hint(col: str, columns: Sequence[str]) -> str:
+    """'NAME' looks like <what>: try --map NAME=col, or "" where no column looks like it."""
+    like = look_alike(col, columns)
+    if like is None:
+        return ""
+    _, what, why = LOOK_ALIKES[col]
+    return f"{like!r} looks like {what}: try --map {like}={col}{why}"
 
 
 def _look_alike(col: str, schema: pl.Schema) -> str:
     """For a missing run time: the columns that look like one, as a --map to try."""
     if col != S.RUN_TIME:
         return ""
-    known = set(S.ACCEPTED) | set(S.ALIASES)
-    like = [c for c in schema if c not in known and RUN_TIME_LIKE.search(c)]
-    if not like:
-        return ""
-    return (
-        f"; {like[0]!r} looks like a run time in seconds: try --map {like[0]}={S.RUN_TIME} "
-        "(the name is one agent harness's)"
-    )
+    hint = look_alike_hint(col, schema.names())
+    return f"; {hint}" if hint else ""
+
+
+def look_alike_notes(columns: Sequence[str]) -> list[str]:
+    """For each optional column the input lacks while another column looks like it: a note
+    (the default would stand in for it silently, e.g. 0 tool calls on every row)."""
+    out = []
+    for col in (S.CALLS,):
+        hint = look_alike_hint(col, columns) if col not in columns else ""
+        if hint:
+            out.append(f"no '{col}' column, so every row counts {S.DEFAULTS[col]!r}; {hint}")
+    return out
 
 
 def load_rollouts(
@@ -182,6 +216,7 @@ def _build(
     has = set().union(*(f.collect_schema().names() for f in frames))
     lf = pl.concat([_normalise(f) for f in frames], how="diagonal_relaxed")
     lf, notes = _derive(lf, has, group_size)
+    notes.extend(look_alike_notes([*(c for c in S.CANONICAL if c in has), *extra]))
     # The window that numbers rows costs more than the scan: only run it when there is a gap.
     fill = S.GROUP_ID in has and (
         S.ROLLOUT_INDEX not in has or _null_count(lf, S.ROLLOUT_INDEX, names) > 0
@@ -197,6 +232,7 @@ def _build(
         extra,
         resolved_derived=S.RESOLVED not in has,
         notes=notes,
+        absent=frozenset(c for c in S.CANONICAL if c not in has),
         fill_positions=fill,
         counts=counts,
     )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay_cli import api, findings, highlights
+from replay_cli import ForecastSettings, api, findings, highlights
 from replay_cli import catalogue as C
 from replay_cli.advice import findings as findings_module
 from replay_cli.advice.findings import (
@@ -197,6 +197,42 @@ def test_the_forecast_trains_beyond_the_logged_groups():
     change = row["forecast/fail_minutes_vs_off"]
     assert change < -0.05 * row["forecast/fail_minutes_off"]
     assert kinds(result)["fail_faster"] == change
+
+
+def test_the_uncharged_twin_is_not_said_to_leave_failures_alone_where_the_forecast_drifts():
+    # λ=1/120 correct charges no failure and its one step leaves them about as shaping off's,
+    # but over the forecast its effort drifts and failures on long problems end sooner.
+    result = api.forecast(
+        api.load(["data_samples/rollouts_medium.parquet"]),
+        [
+            config({"lambda_time": lam, "apply_to": a})
+            for lam in (0.0, 1 / 120)
+            for a in ("all", "correct")
+        ],
+        ForecastSettings(steps=50, seeds=2),
+    )
+    twin = result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
+    drift = twin[C.F_FAIL_VS_OFF]
+    assert drift < -0.1
+    (text,) = texts(result, "fail_faster")
+    assert text.startswith("λ=1/120 all: teaches failures to give up sooner")
+    assert text.endswith(
+        f"; 'λ=1/120 correct' charges no failure, and its failures end {-drift:.2g} min sooner "
+        "than under shaping off as its effort drifts."
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (-0.13, "on long problems 0.13 min sooner than under shaping off"),
+        (0.05, "on long problems 0.05 min later than under shaping off"),
+        (0.0, "on long problems as soon as under shaping off"),
+        (None, "no long problems in this input"),
+    ],
+)
+def test_the_long_problem_clause_keeps_the_sign(change, words):
+    assert findings_module._on_long(change) == words
 
 
 def test_call_bonus_signal_is_not_called_fail_faster():
@@ -801,6 +837,32 @@ def test_forecast_drift_without_an_interval_reads_the_point_value_as_the_rule_do
     assert "(point value, no interval: 90% of shaping off's, the rule needs 95%)." in found.text
     assert forecast_drift(_drifting(None, point=0.96), bare_context()) is None
     assert forecast_drift(_drifting(None, point=None), bare_context()) is None
+
+
+def test_the_forecast_headline_names_the_largest_losses_worst_first():
+    # The kept share is what forecast_drift's value holds: the lowest keeps lose the most.
+    kept = {"λ=1/120 all": 0.93, "λ=1/60 correct": 0.92, "λ=1/60 all": 0.89, "λ=1/30 all": 0.80}
+    summary = pl.DataFrame(
+        [
+            {
+                "config_id": f"c{i}",
+                "label": label,
+                **_drifting(None),
+                C.F_RESOLVE_VS_OFF_LOW_LONG: k,
+            }
+            for i, (label, k) in enumerate(kept.items())
+        ]
+    )
+    found = findings(summary)
+    (head,) = found.filter(pl.col("config_id").is_null() & (pl.col("kind") == "forecast_drift"))[
+        "text"
+    ].to_list()
+    assert head == (
+        "4 configs lose resolve rate on long problems over the forecast; largest losses (the "
+        "low end of the share of shaping off's kept): 'λ=1/30 all' (80%), 'λ=1/60 all' (89%), "
+        "'λ=1/60 correct' (92%)."
+    )
+    assert found.filter(pl.col("config_id").is_null())["value"].to_list() == [0.80]
 
 
 @pytest.mark.parametrize(("lam", "jump"), [(0.9e-4, True), (1e-4, False), (1.2e-4, False)])

@@ -24,12 +24,14 @@ from replay_cli.advice.recommendation import (
     launch_yaml,
     recommend,
     shaping_off,
+    trade_text,
 )
 from replay_cli.advice.verdict import Decision, confidence_text, judge, keep_off_text
 from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import parse_overrides, read_run_config, to_config
+from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import config
+from factories import config, rollouts
 
 GOOD = {
     "enabled": True,
@@ -189,6 +191,24 @@ def test_reasons_quote_the_numbers():
         "teaches failures to give up sooner: after 50 steps they end 1.8 min sooner than under "
         "shaping off (6.0% of its 30 min; limit 5.0%)"
     )
+
+
+@pytest.mark.parametrize(
+    ("solve", "words"),
+    [
+        (-0.34, "successes end 0.34 min sooner than under shaping off"),
+        # λ = 0 with a floor and an asymmetric clip: eligible, and successes end later.
+        (0.0045, "successes end 0.0045 min later than under shaping off"),
+        (0.0, "successes end as soon as under shaping off"),
+    ],
+)
+def test_a_trade_and_a_reason_keep_the_sign_of_the_solve_minutes(solve, words):
+    row = {"lambda_time": 0.0, "floor": 0.05, "clip_low": None, "clip_high": 3.0}
+    verdict = recommend(summary({**row, "forecast/solve_minutes_vs_off": solve}))
+    (reason,) = verdict["reasons"].to_list()
+    assert reason.startswith(words + " after 50 steps; it ends at")
+    shaped = summary({"forecast/solve_minutes_vs_off": solve}).row(0, named=True)
+    assert trade_text(shaped).startswith(f"'config 0': {words} after 50 steps, and it ends at")
 
 
 def test_the_low_end_decides_not_the_point_value():
@@ -685,6 +705,38 @@ def test_configs_that_train_alike_on_real_rows_are_twins_whatever_their_settings
     assert not reasons["λ=1/120 all floor=-0.1"].startswith("no alternative")
 
 
+def test_configs_whose_clipped_advantages_differ_on_a_loss_masked_row_are_no_twins():
+    # Row 0 is loss-masked (mask_sample) and alone below six 1.0s and a 0.9: its unclipped
+    # advantage is about -26, so clip_low=-3 moves it to -3.0; every other row stays in
+    # [-3, 3]. The report's rows (and the trainer's logged advantages) then differ, so the two
+    # may not be called configs that "train on the same rewards and advantages".
+    frame = rollouts(
+        reward=[0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9],
+        mask_sample=[True] + [False] * 7,
+    )
+    results = api.replay(
+        rollouts_from_frame(frame),
+        [config({"lambda_time": 1 / 120}), config({"lambda_time": 1 / 120}, {"clip_low": -3.0})],
+    )
+    rows = results.rows.filter(pl.col("source_row") == 0)
+    assert rows["advantage"][0] < -20
+    assert rows["advantage"][1] == -3.0
+    others = results.rows.filter(pl.col("source_row") > 0)
+    assert others.filter(pl.col("advantage").abs() >= 3).is_empty()
+    first, second = results.summary["trained_digest"].to_list()
+    assert first != second
+    loose = Rule(
+        min_resolve_vs_off=0.0,
+        min_resolve_vs_off_long=0.0,
+        max_fail_faster=10.0,
+        min_faster=0.0,
+        min_problems=1,
+    )
+    verdict = recommend(results.summary, loose)
+    assert verdict["role"].to_list() == ["recommended", "runner-up"]
+    assert not any(r.startswith("no alternative") for r in verdict["reasons"].to_list())
+
+
 behaviours = [
     {"trained_digest": "x", "forecast/solve_minutes_vs_off": -0.5},
     {"trained_digest": "y", "forecast/solve_minutes_vs_off": -0.5},  # same gain, trains otherwise
@@ -851,7 +903,8 @@ def test_a_config_above_the_bar_at_its_point_but_not_at_its_low_end_rarely_wins(
     verdict = recommend(frame, resamples=table)
     assert verdict["role"].to_list() == ["recommended", "avoid"]
     won = dict(verdict.select("config_id", "won_share").rows())
-    shifted = float(np.mean(values - (0.97 - low) >= 0.95))
+    # A new log: its deviation from this one's point spread by sqrt(2), read at its low end.
+    shifted = float(np.mean(0.97 + np.sqrt(2) * (values - 0.97) - (0.97 - low) >= 0.95))
     assert won["c1"] == pytest.approx(shifted)
     assert won["c0"] == pytest.approx(1 - shifted)
     assert won["c1"] < 0.5  # read at each resample's point it would win most of them:

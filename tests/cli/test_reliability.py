@@ -171,6 +171,30 @@ def test_invalid_parameters(tmp_path, args, expect):
     refuse(tmp_path, [write(tmp_path / "ok.parquet")], *args, expect=expect)
 
 
+@pytest.mark.parametrize("command", ["replay", "sweep"])
+def test_a_call_bonus_on_an_input_without_calls_is_refused(tmp_path, command):
+    """It once ran with every row at 0 calls: exit 0, bonus 0.0, not a word."""
+    path = write(tmp_path / "ok.parquet", n_calls=[3, 10])
+    out = tmp_path / "report"
+    bonus = "0,0.1" if command == "sweep" else "0.1"  # a sweep with a config that pays none
+    args = ["--lambda-call-bonus", bonus, "--call-bonus-ref", "20"]
+    result = runner.invoke(app, [command, str(path), "--out", str(out), *args])
+    assert result.exit_code == 2, result.output
+    assert (
+        "lambda_call_bonus pays per tool call ('λ=1/60 all bonus=0.1/20'), but the input has no "
+        "'calls' column: every row would count 0 calls and the bonus would be 0. Add the column "
+        "('n_calls' looks like the tool-call count: try --map n_calls=calls), or set "
+        "lambda_call_bonus to 0." in result.output
+    )
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    mapped = runner.invoke(
+        app, [command, str(path), "--out", str(out), *args, "--map", "n_calls=calls"]
+    )
+    assert mapped.exit_code == 0, mapped.output
+    assert pl.read_parquet(out / "rollouts.parquet")["bonus"].max() > 0
+
+
 @pytest.mark.parametrize("flag", ["--out", "--tensorboard"])
 def test_an_output_under_a_regular_file_is_refused_before_any_work(tmp_path, flag):
     """Every output path is checked before the replay: exit 2, nothing written (the TensorBoard
@@ -185,6 +209,55 @@ def test_an_output_under_a_regular_file_is_refused_before_any_work(tmp_path, fla
     assert f"{blocker} is a file, not a directory" in result.output
     assert "Traceback" not in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ok.parquet"]
+
+
+IMPORT_SOURCES = {
+    "nemo-gym": "data_samples/rollouts_small.nemo_gym.jsonl",
+    "wandb-table": "data_samples/train_swe_agents_full_result_0_5f2a9c0d.table.json",
+    "table": None,  # a CSV written by the test
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(IMPORT_SOURCES))
+def test_an_import_under_a_regular_file_is_refused_before_any_work(tmp_path, fmt):
+    """The importers once exited 1 with a FileExistsError traceback here; every other command
+    exits 2 and names the file in the way."""
+    source = IMPORT_SOURCES[fmt]
+    if source is None:
+        source = tmp_path / "t.csv"
+        pl.DataFrame(GOOD).write_csv(source)
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = runner.invoke(app, ["import", fmt, str(source), "--out", str(blocker / "x.parquet")])
+    assert result.exit_code == 2, result.output
+    assert f"cannot be created: {blocker} is a file, not a directory" in result.output
+    assert "Traceback" not in result.output
+    assert blocker.read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["synth"],
+        ["import", "nemo-gym", IMPORT_SOURCES["nemo-gym"], "--out"],
+    ],
+)
+def test_a_file_output_is_refused_where_it_cannot_go(tmp_path, command):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    result = runner.invoke(app, [*command, str(blocker / "x.parquet")])
+    assert result.exit_code == 2, result.output
+    assert f"cannot be created: {blocker} is a file, not a directory" in result.output
+    folder = tmp_path / "folder"
+    (folder / "inside").mkdir(parents=True)
+    result = runner.invoke(app, [*command, str(folder), "--force"])
+    assert result.exit_code == 2, result.output
+    assert f"Output {folder} is a directory; name a file to write." in result.output
+    assert "Traceback" not in result.output
+    assert (folder / "inside").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "folder"]
 
 
 def test_a_negative_lambda_runs_with_a_warning(tmp_path):

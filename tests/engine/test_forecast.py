@@ -486,15 +486,16 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
     sampling) leaves simulated groups of several. The replay completes, that config's forecast
     numbers are null with the estimator's reason, and the rule leaves it unrated instead of
     reading nulls as parity."""
-    from replay_cli.advice.recommendation import Rule, recommend
-
     from maths.test_filters import _two_steps
+
+    from replay_cli.advice.recommendation import Rule, recommend
 
     cfg = config({}, {"estimator": "dr-grpo", "precision": "float64", "filter": "nemo-rl"})
     result = rc.replay(rc.rollouts_from_frame(_two_steps()), [config({"enabled": False}), cfg])
     row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
     assert "needs groups of one size" in row["forecast/refused"]
-    assert row["forecast/resolve"] is None and row["forecast/resolve_vs_off"] is None
+    assert row["forecast/resolve"] is None
+    assert row["forecast/resolve_vs_off"] is None
     rule = Rule(require_launchable=False, min_problems=1)
     verdict = recommend(result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
     assert verdict["role"][0] == "unrated"

@@ -120,9 +120,7 @@ def test_scaling_every_reward_and_lambda_leaves_every_ratio_unchanged(c):
         ],
     )
     names = [
-        n
-        for n in base.summary.columns
-        if n.startswith(("step/", "forecast/")) and n != "step/eta"
+        n for n in base.summary.columns if n.startswith(("step/", "forecast/")) and n != "step/eta"
     ]
     for name in names:
         for a, b in zip(base.summary[name], other.summary[name], strict=True):

@@ -157,3 +157,24 @@ def test_an_unknown_suffix_is_named(tmp_path):
     path.write_bytes(b"PK")
     with pytest.raises(InputFileError, match="cannot tell its format from its suffix"):
         api.import_logs("table", [path], tmp_path / "o.parquet")
+
+
+def test_a_column_that_looks_like_the_call_count_is_pointed_at_calls(tmp_path):
+    # Kept without a word, n_calls left `calls` at its default 0, and a call bonus paid nothing.
+    path = tmp_path / "r.csv"
+    frame().with_columns(n_calls=pl.Series([3, 10, 20, 5])).write_csv(path)
+    out = tmp_path / "o.parquet"
+    maps = [arg for m in MAP for arg in ("--map", m)]
+    result = runner.invoke(app, ["import", "table", str(path), "--out", str(out), *maps])
+    assert result.exit_code == 0, result.output
+    assert (
+        "Note: no 'calls' column, so every row counts 0; 'n_calls' looks like the tool-call "
+        "count: try --map n_calls=calls" in result.output
+    )
+    assert "n_calls" in pl.read_parquet(out).columns  # kept, for a re-import or --map
+    again = tmp_path / "again.parquet"
+    maps += ["--map", "n_calls=calls"]
+    result = runner.invoke(app, ["import", "table", str(path), "--out", str(again), *maps])
+    assert result.exit_code == 0, result.output
+    assert "Note:" not in result.output
+    assert pl.read_parquet(again)["calls"].to_list() == [3, 10, 20, 5]
