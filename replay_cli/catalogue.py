@@ -960,6 +960,14 @@ F_FAIL_START_LONG = scoped(F_FAIL_START, "@long")
 F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, "@long")
 F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, "@long")
 
+
+def at_budget(name: str, budget: str) -> str:
+    """A horizon number's column at another step budget (`budget`: 'half' or 'twice'):
+    `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
+    base, at, scope = name.partition("@")
+    return f"{base}_{budget}{at}{scope}"
+
+
 HEADLINE = (
     F_RESOLVE_VS_OFF_LONG,
     F_RESOLVE_VS_OFF_LOW_LONG,

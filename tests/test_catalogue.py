@@ -47,9 +47,9 @@ def test_every_metric_column_of_a_report_has_an_entry(report):
 
 def test_the_summary_describes_its_metric_columns(report):
     schema = pq.read_schema(report / "summary.parquet")
-    field = schema.field(C.RESOLVE_VS_OFF)
+    field = schema.field(C.F_RESOLVE_VS_OFF)
     assert field.metadata[b"unit"] == b"ratio"
-    assert field.metadata[b"description"].startswith(b"resolve progress per step")
+    assert field.metadata[b"description"].startswith(b"resolve rate after T training steps")
     assert schema.field("input/run_time_p50").metadata[b"unit"] == b"seconds"
     assert schema.field("lambda_time").metadata is None  # a parameter, not a metric
 

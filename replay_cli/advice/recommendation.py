@@ -625,13 +625,7 @@ def _scarcity(rows: list[Row], rule: Rule) -> str | None:
     )
 
 
-DERIVED_BUDGETS = (("_half", "half"), ("_twice", "twice"))
-
-
-def budget_column(name: str, suffix: str) -> str:
-    """A horizon number's column at another budget: `forecast/x_low@long` -> `..._low_half@long`."""
-    base, at, scope = name.partition("@")
-    return f"{base}{suffix}{at}{scope}"
+DERIVED_BUDGETS = ("half", "twice")
 
 
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
@@ -640,8 +634,8 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     budgets. Where its intervals there are too wide to decide (`_scarcity`), it says so: that is
     no config failing the rule."""
     moved = []
-    for suffix, words in DERIVED_BUDGETS:
-        columns = {budget_column(name, suffix): name for name in RULE_READS}
+    for words in DERIVED_BUDGETS:
+        columns = {C.at_budget(name, words): name for name in RULE_READS}
         if any(c not in summary.columns for c in columns):
             return None
         alt = summary.with_columns(pl.col(c).alias(name) for c, name in columns.items())

@@ -422,12 +422,12 @@ def forecast(
             for name in boot:
                 boot[name][:, k] = np.nan
             columns[configs[k].config_id][REFUSED] = why
-        suffix = "" if scale == 1.0 else ("_half" if scale < 1 else "_twice")
+        other = "" if scale == 1.0 else ("half" if scale < 1 else "twice")
         for k, cfg in enumerate(configs):
             mine = {name: v[k] for name, v in point.items()}
-            if suffix:
+            if other:
                 mine = {
-                    _suffixed(name, suffix): v for name, v in mine.items() if _base(name) in RULED
+                    C.at_budget(name, other): v for name, v in mine.items() if _base(name) in RULED
                 }
             columns[cfg.config_id] |= mine
         if scale == 1.0 and boot:
@@ -476,11 +476,6 @@ RULED = (*INTERVALS, *(f"{n}_low" for n in INTERVALS), *(f"{n}_high" for n in IN
 
 def _base(name: str) -> str:
     return name.partition("@")[0]
-
-
-def _suffixed(name: str, suffix: str) -> str:
-    base, at, scope = name.partition("@")
-    return f"{base}{suffix}{at}{scope}"
 
 
 def _value(x: float) -> float | None:

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_cli import api
+from replay_cli import catalogue as C
 from replay_cli.advice.recommendation import (
     CRITERIA,
     NEEDED,
     NO_FORECAST,
     RULE_READS,
     Rule,
-    budget_column,
     horizon_text,
     launch_overrides,
     launch_yaml,
@@ -1114,7 +1114,7 @@ def budgets(row: dict, half: dict | None = None, twice: dict | None = None) -> d
     out = dict(row)
     for suffix, changes in (("_half", half or {}), ("_twice", twice or {})):
         at = {**full, **changes}
-        out |= {budget_column(name, suffix): at[name] for name in RULE_READS}
+        out |= {C.at_budget(name, suffix.lstrip("_")): at[name] for name in RULE_READS}
     return out
 
 
@@ -1158,7 +1158,7 @@ def test_the_budget_check_says_where_no_config_passes_and_needs_both_budgets():
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
     assert check == "at half the step budget no config passes the rule"
     # Without the forecasts at both other budgets there is nothing to check.
-    half_only = rows.drop([budget_column(name, "_twice") for name in RULE_READS])
+    half_only = rows.drop([C.at_budget(name, "twice") for name in RULE_READS])
     assert recommend(half_only)["budget_check"].to_list() == [None, None]
 
 

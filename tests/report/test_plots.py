@@ -32,6 +32,7 @@ def test_report_figures(result):
     figures = plots.report_figures(result)
     assert set(figures) == {
         "frontier",
+        "forecast",
         "signal_vs_lambda",
         "inversion_vs_lambda",
         "explosion_vs_lambda",

@@ -17,6 +17,7 @@ def test_report_appears_complete(synth_path, tmp_path):
     api.replay_to_report([synth_path], [config()], out)
     assert sorted(p.name for p in out.iterdir()) == [
         "findings.parquet",
+        "forecast.parquet",
         "groups.parquet",
         "index.html",
         "manifest.json",

@@ -67,7 +67,9 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
         # Summary: the headline in human units, the role and the resample share.
         for column, value in headline(row).items():
             assert run.summary[column] == value
-        assert run.summary["step/resolve_vs_off"] == pytest.approx(row["step/resolve_vs_off"] * 100)
+        assert run.summary["forecast/resolve_vs_off"] == pytest.approx(
+            row["forecast/resolve_vs_off"] * 100
+        )
         assert run.summary["role"] == decided["role"]
         assert run.summary["won_share"] == decided["won_share"]
         # Config: the parameters as the summary holds them, the id, label and launch overrides.
