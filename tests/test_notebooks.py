@@ -36,8 +36,9 @@ def test_notebook_runs(path, monkeypatch):
         # launched alone: the same summary row as in the sweep.
         from polars.testing import assert_frame_equal
 
+        from replay_cli.config import ForecastSettings
         from replay_cli.engine.run import run_replay
 
-        alone = run_replay(namespace["rollouts"], [launched]).summary
+        alone = run_replay(namespace["rollouts"], [launched], forecast=ForecastSettings()).summary
         in_sweep = result.summary.filter(pl.col("config_id") == launched.config_id)
         assert_frame_equal(alone, in_sweep, check_dtypes=False)
