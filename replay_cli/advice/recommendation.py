@@ -9,8 +9,8 @@ instead of deciding again.
 * a config is **eligible** when it passes every criterion of `Rule`: launchable as replayed, no
   inversion that shaping introduces, no explosion left unbounded by the clip, the low end of the
   interval of its resolve rate after T steps at least 95% of shaping off's overall and on long
-  problems, failures not ending more than 5% sooner than under shaping off after T steps,
-  little signal from uncharged rows;
+  problems, little signal from uncharged rows (failures that end sooner are a warning, not a
+  criterion: what giving up costs is in the resolve rate);
 * among the eligible, the **recommended** config makes successes fastest after T steps against
   shaping off (the most negative `forecast/solve_minutes_vs_off`; a gain under 1% of shaping
   off's minutes counts as none), ties going to the smaller lambda_time, then to shaping off,
@@ -44,7 +44,6 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import (
     NO_LONG_PROBLEMS,
-    minutes_text,
     num,
     param_text,
     pct,
@@ -63,9 +62,7 @@ NEEDED = (
     C.F_RESOLVE_VS_OFF,
     C.F_RESOLVE_VS_OFF_LONG,
     C.F_SOLVE_VS_OFF,
-    C.F_FAIL_VS_OFF,
     C.F_SOLVE_OFF,
-    C.F_FAIL_OFF,
 )
 """The summary columns the whole rule reads (the outcome at the horizon among them)."""
 SAME_NUMBERS_NEEDED = ("trained_digest",)
@@ -78,7 +75,6 @@ RULE_READS = (
     C.F_RESOLVE_VS_OFF_LONG,
     C.F_RESOLVE_VS_OFF_LOW_LONG,
     C.F_SOLVE_VS_OFF,
-    C.F_FAIL_VS_OFF,
 )
 """The numbers the rule reads, carried by the recommendation table under their summary names."""
 SCHEMA = {
@@ -134,8 +130,9 @@ class Rule(BaseModel):
     )
     max_fail_faster: float = Field(
         0.05,
-        description="how much sooner than under shaping off failures may end after T steps, as "
-        "a share of shaping off's mean minutes of a failure then",
+        description="not a criterion: the fail_faster warning's threshold, how much sooner than "
+        "under shaping off failures may end after T steps as a share of shaping off's mean "
+        "minutes of a failure then (what giving up costs is in the resolve rate the rule reads)",
     )
     min_faster: float = Field(
         0.01,
@@ -185,8 +182,7 @@ class Rule(BaseModel):
             f"|advantage| above {EXPLOSION:g} left after the clip, a resolve rate after T "
             f"training steps of at least {pct(self.min_resolve_vs_off)} of shaping off's (low "
             f"end of the interval) overall and {pct(self.min_resolve_vs_off_long)} on long "
-            f"problems, failures ending at most {pct(self.max_fail_faster)} sooner than under "
-            f"shaping off, signal from uncharged rows in at most "
+            f"problems, signal from uncharged rows in at most "
             f"{pct(self.max_uncharged_only)} of groups; among those, the one that makes "
             "successes fastest after T steps against shaping off wins (ties: the smaller λ, "
             "then shaping off)"
@@ -268,18 +264,6 @@ def _launchable(row: dict[str, Any]) -> bool:
     return row.get("semantics", "nemo-rl") == "nemo-rl" and row.get("estimator", "grpo") == "grpo"
 
 
-def _fail_text(row: dict[str, Any], rule: Rule) -> str:
-    change = num(row, C.F_FAIL_VS_OFF)
-    off = num(row, C.F_FAIL_OFF)
-    share = -change / off if off > 0 else 0.0
-    return (
-        f"teaches failures to give up sooner: after {num(row, C.FORECAST_STEPS):.0f} steps they "
-        f"end {minutes_text(-change, signed=False)} sooner than under shaping off "
-        f"({pct(share)} of its {minutes_text(off, signed=False)}; limit "
-        f"{pct(rule.max_fail_faster)})"
-    )
-
-
 STATIC_CRITERIA = (
     Criterion(
         "launchable",
@@ -326,17 +310,12 @@ HORIZON_CRITERIA = (
         lambda r, rule: _kept(r, "@long", rule.min_resolve_vs_off_long),
         lambda r, rule: f"it {_kept_text(r, '@long', rule.min_resolve_vs_off_long)}",
     ),
-    Criterion(
-        "fail_faster",
-        lambda r, rule: num(r, C.F_FAIL_VS_OFF) >= -rule.fail_limit(r),
-        _fail_text,
-    ),
 )
 CRITERIA = (*STATIC_CRITERIA[:3], *HORIZON_CRITERIA, STATIC_CRITERIA[3])
 """Every criterion, in the order reasons list them."""
 RESOLVE_CRITERIA = ("resolve", "resolve_long")
 """Criteria a config may fail and still be named as the best trade when shaping off is kept."""
-RESAMPLED_CRITERIA = ("resolve", "resolve_long", "fail_faster")
+RESAMPLED_CRITERIA = RESOLVE_CRITERIA
 """Criteria the confidence applies again in each resample."""
 NO_FORECAST = (
     "not judged on resolve rate: the forecast did not run (--no-forecast), so neither the "
@@ -718,7 +697,7 @@ def _confidence(
     estimates how often a new log picks each config. Eligible configs whose differences to the pick (resolve rate on long problems,
     solve minutes) hold 0 within the `alike_level` interval train alike: the confidence of the
     pick is the share of resamples that pick it or one of them (`set_share`)."""
-    names = (C.F_RESOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF, C.F_FAIL_VS_OFF)
+    names = (C.F_RESOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
     if resamples is None or resamples.is_empty():
         return None
     if any(name not in resamples.columns for name in names):
@@ -754,13 +733,11 @@ def _confidence(
             passes = (wide[name] - shift) >= least
         return is_off | np.where(np.isfinite(point), passes, fixed)
 
-    limits = np.array([rule.fail_limit(r) for _, r, *_ in rows])
     with np.errstate(invalid="ignore"):
         ok = (
             static
             & kept("", rule.min_resolve_vs_off, C.F_RESOLVE_VS_OFF)
             & kept("@long", rule.min_resolve_vs_off_long, C.F_RESOLVE_VS_OFF_LONG)
-            & (is_off | (wide[C.F_FAIL_VS_OFF] >= -limits))
         )
     gain = wide[C.F_SOLVE_VS_OFF]
     least = np.array([max(MINUTES_EPS, rule.faster_limit(r)) for _, r, *_ in rows])

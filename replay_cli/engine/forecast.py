@@ -461,7 +461,6 @@ RESAMPLED = (
     "forecast/resolve_vs_off",
     "forecast/resolve_vs_off@long",
     "forecast/solve_minutes_vs_off",
-    "forecast/fail_minutes_vs_off",
 )
 """The horizon's numbers the resample table holds (what the rule reads)."""
 INTERVALS = (
