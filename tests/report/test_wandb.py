@@ -229,3 +229,28 @@ def test_not_a_wandb_log_is_named(tmp_path):
     path.write_text(json.dumps({"not": "a log"}))
     with pytest.raises(InputFileError, match="is not a W&B transaction log"):
         read_log(path)
+
+
+def test_a_logged_table_is_one_with_a_path_and_a_log_is_a_wandb_file_or_a_run_folder(tmp_path):
+    from replay_cli.io.wandb_run import WandbRun, is_wandb
+
+    log = tmp_path / "run-1" / "run-1.wandb"
+    log.parent.mkdir()
+    log.write_bytes(b":W&B")
+    run = WandbRun(
+        log,
+        history=[
+            {"_step": 3, "train/full_result": {"_type": "table-file", "path": "media/t.json"}},
+            {"_step": 4, "train/full_result": {"_type": "table-file"}},  # no file: no table
+            {"_step": 5, "train/full_result": {"path": "media/u.json"}},  # not a table
+        ],
+    )
+    assert run.tables("full_result") == [(3, tmp_path / "run-1" / "files" / "media/t.json")]
+    assert is_wandb(log)  # the log given directly
+    assert is_wandb(log.parent)  # a run's folder
+    assert is_wandb(tmp_path)  # a folder of runs
+    other = tmp_path / "run-1" / "metrics.csv"
+    other.write_text("step,metric,value\n")
+    assert not is_wandb(other)
+    (tmp_path / "empty").mkdir()
+    assert not is_wandb(tmp_path / "empty")
