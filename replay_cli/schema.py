@@ -129,18 +129,20 @@ _NUMERIC: tuple[type[pl.DataType], ...] = (
 )
 _INTEGER = _NUMERIC[2:]
 
-# column -> (accepted input dtype classes, what the message says is expected)
+# column -> (accepted input dtype classes, what the message says is expected). A column whose
+# values may be null also takes the Null type: a column with no value at all has no other type
+# in JSON lines (and in a CSV once imported).
 ACCEPTED: dict[str, tuple[tuple[type[pl.DataType], ...], str]] = {
     GROUP_ID: ((*_INTEGER, pl.String, pl.Categorical), "an integer or a string"),
-    ROLLOUT_INDEX: (_INTEGER, "an integer"),
+    ROLLOUT_INDEX: ((*_INTEGER, pl.Null), "an integer"),
     STEP: (_INTEGER, "an integer"),
-    REWARD: ((*_NUMERIC, pl.Boolean), "a number"),
-    RESOLVED: ((pl.Boolean, *_INTEGER), "a boolean"),
+    REWARD: ((*_NUMERIC, pl.Boolean, pl.Null), "a number"),
+    RESOLVED: ((pl.Boolean, *_INTEGER, pl.Null), "a boolean"),
     RUN_TIME: ((*_NUMERIC, pl.Boolean, pl.String, pl.Null), "a number of seconds"),
-    CALLS: (_INTEGER, "an integer"),
-    MASK_SAMPLE: ((pl.Boolean, *_INTEGER), "a boolean"),
-    SPLIT: ((pl.String, pl.Categorical, pl.Enum), "'train' or 'validation'"),
-    ZEROED: ((pl.Boolean, *_INTEGER), "a boolean"),
+    CALLS: ((*_INTEGER, pl.Null), "an integer"),
+    MASK_SAMPLE: ((pl.Boolean, *_INTEGER, pl.Null), "a boolean"),
+    SPLIT: ((pl.String, pl.Categorical, pl.Enum, pl.Null), "'train' or 'validation'"),
+    ZEROED: ((pl.Boolean, *_INTEGER, pl.Null), "a boolean"),
 }
 
 # Defaults of the optional columns when absent or null (spec §2); `resolved` is derived instead.

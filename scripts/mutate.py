@@ -1,15 +1,16 @@
 """Mutation testing of the modules that carry correctness: plant one small bug at a time and check
 that the tests catch it (issue 28; docs/testing.md records the results).
 
-    uv run python scripts/mutate.py [MODULE ...] [--per-module 30] [--seed 0] [--jobs 2]
-        [--json results.json] [--list] [--rerun results.json [--every-test]]
+    uv run python scripts/mutate.py [MODULE ... | --every-module] [--per-module 30] [--seed 0]
+        [--jobs 2] [--json results.json] [--list] [--rerun results.json [--every-test]]
 
 Mutants are single-point changes found in each module's syntax tree: a comparison flipped or
 loosened (< ↔ <=, == ↔ !=), `and` ↔ `or`, `&` ↔ `|`, a `not` or `~` dropped, `+` ↔ `-`,
 `*` ↔ `/`, min ↔ max (also numpy's minimum/maximum, argmin/argmax), True ↔ False, an integer
 constant ± 1 and a float constant scaled by 1.5. A seeded sample of `--per-module` mutants per
 module is run; each runs the module's test files (MODULES below, chosen as the tests that exercise
-it) in a private copy of the tree, stopping at the first failure. A mutant is killed when the
+it; any other module of the package: the test files that import it, else the whole suite) in a
+private copy of the tree, stopping at the first failure. A mutant is killed when the
 tests fail or time out, and survives when they pass. Run it by hand, not in CI: a full run takes
 tens of minutes on two cores.
 """
@@ -21,6 +22,7 @@ import ast
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +74,9 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/engine/bootstrap.py": ["test_measure", "test_recommendation"],
     "replay_cli/advice/verdict.py": ["test_recommendation", "test_findings"],
     "replay_cli/catalogue.py": ["test_catalogue"],
+    "replay_cli/io/tables.py": ["test_import_table"],
+    "replay_cli/io/wandb_run.py": ["test_wandb", "test_import"],
+    "replay_cli/io/tensorboard.py": ["test_tensorboard", "test_compare"],
     "replay_cli/engine/forecast.py": ["test_forecast"],
     "replay_cli/engine/batched.py": ["test_batched", "test_engine", "test_reference"],
     "replay_cli/rollouts/validation.py": ["test_validation", "test_reliability"],
@@ -85,7 +90,31 @@ MODULES: dict[str, list[str]] = {
     "replay_cli/io/run_config.py": ["test_runconfig"],
     "replay_cli/parameters.py": ["test_parameters", "test_runconfig", "test_sweep"],
 }
-"""Each module under test and the test files (in tests/) that exercise it."""
+"""Each module under test and the test files (in tests/) that exercise it; a module of the package
+not listed here is tested by the files that import it (`importers_of`)."""
+
+
+def package_modules() -> list[str]:
+    """Every module of the package that has a mutation point (`--every-module`)."""
+    return sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "replay_cli").rglob("*.py")
+        if points(ast.parse(path.read_text()))
+    )
+
+
+def importers_of(module: str) -> list[str]:
+    """The test files that import `module` (`replay_cli.io.tables`, or `from replay_cli.io
+    import tables`), by name."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    package, _, name = dotted.rpartition(".")
+    imports = re.compile(
+        rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b"
+    )
+    return sorted(
+        {p.stem for p in (ROOT / "tests").rglob("test_*.py") if imports.search(p.read_text())}
+    )
+
 
 FLIPS = {
     ast.Lt: ast.LtE,
@@ -261,12 +290,13 @@ def workspace(base: Path) -> Path:
 
 def test_files(module: str, every_test: bool) -> tuple[str, ...]:
     """The tests run against a mutant of `module`: its mapped files, or the whole suite."""
-    if every_test:
+    names = MODULES.get(module) or importers_of(module)
+    if every_test or not names:
         return ("tests",)
     # tests/ mirrors the package's folders: a test file is found by its name wherever it sits.
     return tuple(
         next(p for p in (ROOT / "tests").rglob(f"{t}.py")).relative_to(ROOT).as_posix()
-        for t in MODULES[module]
+        for t in names
     )
 
 
@@ -305,6 +335,11 @@ def run_one(m: Mutant, base: Path, timeout: float, every_test: bool) -> Mutant:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("modules", nargs="*", default=list(MODULES))
+    ap.add_argument(
+        "--every-module",
+        action="store_true",
+        help="every module of the package, not only those MODULES lists",
+    )
     ap.add_argument("--per-module", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
@@ -320,6 +355,13 @@ def main() -> None:
         help="run the whole suite against each mutant (to confirm survivors), not its module's tests",
     )
     args = ap.parse_args()
+    if args.every_module:
+        args.modules = package_modules()
+    unknown = [m for m in args.modules if not (ROOT / m).is_file()]
+    if unknown:
+        raise SystemExit(
+            f"no such module: {', '.join(unknown)} (give paths like replay_cli/io/tables.py)"
+        )
     if args.rerun:
         earlier = [Mutant(**m) for m in json.loads(args.rerun.read_text())]
         mutants = [

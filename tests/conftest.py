@@ -1,5 +1,7 @@
-"""Shared fixtures, and a derandomized hypothesis profile for repeatable mutation runs
-(scripts/mutate.py sets HYPOTHESIS_PROFILE=derandomized)."""
+"""Shared fixtures, and hypothesis profiles: `ci` keeps no example database (CI runs from a
+fresh checkout, and a database would make a run depend on the ones before it; .ci/run and any
+CI that sets CI=true load it), `derandomized` draws the same examples in every run for
+repeatable mutation runs (scripts/mutate.py sets HYPOTHESIS_PROFILE=derandomized)."""
 
 import os
 
@@ -8,9 +10,11 @@ from hypothesis import settings
 
 from factories import write_small_synth
 
+settings.register_profile("ci", database=None, deadline=None, print_blob=True)
 settings.register_profile("derandomized", derandomize=True, database=None)
-if os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+profile = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else None)
+if profile:
+    settings.load_profile(profile)
 
 
 @pytest.fixture

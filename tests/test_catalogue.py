@@ -13,7 +13,7 @@ from replay_cli import api
 from replay_cli import catalogue as C
 from replay_cli.parameters import registry
 
-from factories import config
+from factories import config, replay_frame, rollouts
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "replay_cli"
@@ -123,3 +123,66 @@ def test_machine_tables_keep_fractions_and_people_get_percent():
     assert m.human(1.044) == pytest.approx(104.4)
     assert C.metric(C.SOLVE_VS_OFF).human(1.36e-17) == 0.0
     assert C.metric("input/run_time_p50").human(120.0) == 2.0  # seconds -> minutes
+
+
+# ---- units and labels pinned (issue 44: mutation survivors) ------------------------------
+
+
+@pytest.mark.parametrize("value", [None, float("nan")])
+def test_no_value_is_none_in_human_units_not_an_error(value):
+    # TensorBoard and W&B write human units: a null headline (`@long` without long problems)
+    # must be left out, not crash the export.
+    assert C.metric(C.RESOLVE_VS_OFF_LONG).human(value) is None
+    assert C.metric("input/run_time_p50").human(value) is None
+
+
+@pytest.mark.parametrize("unit", ["count", "calls", "number"])
+def test_whole_counts_keep_every_digit_and_a_thousands_separator(unit):
+    assert C.show_value(unit, 1234) == "1,234"
+    assert C.show_value(unit, 0) == "0"
+    assert C.show_value(unit, True) == "yes"
+
+
+def test_a_whole_number_of_another_unit_is_shown_in_that_unit():
+    assert C.show_value("share", 1) == "100.0%"
+    assert C.show_value("minutes", 2) == "2 min"
+    assert C.show_value("seconds", 1234) == "20.57 min"
+
+
+def test_a_scoped_metric_is_its_base_label_and_scope():
+    base = C.metric("step/resolve_vs_off")
+    assert base.label
+    for scope in ("short", "medium", "long"):
+        scoped = C.metric(f"step/resolve_vs_off@{scope}")
+        assert scoped.label == f"{base.label}, {scope}"
+        assert scoped.description == f"{base.description} on {scope} problems"
+        if base.short:
+            assert scoped.short == f"{base.short} {scope}"
+
+
+def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
+    """Groups of one length have no long problems: every `@long` headline is null, and both
+    exports write the others."""
+    from replay_cli.io.tensorboard import read_scalars
+    from replay_cli.io.wandb_run import read_log, runs_of
+    from replay_cli.report import tensorboard, wandb_runs
+    from replay_cli.report.run_tags import run_name
+
+    frame = rollouts(
+        group_id=[0, 0, 0, 0, 1, 1, 1, 1],
+        reward=[1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+        openhands_run_time=[600.0, 900.0, 1200.0, 300.0] * 2,
+    )
+    result = replay_frame(frame, {"lambda_time": 1 / 60})
+    row = result.summary.row(0, named=True)
+    assert row[C.RESOLVE_VS_OFF_LONG] is None
+    assert row[C.RESOLVE_VS_OFF] is not None
+    tensorboard.write_runs(result, tmp_path / "tb")
+    tags = set(read_scalars(tmp_path / "tb", run_name(row["label"]))["metric"])
+    assert tensorboard.hparam_tag(C.RESOLVE_VS_OFF) in tags
+    assert tensorboard.hparam_tag(C.RESOLVE_VS_OFF_LONG) not in tags
+    wandb_runs.write_runs(result, tmp_path / "wb", group="g")
+    (log,) = runs_of(tmp_path / "wb").values()
+    logged = read_log(log).summary
+    assert logged[C.RESOLVE_VS_OFF] == pytest.approx(row[C.RESOLVE_VS_OFF] * 100)
+    assert C.RESOLVE_VS_OFF_LONG not in logged

@@ -50,9 +50,12 @@ def read_source(source: str | Path, split: str | None = None) -> pl.DataFrame:
 def _read_file(path: Path, kind: str) -> pl.DataFrame:
     try:
         if kind in ("csv", "tsv"):
-            return pl.read_csv(
+            frame = pl.read_csv(
                 path, separator="\t" if kind == "tsv" else ",", try_parse_dates=False
             )
+            # A column without a single value is typed text by the reader; it has no type.
+            empty = [c for c in frame.columns if frame[c].null_count() == frame.height]
+            return frame.with_columns(pl.col(empty).cast(pl.Null)) if frame.height else frame
         if kind == "jsonl":
             return pl.read_ndjson(path)
         if kind == "parquet":

@@ -62,7 +62,8 @@ def manifest(
             name: f"{name}.parquet"
             for name in S.REPORT_TABLES
             if (name != "rollouts" or options.rows != "none")
-            and (name != "forecast" or options.forecast is not None)
+            # An input without training rows has nothing to forecast: no table is written.
+            and (name != "forecast" or result.forecast is not None)
         },
     }
 

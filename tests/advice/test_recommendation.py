@@ -487,6 +487,17 @@ def test_launch_overrides_and_yaml_rebuild_the_same_config(tmp_path, shaping, ad
     assert to_config(read_run_config(path)).config_id == cfg.config_id
 
 
+@pytest.mark.parametrize("estimator", ["verl-grpo", "trl-grpo", "dr-grpo"])
+def test_a_peer_estimator_is_never_launched_as_a_nemo_rl_estimator_name(estimator):
+    # NeMo-RL has no estimator by a peer's name: the replay emulates the peer, the launch line
+    # is NeMo-RL's, and `++grpo.adv_estimator.name=verl-grpo` would fail at the trainer.
+    row = {**GOOD, "estimator": estimator, "config_id": "c0", "label": "peer"}
+    overrides = launch_overrides(row)
+    assert "adv_estimator.name" not in overrides
+    assert "++grpo.time_efficiency.lambda_time=" in overrides
+    assert "name:" not in launch_yaml(row)
+
+
 # ---- properties ----------------------------------------------------------------------------------
 
 ratio = st.one_of(st.none(), st.floats(0.0, 2.0))

@@ -1,5 +1,7 @@
 """Tests for replay_cli.parameters and the sweep command: parsing, grids, one-pass equivalence."""
 
+import shutil
+
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -7,7 +9,14 @@ from typer.testing import CliRunner
 from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.errors import ConfigError
-from replay_cli.parameters import expand, parse_list, parse_value, read_grid
+from replay_cli.parameters import (
+    base_layer,
+    expand,
+    is_override,
+    parse_list,
+    parse_value,
+    read_grid,
+)
 
 from factories import config
 
@@ -81,6 +90,8 @@ def test_bare_grid_file(tmp_path):
         ("grid: {lambda: [1]}\n", "Unknown sweep parameter 'lambda'"),
         ("grid: {apply_to: [all]}\nextra: 1\n", "unknown top-level keys ['extra']"),
         ("grid: {apply_to: [all\n", "is not valid YAML"),
+        ("configs: [1, 2]\n", "`configs` must be a list of mappings"),
+        ("configs: {lambda_time: 1/60}\n", "`configs` must be a list of mappings"),
     ],
 )
 def test_bad_grid_files(tmp_path, text, message):
@@ -88,6 +99,56 @@ def test_bad_grid_files(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         read_grid(path)
+
+
+@pytest.mark.parametrize("where", ["base", "configs", "override"])
+def test_a_null_for_a_required_number_is_refused_by_its_field(tmp_path, where):
+    """YAML's null (or `~`) is no value: a number the config needs says so in its own words, as
+    pydantic words it for the field, not as a failed parse of the text 'None'."""
+    path = tmp_path / "grid.yaml"
+    if where == "override":
+        _, base, _ = base_layer(["++grpo.time_efficiency.lambda_time=null"], None, False)
+        grid, points = {}, []
+    else:
+        path.write_text(
+            "base: {lambda_time: ~}\n" if where == "base" else "configs: [{lambda_time: null}]\n"
+        )
+        grid, points, base = read_grid(path)
+    assert parse_value("lambda_time", None) is None
+    with pytest.raises(
+        ConfigError, match="--lambda-time expects a number, a fraction like 1/60, got 'True'"
+    ):
+        parse_value("lambda_time", True)  # YAML's true is no number
+    with pytest.raises(ConfigError) as refused:
+        expand(base, grid, points)
+    assert str(refused.value) == (
+        "Sweep point (lambda_time=None) is invalid.\n"
+        "Invalid parameters:\n  lambda_time: Input should be a valid number (got None)"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["./data/step=3/part-0.parquet", "data/step=3/part-0.parquet", "/runs/v1.2/step=3/x.parquet"],
+)
+def test_a_hive_style_path_is_a_path_not_a_trainer_override(path):
+    assert not is_override(path)
+    override = "++grpo.time_efficiency.lambda_time=0.01"
+    paths, base, ignored = base_layer([path, override], None, False)
+    assert (paths, base, ignored) == ([path], {"lambda_time": 0.01}, [])
+    assert is_override("grpo.time_efficiency.lambda_time=0.01")  # Hydra's plain a.b=v form
+
+
+def test_a_hive_style_partition_replays(synth_path, tmp_path, monkeypatch):
+    part = tmp_path / "data" / "step=3"
+    part.mkdir(parents=True)
+    shutil.copy(synth_path, part / "part-0.parquet")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(
+        app, ["replay", "./data/step=3/part-0.parquet", "--out", "r", "--no-charts"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "summary.parquet").is_file()
 
 
 def test_each_sweep_config_equals_a_single_replay(synth_path):

@@ -324,6 +324,39 @@ def test_the_bootstrap_reweights_each_problem_as_weighting_it_by_hand():
         np.testing.assert_allclose(whole[name], values, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+def test_the_base_sums_weight_each_problem_by_its_groups():
+    """A pooled problem (an instance id seen at several steps) weighs as many groups as drew
+    it. With every weight 1, as elsewhere, a sum that drops the weight would be the same."""
+    from replay_cli.engine.bootstrap import PER_CONFIG
+
+    rng = np.random.default_rng(6)
+    n = 24
+    count = rng.integers(1, 4, size=(n, 3)).astype(float)
+    weight = rng.integers(1, 5, size=n).astype(float)
+    bucket = np.arange(n) % 3
+    model = EffortModel.of_counts(count, count // 2, count * 5.0, bucket, weight)
+    a = rng.normal(size=(2, n, 3))
+    steps = take_steps(model, a, a * 0.4, 0.001)
+    point, boot = sums(model, steps, resamples=4, seed=3)
+    draws = np.random.default_rng([3, 0]).poisson(1.0, size=(4, n)).astype(float)
+    before = model.outcomes
+    base = {"w": np.ones(n), "p0": before["p"], "pm0": before["pm"]}
+    base |= {"f0": before["f"], "fm0": before["fm"]}
+    for scope in range(4):
+        mine = np.ones(n, bool) if scope == 0 else bucket == scope - 1
+        for name, x in base.items():
+            want = (weight * x)[mine].sum()
+            np.testing.assert_allclose(point.base[name][0, scope], want, rtol=1e-12)
+            want = (draws * weight * x)[:, mine].sum(-1)
+            np.testing.assert_allclose(boot.base[name][:, scope], want, rtol=1e-12)
+        for name in PER_CONFIG:
+            want = (weight * getattr(steps, name))[:, mine].sum(-1)
+            np.testing.assert_allclose(point.config[name][0, :, scope], want, rtol=1e-12)
+    whole = measures(point, 0.001, point=True)
+    for name, values in point_measures(model, steps).items():
+        np.testing.assert_allclose(whole[name], values, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     frame = synth_rollouts(steps=4, groups_per_step=24, group_size=6, seed=8)
     configs = [config({"enabled": False}, CLIP), config({"apply_to": "correct"}, CLIP)]
@@ -455,6 +488,18 @@ def test_the_time_limit_window_is_two_percent_of_the_longest_and_at_least_a_minu
     assert window_start(100.0) == 98.0
     assert window_start(20.0) == 19.0
     assert EffortLevels((), None).count == DEFAULT_LEVELS == MeasureSettings().levels
+
+
+@pytest.mark.parametrize(("second", "limit"), [(5880.0, 98.0), (5879.0, None)])
+def test_a_rollout_exactly_at_the_window_start_counts_toward_the_time_limit(second, limit):
+    """400 rollouts, the longest at 100 min: the log has a time limit when 0.5% of them (2) end
+    within its window, [98, 100] min. The second longest at exactly 98 min is one of them."""
+    from replay_cli.engine.step_measure import effort_levels
+
+    times = [6000.0, second] + [600.0 + k for k in range(398)]
+    frame = rollouts(group_id=[k // 4 for k in range(400)], openhands_run_time=times)
+    levels, _, _ = effort_levels(rollouts_from_frame(frame).frame, (0.0, 1e9), 4)
+    assert levels.limit == limit
 
 
 def test_the_steps_fields_by_hand():

@@ -185,6 +185,10 @@ def _table_json(frame: pl.DataFrame) -> str:
     [
         ("{", "is not valid JSON"),
         ('{"rows": []}', "is not a W&B table"),
+        ('{"data": [["{}"]]}', "is not a W&B table"),  # no columns
+        ('{"columns": ["full_result"]}', "is not a W&B table"),  # no data
+        ('{"columns": "full_result", "data": []}', "is not a W&B table"),
+        ('[["{}"]]', "is not a W&B table"),
         ('{"columns": ["a", "b"], "data": []}', "no 'full_result' column"),
     ],
 )
@@ -193,6 +197,18 @@ def test_bad_tables(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(InputFileError, match=message):
         import_logs("wandb-table", [path], tmp_path / "o.parquet")
+
+
+def test_a_table_without_columns_is_a_clear_error_on_the_command_line(tmp_path):
+    path = tmp_path / "t_1_ab.table.json"
+    path.write_text('{"data": [["{}"]]}')
+    out = tmp_path / "o.parquet"
+    result = runner.invoke(app, ["import", "wandb-table", str(path), "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output == (
+        f'Error: {path} is not a W&B table: expected {{"columns": [...], "data": [[...]]}}.\n'
+    )
+    assert not out.exists()
 
 
 def test_wandb_table_without_step_needs_one(tmp_path):

@@ -87,6 +87,57 @@ def test_a_dataset_saved_with_save_to_disk_is_read_without_datasets(tmp_path, mo
         imported(tmp_path / "splits", tmp_path / "c.parquet")
 
 
+def test_a_split_a_one_split_dataset_lacks_is_refused_not_replaced_by_the_one(tmp_path):
+    import datasets
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(ROWS)}).save_to_disk(
+        str(tmp_path / "one")
+    )
+    only = imported(tmp_path / "one", tmp_path / "a.parquet")  # no --split: the only one
+    assert only["reward"].to_list() == ROWS["score"]
+    with pytest.raises(ConfigError, match="holds the splits train; pick one with --split NAME"):
+        imported(tmp_path / "one", tmp_path / "b.parquet", split="test")
+    out = tmp_path / "c.parquet"
+    args = ["import", "table", str(tmp_path / "one"), "--out", str(out), "--split", "test"]
+    result = runner.invoke(app, [*args, *(f"--map={m}" for m in MAP)])
+    assert result.exit_code == 2
+    assert "holds the splits train; pick one with --split NAME" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_column_without_a_value_imports_as_nulls_and_replays(tmp_path, kind):
+    """A CSV reads a column with no value as text and JSON lines as Null; either is the nulls
+    of the column's own type, as a Parquet file of the same table holds them."""
+    path = tmp_path / f"r.{kind}"
+    table = frame().with_columns(score=pl.lit(None, pl.Float64), ok=pl.lit(None, pl.Boolean))
+    table.write_csv(path) if kind == "csv" else table.write_ndjson(path)
+    back = imported(path, tmp_path / "o.parquet")
+    assert back["reward"].null_count() == back["resolved"].null_count() == 4
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["replay", str(tmp_path / "o.parquet"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = pl.read_parquet(out / "rollouts.parquet")
+    assert rows["reward_raw"].null_count() == 4  # kept as logged, shaped as 0 (spec §3.2)
+    assert rows["reward_shaped"].to_list() == pytest.approx((-rows["minutes"] / 60).to_list())
+    assert rows["resolved"].to_list() == [False] * 4
+
+
+def test_ids_that_look_like_dates_stay_text(tmp_path):
+    """A CSV's values are not parsed as dates: a task id such as 2024-01-05 would become a Date
+    group_id, which a replay refuses."""
+    path = tmp_path / "r.csv"
+    days = ["2024-01-05", "2024-01-05", "2024-01-06", "2024-01-06"]
+    frame().with_columns(task=pl.Series(days)).write_csv(path)
+    back = imported(path, tmp_path / "o.parquet")
+    assert back.schema["group_id"] == pl.String
+    assert back["group_id"].to_list() == days
+    result = runner.invoke(
+        app, ["replay", str(tmp_path / "o.parquet"), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+
+
 def test_a_hub_name_needs_the_extra_and_the_network(tmp_path, monkeypatch):
     with monkeypatch.context() as without:
         without.setitem(sys.modules, "datasets", None)

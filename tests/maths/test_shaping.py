@@ -135,6 +135,22 @@ def test_internal_item2_zeroed_rows_end_at_zero():
     assert nemo["reward_shaped"][0] == pytest.approx(-0.5)
 
 
+@pytest.mark.parametrize("reward", [1.0, -0.5])
+def test_internal_item2_resets_a_zeroed_rows_reward_whatever_it_was(reward):
+    # The reset is to exactly 0.0, not to the row's reward: a test with a reward of 0 cannot
+    # tell the two apart.
+    rows = shaped(
+        {"internal_items": (2,)},
+        reward=[reward, reward],
+        resolved=[True, True],
+        zeroed_by_penalty=[True, False],
+        openhands_run_time=[1800.0, 1800.0],
+    )
+    assert rows["reward_shaped"].to_list() == [0.0, pytest.approx(reward - 0.5)]
+    assert rows["charged"].to_list() == [False, True]
+    assert rows["deduction"][0] == 0.0
+
+
 def test_internal_item3_gate_is_resolved_alone():
     rows = shaped(
         {"apply_to": "correct", "internal_items": (3,)},

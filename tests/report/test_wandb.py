@@ -5,6 +5,7 @@ came from; `compare --internal` reading a trainer's W&B run directory like the C
 import json
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -231,3 +232,68 @@ def test_not_a_wandb_log_is_named(tmp_path):
     path.write_text(json.dumps({"not": "a log"}))
     with pytest.raises(InputFileError, match="is not a W&B transaction log"):
         read_log(path)
+
+
+def test_a_logged_table_is_one_with_a_path_and_a_log_is_a_wandb_file_or_a_run_folder(tmp_path):
+    from replay_cli.io.wandb_run import WandbRun, is_wandb
+
+    log = tmp_path / "run-1" / "run-1.wandb"
+    log.parent.mkdir()
+    log.write_bytes(b":W&B")
+    run = WandbRun(
+        log,
+        history=[
+            {"_step": 3, "train/full_result": {"_type": "table-file", "path": "media/t.json"}},
+            {"_step": 4, "train/full_result": {"_type": "table-file"}},  # no file: no table
+            {"_step": 5, "train/full_result": {"path": "media/u.json"}},  # not a table
+        ],
+    )
+    assert run.tables("full_result") == [(3, tmp_path / "run-1" / "files" / "media/t.json")]
+    assert is_wandb(log)  # the log given directly
+    assert is_wandb(log.parent)  # a run's folder
+    assert is_wandb(tmp_path)  # a folder of runs
+    other = tmp_path / "run-1" / "metrics.csv"
+    other.write_text("step,metric,value\n")
+    assert not is_wandb(other)
+    (tmp_path / "empty").mkdir()
+    assert not is_wandb(tmp_path / "empty")
+
+
+LOG_BLOCK = 32 * 1024
+"""LevelDB's log block, W&B's too: written out here, not imported, so that the layout below is
+the format's and not whatever the reader believes."""
+
+
+def _log_bytes(records: list[bytes]) -> bytes:
+    """A transaction log laid out as W&B's writer lays it (LevelDB's log format): a 7-byte file
+    header, then records cut at block ends into pieces (full 1, first 2, middle 3, last 4), each
+    behind a 7-byte header, a block tail of fewer than 7 bytes filled with zeros."""
+    import struct
+
+    out = bytearray(b":W&B\x00\x01\x00")
+    for record in records:
+        rest, first = record, True
+        while True:
+            left = LOG_BLOCK - len(out) % LOG_BLOCK
+            if left < 7:
+                out += bytes(left)
+                continue
+            piece, rest = rest[: left - 7], rest[left - 7 :]
+            kind = (1 if not rest else 2) if first else (4 if not rest else 3)
+            out += struct.pack("<IHB", 0, len(piece), kind) + piece
+            first = False
+            if not rest:
+                break
+    return bytes(out)
+
+
+def test_a_block_tail_too_short_for_a_header_is_padding():
+    """The first record ends 3 bytes before the block's end: those 3 zeros are padding, and the
+    next record starts the next block. The reader must know where blocks end to skip them."""
+    from replay_cli.io.wandb_run import pieces
+
+    first = b"a" * (LOG_BLOCK - 7 - 7 - 3)  # file header, record header, record: 3 bytes left
+    records = [first, b"second", b"c" * (2 * LOG_BLOCK), b"last"]
+    data = _log_bytes(records)
+    assert data[LOG_BLOCK - 3 : LOG_BLOCK] == bytes(3)
+    assert list(pieces(data, Path("run.wandb"))) == records

@@ -256,6 +256,26 @@ def test_null_values_are_no_value_problem(tmp_path):
     assert frame["mask_sample"].to_list() == [False, False]  # absent: the default
 
 
+def test_a_column_with_no_value_at_all_reads_as_its_nulls(tmp_path):
+    """JSON lines type a column whose every value is null as Null (no other type fits): a
+    nullable column of that type reads as the same nulls of its own type would."""
+    empty = pl.Series([None, None], dtype=pl.Null)
+    names = ("reward", "resolved", "calls", "mask_sample", "split", "zeroed_by_penalty")
+    nulls = write(
+        tmp_path,
+        "nulls.parquet",
+        group_id=[1, 1],
+        rollout_index=empty,
+        openhands_run_time=[60.0, 120.0],
+        **dict.fromkeys(names, empty),
+    )
+    frame = load_rollouts([nulls]).frame.collect()
+    assert frame["reward"].dtype == pl.Float64
+    assert frame["reward"].to_list() == [None, None]
+    assert frame.select(names[1:]).rows() == [(False, 0, False, "train", False)] * 2
+    assert frame["rollout_index"].dtype == pl.Int64
+
+
 @pytest.mark.parametrize(
     ("index", "want"),
     [
