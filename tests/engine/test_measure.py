@@ -186,17 +186,25 @@ def test_the_jump_at_a_rounding_sized_lambda_is_named(tiny_lambda):
     assert all("the jump at λ → 0⁺" in text for text in tiny["text"])
 
 
-@pytest.mark.parametrize("apply_to", ["all", "correct"])
-def test_offered_zero_or_a_rounding_sized_lambda_the_tool_keeps_shaping_off(apply_to):
-    """At the trainer's precision (float32). In float64 a λ of 1e-6 under `correct` really does
-    train all-pass groups on time (their shaped rewards differ by 1e-5, above the std's 1e-6
-    epsilon), and the forecast prices it (docs/report.md, "Continuity at λ → 0")."""
-    configs = [
-        config({"enabled": False}, CLIP),
-        config({"lambda_time": 1e-6, "apply_to": apply_to}, CLIP),
-    ]
-    d = Decision.of(replayed(demo_frame(), configs).recommendation)
+def test_offered_zero_or_a_rounding_sized_lambda():
+    """At the trainer's precision (float32). Under `correct` a λ of 1e-6 charges successes
+    below float32's resolution near 1: the tool keeps shaping off. Under `all` the all-fail
+    groups' rewards near 0 differ by about 1e-5, above the std's 1e-6 epsilon, so the trainer
+    really normalises them into a time signal (the jump at λ → 0⁺): the forecast prices it
+    (within a point of shaping off's resolve rate) and the finding names the jump."""
+    tiny = config({"lambda_time": 1e-6, "apply_to": "correct"}, CLIP)
+    correct = [config({"enabled": False}, CLIP), tiny]
+    d = Decision.of(replayed(demo_frame(), correct).recommendation)
     assert d.keep_off, d.recommended
+    every = [
+        config({"enabled": False}, CLIP),
+        config({"lambda_time": 1e-6, "apply_to": "all"}, CLIP),
+    ]
+    result = replayed(demo_frame(), every)
+    row = result.summary.row(1, named=True)
+    assert abs(row["forecast/resolve"] - row["forecast/resolve_off"]) < 0.01
+    jump = result.findings.filter(pl.col("kind") == "time_only_step")["text"].to_list()
+    assert any("the jump at λ → 0⁺" in text for text in jump)
 
 
 @pytest.fixture(scope="module")
