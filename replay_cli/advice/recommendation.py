@@ -318,9 +318,10 @@ RESOLVE_CRITERIA = ("resolve", "resolve_long")
 RESAMPLED_CRITERIA = RESOLVE_CRITERIA
 """Criteria the confidence applies again in each resample."""
 NO_FORECAST = (
-    "not judged on resolve rate: the forecast did not run (--no-forecast), so neither the "
-    "resolve rate nor the minutes after T steps were read; run without --no-forecast to rate it"
+    "not judged on resolve rate: the summary has no outcome after T steps (the forecast did not "
+    "run: drop --no-forecast, or replay a report of an earlier version again)"
 )
+NO_TRAINING = "nothing to judge: the input has no training group (every row is validation)"
 
 
 def _override_value(name: str, value: Any) -> str:
@@ -438,6 +439,8 @@ def recommend(
     missing = [c for c in STATIC_NEEDED if c not in summary.columns]
     if missing:
         return _unrated(summary, missing)
+    if C.GROUPS in summary.columns and summary.height and not (summary[C.GROUPS] > 0).any():
+        return _unrated(summary, [], NO_TRAINING)
     judged = all(c in summary.columns for c in NEEDED)
     criteria = CRITERIA if judged else STATIC_CRITERIA
     off = shaping_off(summary).to_list() if summary.height else []
@@ -776,9 +779,10 @@ def _nan(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _unrated(summary: pl.DataFrame, missing: list[str]) -> pl.DataFrame:
-    """Every config unrated: the report was written before the columns the rule reads."""
-    why = (
+def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) -> pl.DataFrame:
+    """Every config unrated: the report was written before the columns the rule reads (or `why`
+    says another reason)."""
+    why = why or (
         f"written before the recommendation rule (no {', '.join(missing[:3])}"
         f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
     )

@@ -31,7 +31,7 @@ from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import parse_overrides, read_run_config, to_config
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import config, rollouts
+from factories import config, replay_frame, rollouts
 
 GOOD = {
     "enabled": True,
@@ -1170,3 +1170,14 @@ def test_the_budget_check_says_where_the_data_cannot_decide_at_another_budget():
     )
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
     assert check == "at twice the step budget there is not enough data to decide"
+
+
+def test_a_validation_only_input_has_nothing_to_judge_and_says_so():
+    """Not 'written before the recommendation rule' (that would send the user to replay again):
+    a validation-only input has no training group, so nothing trains."""
+    frame = rollouts(reward=[1.0, 0.0], split=["validation", "validation"])
+    verdict = replay_frame(frame, {}).recommendation
+    assert verdict["role"].to_list() == ["unrated"]
+    assert verdict["reasons"][0] == (
+        "nothing to judge: the input has no training group (every row is validation)"
+    )
