@@ -127,9 +127,15 @@ def confidence_text(row: dict[str, Any]) -> str:
         )
     if share is not None:
         which = "it or a config that trains alike" if alike else "it"
+        often = (
+            "almost always (99% or more"
+            if share >= 0.99
+            else f"about {C.show_value('share', share)} of the time ("
+        )
+        sep = "; " if share >= 0.99 else ""
         parts.append(
-            f"A new log of this size would pick {which} about {C.show_value('share', share)} "
-            "of the time (the rule applied again in each bootstrap resample of the problems)."
+            f"A new log of this size would pick {which} {often}{sep}the rule applied again in "
+            "each bootstrap resample of the problems)."
         )
     return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
 

@@ -955,8 +955,8 @@ def test_configs_whose_difference_holds_0_train_alike_and_share_the_pick():
         "The low end of the interval of its resolve rate after 50 steps is 96.0% of shaping "
         "off's on long problems and 97.0% over all problems. 'config 2' trains alike here "
         "(within the interval); the rule picks 'config 1', whose successes end soonest. A new "
-        "log of this size would pick it or a config that trains alike about 100.0% of the time "
-        "(the rule applied again in each bootstrap resample of the problems)."
+        "log of this size would pick it or a config that trains alike almost always (99% or "
+        "more; the rule applied again in each bootstrap resample of the problems)."
     )
 
 
@@ -1180,4 +1180,12 @@ def test_a_validation_only_input_has_nothing_to_judge_and_says_so():
     assert verdict["role"].to_list() == ["unrated"]
     assert verdict["reasons"][0] == (
         "nothing to judge: the input has no training group (every row is validation)"
+    )
+
+
+def test_a_pick_every_resample_repeats_is_almost_always_not_a_certainty():
+    row = {"label": "config 1", "shaping_off": True, "set_share": 1.0, "alike": []}
+    assert confidence_text(row) == (
+        "A new log of this size would pick it almost always (99% or more; the rule applied "
+        "again in each bootstrap resample of the problems)."
     )
