@@ -30,7 +30,7 @@ def _kept(summary: pl.DataFrame) -> pl.Expr:
 
     def one(low: str, point: str) -> pl.Expr:
         have = [c for c in (low, point) if c in summary.columns]
-        return pl.coalesce([pl.col(c) for c in have] + [pl.lit(1.0)])
+        return pl.coalesce([pl.col(c).cast(pl.Float64) for c in have] + [pl.lit(1.0)])
 
     overall = one(C.F_RESOLVE_VS_OFF_LOW, C.F_RESOLVE_VS_OFF)
     long = one(C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LONG)
@@ -54,7 +54,7 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
     return summary.select(
         S.CONFIG_ID,
         "label",
-        (-pl.col(C.F_SOLVE_VS_OFF)).fill_null(0.0).alias("gain"),
+        (-pl.col(C.F_SOLVE_VS_OFF).cast(pl.Float64)).fill_null(0.0).alias("gain"),
         _kept(summary).alias("kept"),
         shaping_off(summary).alias("off"),
     ).join(verdict, on=S.CONFIG_ID, how="left", maintain_order="left")

@@ -18,6 +18,7 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import horizon_text
 from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
+from replay_cli.advice.words import sooner_than_off
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.progress import Progress as PhaseProgress
 from replay_cli.report.compare import delta_table, internal_summary
@@ -113,8 +114,8 @@ def print_decision(verdict: Verdict | None) -> None:
         typer.echo(f"Best trade: {trade['trade']}")
         typer.echo(f"  launch it knowingly: {trade['overrides']}")
     if runner is not None:
-        gain = C.show(C.F_SOLVE_VS_OFF, runner[C.F_SOLVE_VS_OFF])
-        typer.echo(f"Runner-up: {runner['label']} (successes {gain} after T steps vs off)")
+        gain = sooner_than_off(runner.get(C.F_SOLVE_VS_OFF) or 0.0)
+        typer.echo(f"Runner-up: {runner['label']} (successes end {gain} after T steps)")
     if d.avoid:
         typer.echo(
             f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "

@@ -62,8 +62,10 @@ def manifest(
             name: f"{name}.parquet"
             for name in S.REPORT_TABLES
             if (name != "rollouts" or options.rows != "none")
-            # An input without training rows has nothing to forecast: no table is written.
+            # An input without training rows has nothing to forecast: no table is written; the
+            # resamples are the forecast's (the verdict's confidence reads them).
             and (name != "forecast" or result.forecast is not None)
+            and (name != "resamples" or result.resamples is not None)
         },
     }
 

@@ -261,8 +261,9 @@ def written(tmp: Path, data: Input, name: str = "rollouts.parquet") -> Path:
     return path
 
 
-QUICK = ["--resamples", "20", "--no-charts"]
-"""Options that keep an example quick: fewer bootstrap resamples and no charts."""
+QUICK = ["--resamples", "20", "--no-charts", "--no-forecast"]
+"""Options that keep an example quick: fewer bootstrap resamples, no charts, no forecast (the
+tests that run it say `FORECAST` after these: the last flag wins)."""
 FORECAST = ["--forecast", "--steps", "3", "--seeds", "1", "--problems", "10"]
 
 
@@ -351,12 +352,16 @@ PAIRS = {name for name, e in ESTIMATORS.items() if e.pairs}
 @examples(25)
 @given(data=inputs(faults=False), points=st.lists(PARAMETERS, min_size=1, max_size=3))
 def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, points):
+    from replay_cli.config import ForecastSettings
     from replay_cli.parameters import to_config
     from replay_cli.rollouts.validation import rollouts_from_frame
 
     configs = list({c.config_id: c for c in map(to_config, points)}.values())
     outcome: list[ReplayResult] = []
-    refused = refusal(lambda: outcome.append(api.replay(rollouts_from_frame(data.frame), configs)))
+    small = api.report_options(forecast=ForecastSettings(steps=3, seeds=1, problems=10))
+    refused = refusal(
+        lambda: outcome.append(api.replay(rollouts_from_frame(data.frame), configs, small))
+    )
     if refused is not None:  # OpenRLHF's estimators assert groups of one size, of 2 or more
         assert any(c.advantage.estimator in PAIRS for c in configs), refused
         assert "needs at least 2 rollouts per prompt group" in refused or (
