@@ -132,15 +132,16 @@ def _peer_sums(r: np.ndarray, valid: np.ndarray, runs: Runs, loo: bool) -> tuple
     # The float64 totals minus the row are exact where every value is a multiple of the least
     # one's float32 spacing (over 2^-24 of it) and n times the largest stays below 2^53 of those
     # (2^28 leaves a factor 2 for the squares' rounding): elsewhere a margin of their own
-    # rounding (2^-53 per operation). Rounding to nearest is monotone, and without a margin a
-    # tie rounds to even as the trainer's addition does.
+    # rounding, 2^-53 of the group's magnitudes per operation (the row's own too: it is in the
+    # total). Rounding to nearest is monotone, and without a margin a tie rounds to even as the
+    # trainer's addition does.
     bottom = runs.low(np.abs(rv), rv != 0)
     wide_s = n_group * top >= 2.0**28 * bottom
     wide_q = n_group * top_sq >= 2.0**28 * bottom * bottom
     if wide_s.any() or wide_q.any():
-        f64 = (n + 2) * 2.0**-53
-        e_s = e_s + np.where(runs.rows(wide_s), f64 * a_sum, 0.0)
-        e_q = e_q + np.where(runs.rows(wide_q), f64 * q, 0.0)
+        f64 = (n_group + 2) * 2.0**-53
+        e_s = e_s + runs.rows(np.where(wide_s, f64 * totals[1], 0.0))
+        e_q = e_q + runs.rows(np.where(wide_q, f64 * totals[2], 0.0))
     s_lo, s_hi = (s - e_s).astype(np.float32), (s + e_s).astype(np.float32)
     q_lo, q_hi = (q - e_q).astype(np.float32), (q + e_q).astype(np.float32)
     return n, m, s_lo, s_hi, np.maximum(q_lo, np.float32(0)), q_hi

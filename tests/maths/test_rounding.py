@@ -292,6 +292,39 @@ def test_every_summation_tree_lies_within_tree_error(values, seed):
         assert lo <= got <= hi, (got, exact, before_last)
 
 
+def test_half_ulp_and_spacing_at_zero_subnormals_and_binade_edges():
+    y = np.array([0.0, 2.0**-140, 2.0**-126, 1.0, np.nextafter(2.0, 0.0), 2.0])
+    assert rounding._half_ulp(y).tolist() == [
+        0.0,
+        2.0**-150,
+        2.0**-150,
+        2.0**-24,
+        2.0**-24,
+        2.0**-23,
+    ]
+    assert rounding._spacing(y).tolist() == [
+        2.0**-149,
+        2.0**-149,
+        2.0**-149,
+        2.0**-23,
+        2.0**-23,
+        2.0**-22,
+    ]
+
+
+def test_the_sums_interval_holds_where_the_float64_total_is_not_exact():
+    """The float64 group total minus the row loses bits where the magnitudes span more than 2^29:
+    here 2^16 + 1 + (2^-24 + 2^-40) rounds the last bit away, leaving 1 + 2^-24, a tie that rounds
+    down to 1, while the trainer's sum of the two peers rounds up to 1 + 2^-23. The margin is of
+    the group's magnitudes, the row's own included."""
+    r = np.array([2.0**16, 1.0, 2.0**-24 + 2.0**-40], np.float32)
+    runs = Runs(np.zeros(3, int))
+    _, _, s_lo, s_hi, _, _ = rounding._peer_sums(r, np.ones(3, bool), runs, loo=True)
+    trainer = r[1] + r[2]
+    assert trainer == np.float32(1 + 2.0**-23)
+    assert s_lo[0] <= trainer <= s_hi[0]
+
+
 # ---- the bound against orders of summation a platform could take ---------------------------------
 
 
@@ -393,12 +426,13 @@ def scalar_bound(r, valid, i, loo, guard, normalize, emitted, peers_equal):
     integral = all(x == round(x) for x, ok in zip(r, valid, strict=True) if ok)
     if integral and sum(x * x for x in rv) < 2**24:
         e_s = e_q = 0.0
-    # float64 sums are exact where the values share a grid fine enough: a margin elsewhere.
+    # float64 sums are exact where the values share a grid fine enough: a margin elsewhere, of
+    # the whole group's magnitudes (the row's own is in the float64 total).
     bottom = min((abs(x) for x in rv if x != 0), default=math.inf)
     if n * top >= 2.0**28 * bottom:
-        e_s += (n + 2) * 2.0**-53 * a_sum
+        e_s += (n + 2) * 2.0**-53 * math.fsum(abs(x) for x in rv)
     if n * top_sq >= 2.0**28 * bottom * bottom:
-        e_q += (n + 2) * 2.0**-53 * q
+        e_q += (n + 2) * 2.0**-53 * math.fsum(sq)
     s_lo, s_hi = f32(s - e_s), f32(s + e_s)
     q_lo, q_hi = max(f32(q - e_q), f32(0)), f32(q + e_q)
     # The IEEE operations before the cancellation, on the endpoints.
@@ -458,6 +492,12 @@ RESIDUE = [(0.0, False)] + [(0.95, False)] * 7
         + [(0.9996989369392395, False), (0.9997661113739014, False)]
     ],
     loo=False,
+    guard="legacy",
+    normalize=True,
+)
+@example(  # peers summing to about 0: the baseline's interval straddles it, so b² may be 0
+    groups=[[(0.3, False), (-0.3, False), (0.7, False), (-0.7, False), (1.1, False)]],
+    loo=True,
     guard="legacy",
     normalize=True,
 )
