@@ -63,7 +63,6 @@ def grpo_rows(
         a,
         out.unclipped,
         out.peers_equal,
-        rounded_inputs=a.precision == "float64",
     )
     return RowBatch(
         chunk=c,

@@ -149,7 +149,6 @@ def add_grpo(
                 p,
                 g.unclipped,
                 g.peers_equal,
-                rounded_inputs=p.precision == "float64",
             )
         return columns
 
