@@ -5,8 +5,8 @@
 
 Each line is its own process (its peak RSS its own), repeated `--repeat` times (the fastest run
 is reported): the sweep with the bootstrap (`--resamples 200`, the default) against the same sweep
-without it (`--resamples 0`) and with the forecast too (`--forecast`, its defaults: 50 steps, 4
-seeds, 150 problems per bucket, the budget checks), and, inside each, the time of the measure's
+without it (`--resamples 0`), both with `--no-forecast`, and the deciding sweep (the default: the
+forecast, 50 steps, 4 seeds, 150 problems per bucket, the budget checks, its bootstrap), and, inside each, the time of the measure's
 parts (the steps, the bootstrap's sums) and of the forecast. The input is made by
 `synth` (groups of 16) in a temporary directory; the sweep writes no per-row table.
 """
@@ -76,9 +76,9 @@ def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> No
 
 
 VARIANTS = (
-    ("--resamples 0", 0, "0"),
-    ("--resamples 200", 200, "0"),
-    ("--resamples 200 --forecast", 200, "1"),
+    ("--no-forecast --resamples 0", 0, "0"),
+    ("--no-forecast", 200, "0"),
+    ("the deciding sweep (default: the forecast)", 200, "1"),
 )
 """(name, resamples, forecast on) of each measured sweep."""
 
@@ -135,8 +135,8 @@ def main() -> None:
                 for _ in range(args.repeat)
             ]
             results[name] = min(runs, key=lambda r: r[0]["seconds"])
-    plain, boot = results["--resamples 0"][0], results["--resamples 200"][0]
-    ahead = results["--resamples 200 --forecast"][0]
+    plain, boot = results["--no-forecast --resamples 0"][0], results["--no-forecast"][0]
+    ahead = results["the deciding sweep (default: the forecast)"][0]
     print(f"Decision measure, {rows:,} rollouts (groups of 16), {args.configs} configs, rows none")
     print(
         f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores"

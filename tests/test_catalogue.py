@@ -103,8 +103,8 @@ def test_the_docs_metric_table_is_the_catalogues():
 @pytest.mark.parametrize(
     ("name", "value", "shown"),
     [
-        (C.RESOLVE_VS_OFF, 1.0441, "104.4%"),
-        (C.RESOLVE_VS_OFF_LONG, -0.115, "−11.5%"),
+        (C.F_RESOLVE_VS_OFF, 1.0441, "104.4%"),
+        (C.F_RESOLVE_VS_OFF_LONG, -0.115, "−11.5%"),
         (C.TIME_ONLY_SHARE, 0.0, "0"),
         ("input/run_time_p50", 540.0, "9 min"),
         (C.SOLVE_VS_OFF, -0.34, "−0.34 min"),
@@ -119,7 +119,7 @@ def test_one_unit_per_quantity(name, value, shown):
 
 
 def test_machine_tables_keep_fractions_and_people_get_percent():
-    m = C.metric(C.RESOLVE_VS_OFF)
+    m = C.metric(C.F_RESOLVE_VS_OFF)
     assert m.human(1.044) == pytest.approx(104.4)
     assert C.metric(C.SOLVE_VS_OFF).human(1.36e-17) == 0.0
     assert C.metric("input/run_time_p50").human(120.0) == 2.0  # seconds -> minutes
@@ -132,7 +132,7 @@ def test_machine_tables_keep_fractions_and_people_get_percent():
 def test_no_value_is_none_in_human_units_not_an_error(value):
     # TensorBoard and W&B write human units: a null headline (`@long` without long problems)
     # must be left out, not crash the export.
-    assert C.metric(C.RESOLVE_VS_OFF_LONG).human(value) is None
+    assert C.metric(C.F_RESOLVE_VS_OFF_LONG).human(value) is None
     assert C.metric("input/run_time_p50").human(value) is None
 
 
@@ -175,14 +175,14 @@ def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
     )
     result = replay_frame(frame, {"lambda_time": 1 / 60})
     row = result.summary.row(0, named=True)
-    assert row[C.RESOLVE_VS_OFF_LONG] is None
-    assert row[C.RESOLVE_VS_OFF] is not None
+    assert row[C.F_RESOLVE_VS_OFF_LONG] is None
+    assert row[C.F_RESOLVE_VS_OFF] is not None
     tensorboard.write_runs(result, tmp_path / "tb")
     tags = set(read_scalars(tmp_path / "tb", run_name(row["label"]))["metric"])
-    assert tensorboard.hparam_tag(C.RESOLVE_VS_OFF) in tags
-    assert tensorboard.hparam_tag(C.RESOLVE_VS_OFF_LONG) not in tags
+    assert tensorboard.hparam_tag(C.F_RESOLVE_VS_OFF) in tags
+    assert tensorboard.hparam_tag(C.F_RESOLVE_VS_OFF_LONG) not in tags
     wandb_runs.write_runs(result, tmp_path / "wb", group="g")
     (log,) = runs_of(tmp_path / "wb").values()
     logged = read_log(log).summary
-    assert logged[C.RESOLVE_VS_OFF] == pytest.approx(row[C.RESOLVE_VS_OFF] * 100)
-    assert C.RESOLVE_VS_OFF_LONG not in logged
+    assert logged[C.F_RESOLVE_VS_OFF] == pytest.approx(row[C.F_RESOLVE_VS_OFF] * 100)
+    assert C.F_RESOLVE_VS_OFF_LONG not in logged

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import horizon_text
 from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.advice.words import sooner_than_off
 from replay_cli.analysis.verify import rewards_match
@@ -150,11 +149,7 @@ def print_forecast(result: ReplayResult) -> None:
     )
     typer.echo(f"Forecast (horizon T = {steps} steps, {sample}):")
     typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.{few}")
-    d = verdict.decision
-    shown = d.best_trade if d.keep_off or d.recommended is None else d.recommended
-    if shown is not None and not shown.get(S.SHAPING_OFF):
-        mine = summary.filter(pl.col(S.CONFIG_ID) == shown[S.CONFIG_ID]).row(0, named=True)
-        typer.echo(f"  '{shown['label']}' {horizon_text(mine)}.")
+    # Where the pick (or the best trade) ends is in its reason above: not said twice.
     checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
     if checked.len() and checked[0]:
         typer.echo(f"  Budget: {checked[0]}.")
