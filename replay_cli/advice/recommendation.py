@@ -783,7 +783,7 @@ def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) 
     """Every config unrated: the report was written before the columns the rule reads (or `why`
     says another reason)."""
     why = why or (
-        f"written before the recommendation rule (no {', '.join(missing[:3])}"
+        f"this report was written before the recommendation rule (no {', '.join(missing[:3])}"
         f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
     )
     off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []

@@ -380,7 +380,8 @@ def _forecast(
 
 
 def _charts(directory: Path) -> str:
-    charts = sorted((directory / "charts").glob("*.png"))
+    # The forecast's chart is shown in its own section, not twice.
+    charts = sorted(p for p in (directory / "charts").glob("*.png") if p.stem != "forecast")
     if not charts:
         return (
             '<p class="muted">No charts were drawn for this report: run '

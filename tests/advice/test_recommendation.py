@@ -111,7 +111,7 @@ def test_a_summary_without_the_static_columns_is_unrated_as_an_earlier_report():
     assert verdict["role"].to_list() == ["unrated"]
     (reason,) = verdict["reasons"].to_list()
     assert reason == (
-        "written before the recommendation rule (no inversion/introduced_group_rate, "
+        "this report was written before the recommendation rule (no inversion/introduced_group_rate, "
         "adv/explosion_trained_frac): replay it with this version to rate it"
     )
     d = Decision.of(verdict)
@@ -123,7 +123,7 @@ def test_a_summary_without_the_static_columns_is_unrated_as_an_earlier_report():
 def test_an_unrated_report_names_every_missing_static_column():
     (reason,) = recommend(summary({}).drop(NEEDED[:3]))["reasons"].to_list()
     assert reason.startswith(
-        "written before the recommendation rule (no inversion/introduced_group_rate, "
+        "this report was written before the recommendation rule (no inversion/introduced_group_rate, "
         "adv/explosion_trained_frac, signal/uncharged_only_rate): "
     )
     assert "…" not in reason

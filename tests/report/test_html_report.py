@@ -36,7 +36,7 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("html")
-    path = write_small_synth(root / "rollouts.parquet", seed=11)
+    path = write_small_synth(root / "rollouts.parquet", seed=11, groups_per_step=24)
     grid = {
         "lambda_time": [0.0, 1 / 120, 1 / 30],
         "apply_to": ["all", "correct"],
@@ -53,9 +53,19 @@ def test_index_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "@import" not in html
     assert "url(" not in html
-    assert html.count("data:image/png;base64,") == len(list((report / "charts").glob("*.png")))
+    assert html.count("data:image/png;base64,") == len(
+        list((report / "charts").glob("*.png"))
+    )  # the forecast chart once, in its section
     sections = re.findall(r'<section id="([a-z_]+)"', html)
-    assert sections == ["decision", "findings", "summary", "replayed", "charts", "configs"]
+    assert sections == [
+        "decision",
+        "forecast",
+        "findings",
+        "summary",
+        "replayed",
+        "charts",
+        "configs",
+    ]
 
 
 def test_index_numbers_are_the_tables_numbers(report):

@@ -78,10 +78,12 @@ def test_every_scalar_equals_the_step_table(sweep):
             .select("metric", "value")
             .rows()
         )
-        ratio = row["step/resolve_vs_off"]
-        assert hparams["hparams/step_resolve_vs_off"] == f32(ratio * 100)  # in %, as on the page
-        solve = C.metric("step/solve_minutes_vs_off").human(row["step/solve_minutes_vs_off"])
-        assert hparams["hparams/step_solve_minutes_vs_off"] == f32(solve)
+        ratio = row["forecast/resolve_vs_off"]
+        assert hparams["hparams/forecast_resolve_vs_off"] == f32(ratio * 100)  # in %, as on page
+        solve = C.metric("forecast/solve_minutes_vs_off").human(
+            row["forecast/solve_minutes_vs_off"]
+        )
+        assert hparams["hparams/forecast_solve_minutes_vs_off"] == f32(solve)
     # A rounding-sized value is 0 on every surface: TensorBoard holds no 1e-17 where the CLI shows 0.
     every = read_scalars(runs, run_name(summary["label"][0]))
     tiny = every.filter((pl.col("value") != 0) & (pl.col("value").abs() < 1e-12))
@@ -182,7 +184,7 @@ def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep):
             hp = by_run[run_name(row["label"])]
             assert hp["apply_to"] == row["apply_to"]
             assert hp["lambda_time"] == param_text("lambda_time", row["lambda_time"])  # 1/60
-            assert hp["role"] in ("recommended", "runner-up", "eligible", "avoid")
+            assert hp["role"] in ("recommended", "runner-up", "eligible", "avoid", "unrated")
         row = summary.row(1, named=True)
         query = urllib.parse.urlencode(
             {"run": run_name(row["label"]), "tag": "train/total_reward/mean"}
