@@ -9,6 +9,7 @@ import polars as pl
 
 from replay_cli import ReplayConfig, api, build_config
 from replay_cli import schema as S
+from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.synth import synth_rollouts
 from replay_cli.rollouts.validation import rollouts_from_frame
@@ -45,9 +46,18 @@ def rollouts(**columns: list[Any]) -> pl.DataFrame:
 def replay_frame(
     frame: pl.DataFrame, shaping: dict | None = None, advantage: dict | None = None, **kw: Any
 ) -> ReplayResult:
-    """Replay one config over an in-memory frame."""
+    """Replay one config over an in-memory frame (with the forecast, as every command runs)."""
     config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
     return api.replay(rollouts_from_frame(frame), [config])
+
+
+def replay_rows(
+    frame: pl.DataFrame, shaping: dict | None = None, advantage: dict | None = None, **kw: Any
+) -> ReplayResult:
+    """Replay one config over an in-memory frame without the forecast: for tests of the rows,
+    groups and steps, which the forecast does not touch (it costs most of a small replay)."""
+    config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
+    return api.replay(rollouts_from_frame(frame), [config], ReportOptions(forecast=None))
 
 
 def config(shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayConfig:

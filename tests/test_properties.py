@@ -10,9 +10,13 @@ from polars.testing import assert_frame_equal
 
 from replay_cli import api
 from replay_cli.analysis.verify import candidate_params
+from replay_cli.report.options import ReportOptions
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import replay_frame
+from factories import replay_rows
+
+NO_FORECAST = ReportOptions(forecast=None)
+"""These properties are of rows and steps: the forecast is not theirs to pay for."""
 
 KEY = ["step", "group_id", "rollout_index"]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,7 +54,7 @@ def frame(groups):
 @SETTINGS
 @given(groups=table, apply_to=st.sampled_from(["all", "correct"]))
 def test_lambda_zero_without_bonus_changes_nothing(groups, apply_to):
-    rows = replay_frame(frame(groups), {"lambda_time": 0.0, "apply_to": apply_to}).rows
+    rows = replay_rows(frame(groups), {"lambda_time": 0.0, "apply_to": apply_to}).rows
     assert rows["reward_shaped"].to_list() == rows["reward"].to_list()
     assert rows["advantage"].to_list() == rows["advantage_raw"].to_list()
 
@@ -63,7 +67,7 @@ def test_lambda_zero_without_bonus_changes_nothing(groups, apply_to):
 )
 def test_deduction_is_monotone_in_run_time(reward, times, floor):
     data = frame([[(reward, True, t, False) for t in times]])
-    rows = replay_frame(data, {"floor": floor}).rows.sort("openhands_run_time")
+    rows = replay_rows(data, {"floor": floor}).rows.sort("openhands_run_time")
     deductions = rows["deduction"].to_list()
     assert all(a <= b + 1e-12 for a, b in itertools.pairwise(deductions))
 
@@ -73,7 +77,7 @@ def test_deduction_is_monotone_in_run_time(reward, times, floor):
     groups=table, floor=st.sampled_from([0.05, -0.2, 0.5]), lam=st.sampled_from([1 / 60, 1 / 10])
 )
 def test_floor_is_respected(groups, floor, lam):
-    rows = replay_frame(frame(groups), {"floor": floor, "lambda_time": lam}).rows
+    rows = replay_rows(frame(groups), {"floor": floor, "lambda_time": lam}).rows
     charged = rows.filter(pl.col("charged"))["reward_shaped"]
     assert charged.is_empty() or charged.min() >= floor
 
@@ -81,7 +85,7 @@ def test_floor_is_respected(groups, floor, lam):
 @SETTINGS
 @given(groups=table)
 def test_mean_baseline_without_normalisation_sums_to_zero(groups):
-    rows = replay_frame(
+    rows = replay_rows(
         frame(groups), {}, {"baseline": "mean", "normalize": False, "precision": "float64"}
     ).rows
     sums = rows.group_by("step", "group_id").agg(pl.col("advantage").sum())
@@ -92,8 +96,8 @@ def test_mean_baseline_without_normalisation_sums_to_zero(groups):
 @given(groups=table, seed=st.integers(0, 1000), precision=st.sampled_from(["float32", "float64"]))
 def test_reordering_rows_permutes_advantages(groups, seed, precision):
     data = frame(groups)  # in the trainer's order: the chunk reader skips its sort
-    in_order = replay_frame(data, {}, {"precision": precision})
-    shuffled = replay_frame(
+    in_order = replay_rows(data, {}, {"precision": precision})
+    shuffled = replay_rows(
         data.sample(fraction=1.0, shuffle=True, seed=seed), {}, {"precision": precision}
     )
     first, second = in_order.rows.sort(KEY), shuffled.rows.sort(KEY)
@@ -109,8 +113,8 @@ def test_splitting_input_across_files_changes_nothing(synth_path, tmp_path):
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     data.filter(pl.col("group_id") % 2 == 0).write_parquet(a)
     data.filter(pl.col("group_id") % 2 == 1).write_parquet(b)
-    whole = api.replay(api.load([synth_path]))
-    split = api.replay(api.load([a, b]))
+    whole = api.replay(api.load([synth_path]), options=NO_FORECAST)
+    split = api.replay(api.load([a, b]), options=NO_FORECAST)
     drop = ["source_file", "source_row"]
     assert_frame_equal(whole.rows.drop(drop).sort(KEY), split.rows.drop(drop).sort(KEY))
     assert_frame_equal(whole.groups, split.groups)
@@ -119,8 +123,8 @@ def test_splitting_input_across_files_changes_nothing(synth_path, tmp_path):
 
 def test_in_memory_and_file_inputs_agree(synth_path):
     data = pl.read_parquet(synth_path)
-    from_file = api.replay(api.load([synth_path])).rows.drop("source_file")
-    from_frame = api.replay(rollouts_from_frame(data)).rows.drop("source_file")
+    from_file = api.replay(api.load([synth_path]), options=NO_FORECAST).rows.drop("source_file")
+    from_frame = api.replay(rollouts_from_frame(data), options=NO_FORECAST).rows.drop("source_file")
     assert_frame_equal(from_file, from_frame)
 
 
@@ -147,7 +151,7 @@ def test_a_group_is_inverted_exactly_when_a_success_ends_strictly_below_a_failur
     groups, floor, lam
 ):
     # Ties (equal shaped rewards, both on the floor) are never inversions.
-    result = replay_frame(frame(groups), {"lambda_time": lam, "floor": floor})
+    result = replay_rows(frame(groups), {"lambda_time": lam, "floor": floor})
     trained = result.rows.filter(~pl.col("masked") & pl.col("kept"))
     want = {
         (step, gid): bool(

@@ -11,7 +11,7 @@ from replay_cli.engine.pushes import length_bucket, length_edges
 from replay_cli.engine.run import run_replay
 from replay_cli.rollouts.validation import rollouts_from_frame
 
-from factories import config, replay_frame, rollouts
+from factories import config, replay_rows, rollouts
 
 
 def one_group():
@@ -24,7 +24,7 @@ def one_group():
 
 
 def test_trainer_metrics_of_one_group():
-    step = replay_frame(one_group(), {}).steps.row(0, named=True)
+    step = replay_rows(one_group(), {}).steps.row(0, named=True)
     assert step["time_efficiency/minutes/mean"] == pytest.approx(25.0)
     assert step["time_efficiency/minutes/max"] == pytest.approx(40.0)
     # The masked row is not charged but its minutes count, and it divides the mean.
@@ -38,15 +38,15 @@ def test_trainer_metrics_of_one_group():
 
 
 def test_seconds_per_call_guards_zero_calls():
-    step = replay_frame(
-        rollouts(reward=[1.0], calls=[0], openhands_run_time=[120.0]), {}
-    ).steps.row(0, named=True)
+    step = replay_rows(rollouts(reward=[1.0], calls=[0], openhands_run_time=[120.0]), {}).steps.row(
+        0, named=True
+    )
     assert step["time_efficiency/seconds_per_call"] == pytest.approx(120.0)
 
 
 def test_bonus_metrics():
     frame = rollouts(reward=[1.0, 1.0], calls=[28, 100])
-    step = replay_frame(frame, {"lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}).steps.row(
+    step = replay_rows(frame, {"lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}).steps.row(
         0, named=True
     )
     assert step["time_efficiency/bonus/mean"] == pytest.approx(0.075)
@@ -57,13 +57,13 @@ def test_group_has_signal_needs_two_trainable_rows():
     frame = rollouts(
         reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True]
     )
-    step = replay_frame(frame, {}).steps.row(0, named=True)
+    step = replay_rows(frame, {}).steps.row(0, named=True)
     assert step["time_efficiency/group_has_signal"] == 0.0
 
 
 def test_skipped_correct_rows_count_as_trainable_zero():
     frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[600.0, 600.0])
-    step = replay_frame(frame, {"apply_to": "correct"}).steps.row(0, named=True)
+    step = replay_rows(frame, {"apply_to": "correct"}).steps.row(0, named=True)
     assert step["time_efficiency/group_has_signal"] == 1.0
 
 
@@ -71,7 +71,7 @@ def test_internal_names_and_wall_time_signal():
     frame = rollouts(
         reward=[0.0, 0.0], openhands_run_time=[60.0, 1800.0], mask_sample=[False, True]
     )
-    step = replay_frame(frame, {"semantics": "internal"}).steps.row(0, named=True)
+    step = replay_rows(frame, {"semantics": "internal"}).steps.row(0, named=True)
     assert "time_efficiency/minutes/mean" not in step
     assert step["time_efficiency/minutes_mean"] == pytest.approx(15.5)
     assert step["time_efficiency/minutes_max"] == pytest.approx(30.0)
@@ -88,20 +88,20 @@ def two_groups():
 
 
 def test_group_granularity_averages_group_values_and_maxes_max_keys():
-    step = replay_frame(two_groups(), {}, metrics_by="group").steps.row(0, named=True)
+    step = replay_rows(two_groups(), {}, metrics_by="group").steps.row(0, named=True)
     assert step["time_efficiency/minutes/mean"] == pytest.approx(25.0)
     assert step["time_efficiency/minutes/max"] == pytest.approx(40.0)
     assert step["time_efficiency/group_has_signal"] == 0.0
 
 
 def test_batch_granularity_treats_the_step_as_one_group():
-    step = replay_frame(two_groups(), {}, metrics_by="batch").steps.row(0, named=True)
+    step = replay_rows(two_groups(), {}, metrics_by="batch").steps.row(0, named=True)
     assert step["time_efficiency/minutes/mean"] == pytest.approx(30.0)
     assert step["time_efficiency/group_has_signal"] == 1.0
 
 
 def test_internal_max_names_are_averaged_across_groups():
-    step = replay_frame(two_groups(), {"semantics": "internal"}, metrics_by="group").steps.row(
+    step = replay_rows(two_groups(), {"semantics": "internal"}, metrics_by="group").steps.row(
         0, named=True
     )
     assert step["time_efficiency/minutes_max"] == pytest.approx(25.0)
@@ -111,27 +111,27 @@ def test_summary_takes_max_of_max_curves_and_mean_of_the_rest():
     frame = rollouts(
         reward=[0.0, 0.0], step=[1, 2], group_id=[0, 1], openhands_run_time=[600.0, 1800.0]
     )
-    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    summary = replay_rows(frame, {}).summary.row(0, named=True)
     assert summary["time_efficiency/minutes/max"] == pytest.approx(30.0)
     assert summary["time_efficiency/minutes/mean"] == pytest.approx(20.0)
 
 
 def test_inversions_and_pairs():
     frame = rollouts(reward=[1.0, 1.0, 0.0, 0.0], openhands_run_time=[5400.0, 1800.0, 0.0, 0.0])
-    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    summary = replay_rows(frame, {"apply_to": "correct"}).summary.row(0, named=True)
     assert summary["inversion/group_rate"] == 1.0
     assert summary["inversion/pair_rate"] == pytest.approx(0.5)
 
 
 def test_ties_are_not_inversions():
     frame = rollouts(reward=[1.0, 0.0], resolved=[True, False], openhands_run_time=[3600.0, 0.0])
-    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    summary = replay_rows(frame, {"apply_to": "correct"}).summary.row(0, named=True)
     assert summary["inversion/pair_rate"] == 0.0
 
 
 def test_time_only_signal_in_an_all_fail_group():
     frame = rollouts(reward=[0.0, 0.0, 0.0, 0.0], openhands_run_time=[600.0, 900.0, 1200.0, 1500.0])
-    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    summary = replay_rows(frame, {}).summary.row(0, named=True)
     assert summary["signal/group_rate"] == 1.0
     assert summary["signal/group_rate_raw"] == 0.0
     assert summary["signal/time_only_rate"] == 1.0
@@ -140,7 +140,7 @@ def test_time_only_signal_in_an_all_fail_group():
 
 def test_group_patterns():
     frame = rollouts(reward=[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], group_id=[0, 0, 1, 1, 2, 2])
-    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    summary = replay_rows(frame, {}).summary.row(0, named=True)
     assert (
         summary["groups/all_pass"],
         summary["groups/mixed"],
@@ -150,13 +150,13 @@ def test_group_patterns():
 
 def test_masked_shift():
     frame = rollouts(reward=[1.0, 0.0, 0.0, 0.0], mask_sample=[False, False, False, True])
-    summary = replay_frame(frame, {"enabled": False}).summary.row(0, named=True)
+    summary = replay_rows(frame, {"enabled": False}).summary.row(0, named=True)
     assert summary["baseline/masked_shift"] == pytest.approx(1 / 9, abs=1e-6)
 
 
 def test_clip_and_explosion_fractions():
     frame = rollouts(reward=[1.0, 1.0, 1.0, 1.0], openhands_run_time=[600.0, 610.0, 620.0, 3000.0])
-    summary = replay_frame(frame, {}, {"clip_low": -3.0, "clip_high": 3.0}).summary.row(
+    summary = replay_rows(frame, {}, {"clip_low": -3.0, "clip_high": 3.0}).summary.row(
         0, named=True
     )
     assert summary["adv/abs_max"] == 3.0
@@ -169,29 +169,29 @@ def test_fragile_std_flags_tiny_normalising_std():
     # does, so the outer rows' exact ±1.96 are ±2.5e-5 on every platform. The middle row's exact
     # advantage is 0 and its float32 one within 2e-4 of it: not platform-dependent at 1e-3.
     frame = rollouts(reward=[1.0, 1.0, 1.0], openhands_run_time=[600.0, 600.06, 600.12])
-    summary = replay_frame(frame, {}, {"precision": "float64"}).summary.row(0, named=True)
+    summary = replay_rows(frame, {}, {"precision": "float64"}).summary.row(0, named=True)
     assert summary["adv/fragile_std_frac"] == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize("estimator", ["trl-grpo", "verl-grpo"])
 def test_peer_estimators_flag_a_tiny_std_but_not_a_tied_group(estimator):
     tiny = rollouts(reward=[1.0, 1.0, 1.0], openhands_run_time=[600.0, 600.06, 600.12])
-    summary = replay_frame(tiny, {}, {"estimator": estimator}).summary.row(0, named=True)
+    summary = replay_rows(tiny, {}, {"estimator": estimator}).summary.row(0, named=True)
     assert summary["adv/fragile_std_frac"] == 1.0
     tied = rollouts(reward=[0.0, 0.0, 0.0], openhands_run_time=[600.0, 900.0, 1200.0])
-    summary = replay_frame(tied, {"enabled": False}, {"estimator": estimator}).summary
+    summary = replay_rows(tied, {"enabled": False}, {"estimator": estimator}).summary
     assert summary["adv/fragile_std_frac"][0] == 0.0
 
 
 def test_sign_flip():
     # Raw: the resolved row is ahead. Shaped with a steep lambda under 'correct' it falls below the failures.
     frame = rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[7200.0, 60.0, 60.0])
-    summary = replay_frame(frame, {"apply_to": "correct"}).summary.row(0, named=True)
+    summary = replay_rows(frame, {"apply_to": "correct"}).summary.row(0, named=True)
     assert summary["adv/sign_flip_frac"] == 1.0
 
 
 def test_resolved_and_unresolved_means():
-    summary = replay_frame(rollouts(reward=[1.0, 0.0]), {"enabled": False}).summary.row(
+    summary = replay_rows(rollouts(reward=[1.0, 0.0]), {"enabled": False}).summary.row(
         0, named=True
     )
     assert summary["adv/resolved_mean"] == 1.0
@@ -204,7 +204,7 @@ def test_input_stats():
         mask_sample=[False, True, False],
         split=["train", "train", "validation"],
     )
-    summary = replay_frame(frame, {}).summary.row(0, named=True)
+    summary = replay_rows(frame, {}).summary.row(0, named=True)
     assert summary["input/rows"] == 3
     assert summary["input/validation_rows"] == 1
     assert summary["input/masked_frac"] == 0.5
@@ -261,7 +261,7 @@ def test_pushes_split_the_minutes_covariance_and_vanish_among_tied_outcomes(reso
     with minutes; with shaping off and a binary reward, the within-outcome parts are 0."""
     n = len(resolved)
     frame = rollouts(reward=[1.0 if r else 0.0 for r in resolved], openhands_run_time=seconds[:n])
-    result = replay_frame(frame, {"lambda_time": lam}, {"precision": "float64"})
+    result = replay_rows(frame, {"lambda_time": lam}, {"precision": "float64"})
     rows = result.rows.sort("rollout_index")
     a = np.nan_to_num(rows["advantage"].to_numpy().astype(float))
     m = rows["minutes"].to_numpy()
@@ -286,7 +286,7 @@ def test_group_has_signal_counts_the_unmasked_rows_whose_deductions_differ():
     )
     for semantics in ("nemo-rl", "internal"):
         for by in ("group", "batch"):
-            result = replay_frame(frame, {"semantics": semantics}, metrics_by=by)
+            result = replay_rows(frame, {"semantics": semantics}, metrics_by=by)
             step = result.steps.row(0, named=True)
             assert step["time_efficiency/group_has_signal"] == 1.0, (semantics, by)
 
@@ -297,7 +297,7 @@ def test_a_spread_of_exactly_the_signal_epsilon_is_no_signal(seconds, signal):
     frame = rollouts(reward=[0.0, 0.0], openhands_run_time=[0.0, seconds])
     for semantics in ("nemo-rl", "internal"):
         shaping = {"semantics": semantics, "lambda_time": 1.0}
-        step = replay_frame(frame, shaping).steps.row(0, named=True)
+        step = replay_rows(frame, shaping).steps.row(0, named=True)
         assert step["time_efficiency/group_has_signal"] == signal, semantics
 
 
@@ -305,10 +305,10 @@ def test_a_tie_in_the_raw_rewards_is_no_inversion_with_shaping_off():
     frame = rollouts(
         reward=[0.5, 0.5, 1.0, 0.5], resolved=[True, False, True, False], group_id=[0, 0, 1, 1]
     )
-    groups = replay_frame(frame, {"enabled": False}).groups.sort("group_id")
+    groups = replay_rows(frame, {"enabled": False}).groups.sort("group_id")
     assert groups["inverted_off"].to_list() == [False, False]
     inverted = rollouts(reward=[0.4, 0.5], resolved=[True, False])
-    assert replay_frame(inverted, {"enabled": False}).groups["inverted_off"].to_list() == [True]
+    assert replay_rows(inverted, {"enabled": False}).groups["inverted_off"].to_list() == [True]
 
 
 def test_explosion_frac_is_the_share_of_trainable_rows_beyond_three():
@@ -318,7 +318,7 @@ def test_explosion_frac_is_the_share_of_trainable_rows_beyond_three():
         openhands_run_time=[600.0, 610.0, 620.0, 3000.0] + [600.0] * 5,
         mask_sample=[False] * 8 + [True],
     )
-    result = replay_frame(frame, {}, {"precision": "float64"})
+    result = replay_rows(frame, {}, {"precision": "float64"})
     trainable = trainable_rows(result)
     want = (trainable["advantage_unclipped"].abs() > 3).sum() / trainable.height
     assert 0 < want < 0.5
@@ -335,7 +335,7 @@ def test_uncharged_only_signal_when_the_uncharged_rows_mirror_the_floor():
         mask_sample=[False, False, False, True],
         openhands_run_time=[600.0, 1200.0, 1800.0, 600.0],
     )
-    result = replay_frame(frame, {"lambda_time": 1 / 10, "floor": -0.25}, {"exclude_masked": False})
+    result = replay_rows(frame, {"lambda_time": 1 / 10, "floor": -0.25}, {"exclude_masked": False})
     assert result.rows["reward_shaped"].to_list() == [-0.25, -0.25, -0.25, 0.25]
     assert result.groups["time_only_signal"].to_list() == [True]
     assert result.groups["uncharged_only_signal"].to_list() == [True]
@@ -401,7 +401,7 @@ def test_explosions_certain_and_possible_from_the_rounding_bound(clip):
     advantage = {"std_guard": "legacy"}
     if clip is not None:
         advantage |= {"clip_low": -clip, "clip_high": clip}
-    result = replay_frame(frame, {"enabled": False}, advantage)
+    result = replay_rows(frame, {"enabled": False}, advantage)
     rows = trainable_rows(result)
     low, high = platform_sides(rows)
     s = result.summary.row(0, named=True)
@@ -421,7 +421,7 @@ def test_gained_lost_and_floor_tie_rates():
         group_id=[0, 0, 1, 1, 2, 2],
         openhands_run_time=[6.0, 30.0, 6000.0, 60.0, 600.0, 600.0],
     )
-    result = replay_frame(frame, {"lambda_time": 1.0, "floor": 0.0}, {"precision": "float64"})
+    result = replay_rows(frame, {"lambda_time": 1.0, "floor": 0.0}, {"precision": "float64"})
     groups = result.groups.sort("group_id")
     s = result.summary.row(0, named=True)
     assert groups["floor_tie"].to_list() == [False, True, False]
@@ -437,7 +437,7 @@ def test_resolve_push_as_a_share_of_shaping_offs():
         group_id=[0, 0, 0, 1, 1, 1],
         openhands_run_time=[3000.0, 60.0, 600.0, 60.0, 2400.0, 600.0],
     )
-    s = replay_frame(frame, {"lambda_time": 1 / 60}, {"precision": "float64"}).summary
+    s = replay_rows(frame, {"lambda_time": 1 / 60}, {"precision": "float64"}).summary
     s = s.row(0, named=True)
     assert s["push/resolve_off"] > 0
     assert s["push/resolve"] != pytest.approx(s["push/resolve_off"])
@@ -515,6 +515,6 @@ def test_std_at_max_is_the_std_of_the_rows_at_the_groups_largest_unclipped_advan
     assert got == pytest.approx(expected)
     # A lone success kept undivided (its peers are equal) is the group's largest |A|: no std
     # divided it, though its siblings were divided (a reduction over every row would say one).
-    lone = replay_frame(rollouts(reward=[1.0, 0.0, 0.0, 0.0]), {"enabled": False})
+    lone = replay_rows(rollouts(reward=[1.0, 0.0, 0.0, 0.0]), {"enabled": False})
     assert lone.groups["std_at_max_abs"].to_list() == [None]
     assert lone.rows["normalized"].to_list() == [False, True, True, True]

@@ -2,13 +2,13 @@
 
 import pytest
 
-from factories import replay_frame, rollouts
+from factories import replay_rows, rollouts
 
 OFF = {"enabled": False}
 
 
 def advantages(rewards, advantage=None, **columns):
-    result = replay_frame(rollouts(reward=rewards, **columns), OFF, advantage or {})
+    result = replay_rows(rollouts(reward=rewards, **columns), OFF, advantage or {})
     return result.rows.sort("rollout_index")
 
 
@@ -130,7 +130,7 @@ def test_group_id_reused_at_another_step_is_another_group():
         group_id=[5, 5, 5, 5],
         rollout_index=[0, 1, 0, 1],
     )
-    rows = replay_frame(frame, OFF).rows.sort("step", "rollout_index")
+    rows = replay_rows(frame, OFF).rows.sort("step", "rollout_index")
     assert rows["advantage"].to_list() == pytest.approx([1.0, -1.0, 0.0, 0.0])
 
 
@@ -142,7 +142,7 @@ def test_validation_rows_get_no_advantage():
 
 def test_advantage_raw_ignores_shaping():
     frame = rollouts(reward=[1.0, 1.0, 1.0, 1.0], openhands_run_time=[60.0, 120.0, 180.0, 240.0])
-    rows = replay_frame(frame, {"lambda_time": 1 / 60}).rows.sort("rollout_index")
+    rows = replay_rows(frame, {"lambda_time": 1 / 60}).rows.sort("rollout_index")
     assert rows["advantage_raw"].to_list() == [0.0, 0.0, 0.0, 0.0]
     assert rows["advantage"][0] > 0 > rows["advantage"][3]
 
@@ -157,9 +157,9 @@ def test_the_toggled_baseline_drops_or_adds_the_masked_rows_votes(precision):
     frame = rollouts(
         reward=[1.0, 0.0, 0.5], mask_sample=[False, False, True], resolved=[True, False, False]
     )
-    voting = replay_frame(frame, {"enabled": False}, {"precision": precision}).rows
+    voting = replay_rows(frame, {"enabled": False}, {"precision": precision}).rows
     assert voting.sort("rollout_index")["baseline_masking_toggled"].to_list() == [0.0, 1.0, 1.0]
-    excluded = replay_frame(
+    excluded = replay_rows(
         frame, {"enabled": False}, {"precision": precision, "exclude_masked": True}
     ).rows.sort("rollout_index")
     assert excluded["baseline_masking_toggled"].to_list() == [0.25, 0.75, 0.5]

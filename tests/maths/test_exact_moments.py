@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from factories import replay_frame, rollouts
+from factories import replay_rows, rollouts
 
 EPS = 1e-6
 
@@ -18,7 +18,7 @@ def test_constant_peers_give_exactly_zero_std_in_float64():
     # The example: equal run times, lambda 1/120, the lone success's peers all equal.
     frame = rollouts(reward=[1.0, 0.0, 0.0, 0.0], openhands_run_time=[600.0] * 4)
     for guard in ("legacy", "trivial"):
-        rows = replay_frame(
+        rows = replay_rows(
             frame, {"lambda_time": 1 / 120}, {"precision": "float64", "std_guard": guard}
         ).rows
         assert rows["std"][0] == 0.0
@@ -30,9 +30,7 @@ def test_constant_peers_give_exactly_zero_std_in_float64():
 @pytest.mark.parametrize("peer", [0.95, 0.3, -0.0833333333333, 1e-12, 123.456])
 def test_constant_peer_groups_never_explode(guard, peer):
     frame = rollouts(reward=[0.0] + [peer] * 7, resolved=[False] * 8)
-    rows = replay_frame(
-        frame, {"enabled": False}, {"precision": "float64", "std_guard": guard}
-    ).rows
+    rows = replay_rows(frame, {"enabled": False}, {"precision": "float64", "std_guard": guard}).rows
     assert rows["std"][0] == 0.0
     assert rows["advantage"][0] == pytest.approx(-peer, rel=1e-15)
 
@@ -63,7 +61,7 @@ def test_float64_matches_exact_arithmetic(base, spread_exp, steps, outlier):
     if outlier is not None:
         values[0] = outlier
     frame = rollouts(reward=values, resolved=[False] * len(values))
-    rows = replay_frame(
+    rows = replay_rows(
         frame, {"enabled": False}, {"precision": "float64", "std_guard": "legacy"}
     ).rows
     for i, (b, sd, diff) in enumerate(reference_loo(values)):
@@ -80,7 +78,7 @@ def test_float64_matches_exact_arithmetic(base, spread_exp, steps, outlier):
 
 def test_mean_baseline_and_masked_rows_in_float64():
     frame = rollouts(reward=[1.0, 0.25, 0.25, 0.0], mask_sample=[False, False, False, True])
-    got = replay_frame(
+    got = replay_rows(
         frame,
         {"enabled": False},
         {"precision": "float64", "baseline": "mean", "exclude_masked": True},
@@ -92,7 +90,7 @@ def test_mean_baseline_and_masked_rows_in_float64():
     assert got["std"].to_list() == pytest.approx([std] * 4)
     # LOO with the masked row excluded: the masked row's peers are the three valid rows, divided
     # by n - 1 = 2 as the trainer does.
-    loo = replay_frame(
+    loo = replay_rows(
         frame, {"enabled": False}, {"precision": "float64", "exclude_masked": True}
     ).rows
     b = sum(valid) / 2
@@ -144,7 +142,7 @@ def test_float64_moments_of_many_groups_with_masked_rows_match_the_trainer(group
     frame = rollouts(
         reward=values, resolved=[False] * len(values), mask_sample=masked, group_id=gids
     )
-    rows = replay_frame(
+    rows = replay_rows(
         frame,
         {"enabled": False},
         {"precision": "float64", "exclude_masked": True, "baseline": "loo" if loo else "mean"},
@@ -179,7 +177,7 @@ def test_a_rows_equal_peers_give_exactly_zero_std_wherever_it_sits(peer, odd, le
     values = group + other
     gids = [0] * length + [1] * len(other)
     frame = rollouts(reward=values, resolved=[False] * len(values), group_id=gids)
-    rows = replay_frame(
+    rows = replay_rows(
         frame, {"enabled": False}, {"precision": "float64", "std_guard": "legacy"}
     ).rows.sort("source_row")
     assert rows["std"][where % length] == 0.0

@@ -3,11 +3,11 @@
 import polars as pl
 import pytest
 
-from factories import replay_frame, rollouts
+from factories import replay_rows, rollouts
 
 
 def run(frame, shaping=None, **advantage):
-    return replay_frame(frame, shaping or {"enabled": False}, {"precision": "float64", **advantage})
+    return replay_rows(frame, shaping or {"enabled": False}, {"precision": "float64", **advantage})
 
 
 def test_nemo_rl_row_filter_drops_a_lone_success_pr_3469():
@@ -98,13 +98,13 @@ def test_statistics_are_taken_over_the_kept_rows(estimator, scale, filter_):
     """Filtering then computing equals computing on the survivors alone, step statistics too."""
     frame = _two_steps()
     advantage = {"estimator": estimator, "scale_rewards": scale, "precision": "float64"}
-    filtered = replay_frame(frame, {}, {**advantage, "filter": filter_}).rows
+    filtered = replay_rows(frame, {}, {**advantage, "filter": filter_}).rows
     kept = filtered.filter(pl.col("kept"))
     assert 0 < kept.height < frame.height
     survivors = frame.join(
         kept.select("step", "group_id", "rollout_index"), on=["step", "group_id", "rollout_index"]
     )
-    alone = replay_frame(survivors, {}, advantage).rows
+    alone = replay_rows(survivors, {}, advantage).rows
     key = ["step", "group_id", "rollout_index"]
     got = kept.sort(key)["advantage"].to_list()
     assert got == pytest.approx(alone.sort(key)["advantage"].to_list(), abs=1e-12)

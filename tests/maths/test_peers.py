@@ -10,7 +10,7 @@ from replay_cli.errors import EstimatorError
 from replay_cli.maths.advantages import AdvColumns
 from replay_cli.maths.peers import add_peer_advantages
 
-from factories import replay_frame, rollouts
+from factories import replay_rows, rollouts
 
 OUT = AdvColumns("b", "s", "u", "a", "eq", "norm")
 
@@ -124,7 +124,7 @@ def test_reinforce_pp_token_weighted():
     frame = rollouts(reward=[1.0, 0.0, 1.0, 1.0], group_id=[0, 0, 1, 1]).with_columns(
         pl.Series("response_tokens", [3, 1, 1, 1])
     )
-    rows = replay_frame(
+    rows = replay_rows(
         frame, {"enabled": False}, {"estimator": "reinforce-pp-baseline", "precision": "float64"}
     ).rows
     x = [0.5, -0.5, 0.0, 0.0]
@@ -137,7 +137,7 @@ def test_reinforce_pp_token_weighted():
 
 
 def test_estimator_through_replay_and_label():
-    result = replay_frame(
+    result = replay_rows(
         rollouts(reward=[1.0, 0.0, 0.0, 0.0]), {"enabled": False}, {"estimator": "verl-rloo"}
     )
     assert result.rows.sort("rollout_index")["advantage"].to_list() == pytest.approx(

@@ -5,11 +5,11 @@ import math
 import polars as pl
 import pytest
 
-from factories import replay_frame, rollouts
+from factories import replay_rows, rollouts
 
 
 def shaped(shaping, **columns):
-    return replay_frame(rollouts(**columns), shaping).rows.sort("rollout_index")
+    return replay_rows(rollouts(**columns), shaping).rows.sort("rollout_index")
 
 
 def test_sixty_minutes_cost_one():
@@ -30,7 +30,7 @@ def test_missing_negative_and_invalid_run_times_count_zero_minutes(run_time, min
 
 
 def test_invalid_run_times_are_counted_in_the_report():
-    result = replay_frame(
+    result = replay_rows(
         rollouts(reward=[1.0, 0.0, 0.0], openhands_run_time=[math.nan, math.inf, None]), {}
     )
     summary = result.summary.row(0, named=True)
@@ -50,7 +50,7 @@ def test_negative_reward_is_truthy_and_counts_as_correct():
     )
     assert rows["charged"][0]
     assert rows["reward_shaped"][0] == pytest.approx(-0.5 - 10 / 60)
-    result = replay_frame(rollouts(reward=[-0.5], resolved=[True]), {"apply_to": "correct"})
+    result = replay_rows(rollouts(reward=[-0.5], resolved=[True]), {"apply_to": "correct"})
     assert result.summary["quirk/negative_reward_charged"][0] == 1
 
 
@@ -167,7 +167,7 @@ def test_internal_item4_charges_validation_rows():
         {"internal_items": (4,)}, reward=[1.0], split=["validation"], openhands_run_time=[600.0]
     )
     assert rows["charged"][0]
-    result = replay_frame(rollouts(reward=[1.0], split=["validation"]), {"semantics": "internal"})
+    result = replay_rows(rollouts(reward=[1.0], split=["validation"]), {"semantics": "internal"})
     step = result.steps.row(0, named=True)
     assert step["validation/accuracy"] == 1.0
     assert step["validation/total_reward/mean"] == pytest.approx(1.0 - 10 / 60)
@@ -211,8 +211,8 @@ def _with_validation():
 
 def test_validation_shaped_charges_validation_like_the_sync_path():
     frame = _with_validation()
-    plain = replay_frame(frame, {})
-    synced = replay_frame(frame, {"validation_shaped": True}, metrics_by="batch")
+    plain = replay_rows(frame, {})
+    synced = replay_rows(frame, {"validation_shaped": True}, metrics_by="batch")
     val = synced.rows.filter(pl.col("split") == "validation").sort("rollout_index")
     assert val["charged"].to_list() == [True, True]
     assert val["reward_shaped"].to_list() == pytest.approx([1.0 - 0.5, 0.0 - 1 / 6])
@@ -260,6 +260,6 @@ def test_the_polars_plans_mask_exactly_the_flagged_rows(mask_flagged):
     """The filters' path (row_plans) computes `masked` itself: flagged and masking on."""
     frame = rollouts(reward=[1.0, 0.0, 1.0, 0.0], mask_sample=[True, False, False, True])
     for advantage in ({}, {"filter": "nemo-rl"}):
-        rows = replay_frame(frame, {"mask_flagged": mask_flagged}, advantage).rows
+        rows = replay_rows(frame, {"mask_flagged": mask_flagged}, advantage).rows
         want = [True, False, False, True] if mask_flagged else [False] * 4
         assert rows.sort("rollout_index")["masked"].to_list() == want
