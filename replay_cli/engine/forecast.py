@@ -15,7 +15,6 @@ step, length bucket and config.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
+from replay_cli.engine.measure import interval, summary_value
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
 from replay_cli.errors import EstimatorError
@@ -447,8 +447,8 @@ def forecast(
         "forecast/problems_sampled": float(len(np.unique(world.index))),
     }
     for b, scope in ((0, ""), (3, "@long")):
-        sampled[f"forecast/resolve_start{scope}"] = _value(np.mean(start[:, b, 0]))
-        sampled[f"forecast/fail_minutes_start{scope}"] = _value(np.mean(start[:, b, 2]))
+        sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))
+        sampled[f"forecast/fail_minutes_start{scope}"] = summary_value(np.mean(start[:, b, 2]))
     for cid in columns:
         columns[cid] |= sampled
     return pl.concat(frames), columns, resamples
@@ -475,10 +475,6 @@ RULED = (*INTERVALS, *(f"{n}_low" for n in INTERVALS), *(f"{n}_high" for n in IN
 
 def _base(name: str) -> str:
     return name.partition("@")[0]
-
-
-def _value(x: float) -> float | None:
-    return None if not np.isfinite(x) else float(x)
 
 
 def horizon(
@@ -524,18 +520,17 @@ def horizon(
                 "forecast/fail_minutes_vs_off": fail[:, configs] - fail[:, twins],
             }
             low = (last[..., 0].reshape(len(last), -1) * mine).sum(-1) / mine.sum()
-        point[f"forecast/give_up_vs_off{scope}"] = [_value(x) for x in low[configs] - low[twins]]
+        point[f"forecast/give_up_vs_off{scope}"] = [
+            summary_value(x) for x in low[configs] - low[twins]
+        ]
         for name, v in values.items():
-            point[f"{name}{scope}"] = [_value(x) for x in v[0]]
+            point[f"{name}{scope}"] = [summary_value(x) for x in v[0]]
             if f"{name}{scope}" in RESAMPLED:
                 boot[f"{name}{scope}"] = v[1:]
             if name in INTERVALS and settings.resamples:
-                finite = np.where(np.isfinite(v[1:]), v[1:], np.nan)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # never defined
-                    low, high = np.nanquantile(finite, [lo_q, hi_q], axis=0)
-                point[f"{name}_low{scope}"] = [_value(x) for x in low]
-                point[f"{name}_high{scope}"] = [_value(x) for x in high]
+                low, high = interval(v[1:], lo_q), interval(v[1:], hi_q)
+                point[f"{name}_low{scope}"] = [summary_value(x) for x in low]
+                point[f"{name}_high{scope}"] = [summary_value(x) for x in high]
     return point, boot
 
 

@@ -186,7 +186,7 @@ def measure(
         lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
         bounds = {}
         for name in INTERVALS:
-            low, high = _interval(resampled[name], lo_q), _interval(resampled[name], hi_q)
+            low, high = interval(resampled[name], lo_q), interval(resampled[name], hi_q)
             base, _, scope = name.partition("@")
             suffix = f"@{scope}" if scope else ""
             bounds[f"{base}_low{suffix}"] = low
@@ -201,25 +201,25 @@ def measure(
             }
         )
     for k, cid in enumerate(ids):
-        row: dict[str, float | None] = {name: _value(v[k]) for name, v in named.items()}
+        row: dict[str, float | None] = {name: summary_value(v[k]) for name, v in named.items()}
         row["step/time_only_share"] = float(share[k])
-        row["step/first_order_gap"] = _value(gap[k])
+        row["step/first_order_gap"] = summary_value(gap[k])
         row["step/eta"] = float(steps.eta[k])
         row["step/kl_budget"] = budget
         columns[cid] = row
     return columns, table
 
 
-def _interval(x: np.ndarray, q: float) -> np.ndarray:
+def interval(x: np.ndarray, q: float) -> np.ndarray:
     """Per config, the q-quantile of a measure over the resamples where it is defined (NaN
-    where it never is)."""
+    where it never is): an interval end of the step measure and of the forecast's horizon."""
     x = np.where(np.isfinite(x), x, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a config whose measure is never defined
         return np.nanquantile(x, q, axis=0)
 
 
-def _value(x: float) -> float | None:
+def summary_value(x: float) -> float | None:
     """A measure as a summary value: None where it is undefined (NaN)."""
     x = float(x)
     return None if not np.isfinite(x) else x
