@@ -314,9 +314,8 @@ HORIZON_CRITERIA = (
 CRITERIA = (*STATIC_CRITERIA[:3], *HORIZON_CRITERIA, STATIC_CRITERIA[3])
 """Every criterion, in the order reasons list them."""
 RESOLVE_CRITERIA = ("resolve", "resolve_long")
-"""Criteria a config may fail and still be named as the best trade when shaping off is kept."""
-RESAMPLED_CRITERIA = RESOLVE_CRITERIA
-"""Criteria the confidence applies again in each resample."""
+"""Criteria a config may fail and still be named as the best trade when shaping off is kept;
+the confidence applies them again in each resample."""
 NO_FORECAST = (
     "not judged on resolve rate: the summary has no outcome after T steps (the forecast did not "
     "run: drop --no-forecast, or replay a report of an earlier version again)"
@@ -721,9 +720,7 @@ def _confidence(
         spread = PREDICTIVE * (wide[name] - point)
         wide[name] = np.where(np.isfinite(point), point + spread, wide[name])
     is_off = np.array([o for *_, o in rows])
-    static = np.array(
-        [all(c.name in RESAMPLED_CRITERIA for c in failed) for _, _, failed, _ in rows]
-    )
+    static = np.array([all(c.name in RESOLVE_CRITERIA for c in failed) for _, _, failed, _ in rows])
 
     def kept(where: str, least: float, name: str) -> np.ndarray:
         point = np.array([_nan(r.get(C.scoped(C.F_RESOLVE_VS_OFF, where))) for _, r, *_ in rows])
