@@ -637,6 +637,36 @@ FORECAST = [
         "count",
     ),
     Metric("forecast/problems_total", "problems", "problems in the input", "count"),
+    Metric(
+        "forecast/budget",
+        "step budget",
+        "the forecast's step size: the mean KL (nats) of the problems' efforts per step "
+        "(--step-kl; the log's drift cannot separate it from the causal share)",
+        "number",
+    ),
+    Metric(
+        "forecast/alpha",
+        "causal share α",
+        "share of each problem's success differences between run-time levels the forecast "
+        "reads as bought by effort, calibrated so that shaping off drifts over the log's steps "
+        "as the log does (1: as logged, 0: effort buys nothing)",
+        "number",
+    ),
+    Metric("forecast/alpha_low", "α low", "low end of the causal share's interval", "number"),
+    Metric("forecast/alpha_high", "α high", "high end of the causal share's interval", "number"),
+    Metric(
+        "forecast/drift_logged",
+        "logged drift",
+        "minutes per rollout per step within problems over the log's steps",
+        "minutes_per_step",
+    ),
+    Metric(
+        "forecast/drift_model",
+        "model drift (α = 1)",
+        "the same forecast under shaping off over as many steps, success as logged",
+        "minutes_per_step",
+    ),
+    Metric("forecast/drift_steps", "drift steps", "steps the calibration's drift spans", "count"),
 ]
 FORECAST_INTERVALS = (
     "forecast/resolve_vs_off",
@@ -869,6 +899,13 @@ FORECAST_PROBLEMS = "forecast/problems"
 FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
 FORECAST_PROBLEMS_SAMPLED = "forecast/problems_sampled"
 FORECAST_REFUSED = "forecast/refused"
+FORECAST_BUDGET = "forecast/budget"
+FORECAST_ALPHA = "forecast/alpha"
+FORECAST_ALPHA_LOW = "forecast/alpha_low"
+FORECAST_ALPHA_HIGH = "forecast/alpha_high"
+FORECAST_DRIFT_LOGGED = "forecast/drift_logged"
+FORECAST_DRIFT_MODEL = "forecast/drift_model"
+FORECAST_DRIFT_STEPS = "forecast/drift_steps"
 """Not a metric: why the forecast could not train a config (its numbers are then null)."""
 INTRODUCED = "inversion/introduced_group_rate"
 INVERSIONS = "inversion/group_rate"

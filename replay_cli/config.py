@@ -397,6 +397,11 @@ class ForecastSettings(_Frozen):
         "verdict hold?)",
     )
     seed: int = Field(0, description="seed of the problem samples and the draws")
+    calibrate: bool = Field(
+        False,
+        description="calibrate the effort model's causal share on the log's own drift over its "
+        "steps (engine/calibrate.py; off by default: docs/testing.md, 'Run time as an outcome')",
+    )
 
 
 def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:

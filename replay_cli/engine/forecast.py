@@ -25,6 +25,7 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
+from replay_cli.engine.calibrate import Calibration, calibrate, logged_drift, with_alpha
 from replay_cli.engine.measure import interval, summary_value
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
@@ -397,6 +398,13 @@ def forecast(
     resample, the `RESAMPLED` columns) the verdict's confidence reads."""
     intervals = intervals or MeasureSettings()
     world = World.of(problems, groups, settings.seeds)
+    calibration = Calibration(1.0, why="calibration off")
+    if settings.calibrate:
+        drift = logged_drift(problems, groups, intervals)
+        calibration = calibrate(
+            world, off_twin(configs[0]), drift, budget, settings.seed, intervals.interval
+        )
+        world = with_alpha(world, calibration.alpha)
     twins = {raw_key(c) if batchable(c) else c.config_id: off_twin(c) for c in configs}
     keys = list(twins)
     runs = [*configs, *twins.values()]
@@ -445,6 +453,8 @@ def forecast(
         "forecast/problems": float(world.pi.shape[1]),
         "forecast/problems_total": float(len(problems.model)),
         "forecast/problems_sampled": float(len(np.unique(world.index))),
+        C.FORECAST_BUDGET: budget,
+        **calibration.columns(),
     }
     for b, scope in ((0, ""), (3, "@long")):
         sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))
