@@ -454,7 +454,8 @@ def forecast(
         "forecast/problems_total": float(len(problems.model)),
         "forecast/problems_sampled": float(len(np.unique(world.index))),
         C.FORECAST_BUDGET: budget,
-        **calibration.columns(),
+        # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
+        **(calibration.columns() if settings.calibrate else {}),
     }
     for b, scope in ((0, ""), (3, "@long")):
         sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))
