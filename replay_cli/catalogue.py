@@ -99,23 +99,35 @@ def show_value(unit: str, value: Any) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return _minus(_shown_number(unit, value))
+
+
+def _minus(text: str) -> str:
+    """A number's sign as the reader's minus, U+2212 (the '-' of a missing value stays)."""
+    return "−" + text[1:] if text.startswith("-") and len(text) > 1 else text
+
+
+def _shown_number(unit: str, value: float | int) -> str:
+    """`show_value`'s number, its sign still ASCII."""
     if isinstance(value, int) and unit in ("count", "calls", "number"):
         return f"{value:,}"
     x = float(value)
     if abs(x) <= ZERO.get(unit, 1e-12):
         return "0"
     if unit in ("share", "ratio"):
-        return (f"{x:.1%}" if abs(x) < 10 else f"{x:.0%}").replace("-", "−")
+        return f"{x:.1%}" if abs(x) < 10 else f"{x:.0%}"
     if unit == "seconds":
         return f"{_digits(x / 60)} min"
     if unit == "minutes":
         return f"{_digits(x)} min"
     if unit == "minutes_change":
-        return f"{x:+.3g} min".replace("-", "−")
+        return f"{x:+.3g} min"
     if unit == "minutes_per_step":
-        return f"{x:+.2g} min".replace("-", "−")
+        return f"{x:+.2g} min"
     if unit == "points_per_step":
-        return f"{x * 100:+.2g} pts".replace("-", "−")
+        return f"{x * 100:+.2g} pts"
     if unit == "push":
         return f"{x:.3g}"
     return _digits(x)
@@ -757,9 +769,9 @@ PUSHES = [
 ]
 PUSH_VS_OFF = Metric(
     "push/resolve_vs_off",
-    "resolve push vs off",
-    "first-order resolve push as a share of shaping off's (not what the rule reads: it grows "
-    "with the update's size)",
+    "first-order push: resolve vs off",
+    "first-order resolve push as a share of shaping off's (a push, not a resolve rate: not what "
+    "the rule reads, and it grows with the update's size; can exceed 100%)",
     "ratio",
 )
 

@@ -414,9 +414,25 @@ def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
         flats = [c.flat() for c in same]
         differ = [k for k in flats[0] if len({repr(f[k]) for f in flats}) > 1]
         for cfg, flat in zip(same, flats, strict=True):
-            extra = " ".join(f"{k}={flat[k]}" for k in differ)
+            extra = " ".join(f"{_LABEL_KEYS.get(k, k)}={_value_text(k, flat[k])}" for k in differ)
             out[cfg.config_id] = f"{label} [{extra}]"
     return out
+
+
+_LABEL_KEYS = {"lambda_time": "λ"}
+"""Parameters a label names by a symbol (as `λ=1/60` in the label's own start)."""
+
+
+def _value_text(name: str, value: Any) -> str:
+    """A parameter's value in a label, as the user writes it: λ as 1/60, `none` for unset,
+    numbers in their shortest form (the exact float is only in the launch overrides)."""
+    if value is None or value == "":
+        return "none"
+    if name == "lambda_time" and isinstance(value, float):
+        return lambda_text(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def lambda_text(value: float) -> str:
