@@ -109,7 +109,7 @@ def _minus(text: str) -> str:
     return "−" + text[1:] if text.startswith("-") and len(text) > 1 else text
 
 
-def _shown_number(unit: str, value: float | int) -> str:
+def _shown_number(unit: str, value: float) -> str:
     """`show_value`'s number, its sign still ASCII."""
     if isinstance(value, int) and unit in ("count", "calls", "number"):
         return f"{value:,}"
