@@ -92,6 +92,16 @@ class Metric:
         return value * scale.get(self.unit, 1.0)
 
 
+HUMAN_SUFFIX: dict[str, str] = {
+    "share": "_pct",
+    "ratio": "_pct",
+    "points_per_step": "_pts",
+    "seconds": "_min",
+}
+"""Per unit whose human value differs from the machine one, the suffix its name takes where it
+is stored in human units (a tracker's tags): a `_frac` or `_rate` key holds a fraction, never %."""
+
+
 def show_value(unit: str, value: Any) -> str:
     """A value of a unit for a person: shares and ratios in %, seconds as minutes, probability
     changes in points, rounding-sized values as 0."""
@@ -1015,6 +1025,18 @@ DELTA = (
 def metric(name: str) -> Metric:
     """The catalogue's entry for a column (a plain number for a column it does not know)."""
     return CATALOGUE.get(name) or Metric(name, name, name)
+
+
+def human_name(name: str) -> str:
+    """A metric's name where its value is stored in human units (`Metric.human`), saying the unit
+    when it is not the table's: `adv/explosion_frac` -> `adv/explosion_pct`,
+    `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_pct@long`; a metric
+    whose human value is its table value keeps its name."""
+    suffix = HUMAN_SUFFIX.get(metric(name).unit)
+    if suffix is None:
+        return name
+    base, at, scope = name.partition("@")
+    return f"{base.removesuffix('_frac')}{suffix}{at}{scope}"
 
 
 def show(name: str, value: Any) -> str:
