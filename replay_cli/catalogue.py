@@ -143,6 +143,25 @@ def _shown_number(unit: str, value: float) -> str:
     return _digits(x)
 
 
+def show_change(unit: str, delta: Any) -> str:
+    """A difference between two values of a unit for a person, signed: shares and ratios in
+    percentage points (+1.2 pts), minutes and seconds in minutes, rounding-sized as 0."""
+    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
+        return "-"
+    x = float(delta)
+    if abs(x) <= ZERO.get(unit, 1e-12):
+        return "0"
+    if unit in ("share", "ratio", "points_per_step"):
+        text = f"{x * 100:+.3g} pts"
+    elif unit == "seconds":
+        text = f"{x / 60:+.3g} min"
+    elif unit in ("minutes", "minutes_change", "minutes_per_step"):
+        text = f"{x:+.3g} min"
+    else:
+        text = f"{x:+.3g}"
+    return _minus(text)
+
+
 def _digits(x: float) -> str:
     """4 significant digits, scientific only far from 1."""
     if abs(x) >= 1e5 or abs(x) < 1e-3:

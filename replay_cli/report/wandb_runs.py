@@ -54,13 +54,17 @@ def _settings(wandb: Any) -> Any:
     )
 
 
-def run_config(config: ReplayConfig, label: str, overrides: str) -> dict[str, Any]:
-    """A run's W&B config: the config's parameters as the run launches them (`enabled` included),
-    λ as every surface writes it (1/60; its exact float is in `overrides`), its id, label and
-    launch overrides."""
+def run_config(
+    config: ReplayConfig, label: str, overrides: str, shaping_off: bool = False
+) -> dict[str, Any]:
+    """A run's W&B config: the config's parameters as the run launches them, λ as every surface
+    writes it (1/60; its exact float is in `overrides`), its id, label and launch overrides.
+    A config that changes no reward (`shaping_off`: λ 0, no bonus, no floor) launches with
+    `enabled=false`, and its config says so."""
     flat = config.flat()
     return {
         **flat,
+        "enabled": bool(flat["enabled"]) and not shaping_off,
         "lambda_time": param_text("lambda_time", flat["lambda_time"]),
         S.CONFIG_ID: config.config_id,
         "label": label,
@@ -93,7 +97,9 @@ def write_runs(
         for row, name in zip(result.summary.iter_rows(named=True), names, strict=True):
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
-            config = run_config(configs[cid], row["label"], decided["overrides"])
+            config = run_config(
+                configs[cid], row["label"], decided["overrides"], bool(decided[S.SHAPING_OFF])
+            )
             run = wandb.init(
                 dir=str(tmp),
                 project=project,

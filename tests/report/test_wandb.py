@@ -81,16 +81,18 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
         for key in keys:
             if key.endswith(("_frac", "_rate", "_share")):
                 values = [v for (t, _), v in written.items() if t == key] or [run.summary[key]]
-                assert all(0 <= v <= 1 for v in values), (key, values)
+                assert all(0 <= v <= 1 for v in values if v is not None), (key, values)
         assert run.summary["role"] == decided["role"]
         assert run.summary["won_share"] == decided["won_share"]
         # Config: the parameters as the summary holds them, the id, label and launch overrides.
-        for key in ("enabled", "apply_to", "floor", "normalize", "clip_low", "std_guard"):
+        for key in ("apply_to", "floor", "normalize", "clip_low", "std_guard"):
             assert run.config[key] == row[key]
         # λ as every surface writes it; its exact float only in the overrides.
         assert run.config["lambda_time"] == param_text("lambda_time", row["lambda_time"])
-        launched = "enabled=true" if row["enabled"] else "enabled=false"
+        # `enabled` as the run launches: λ = 0 changes no reward and launches enabled=false.
+        launched = "enabled=true" if run.config["enabled"] else "enabled=false"
         assert launched in decided["overrides"]
+        assert run.config["enabled"] == (row["enabled"] and not decided["shaping_off"])
         assert run.config["config_id"] == row["config_id"]
         assert run.config["label"] == row["label"]
         assert run.config["overrides"] == decided["overrides"]
@@ -105,6 +107,10 @@ def test_a_run_launched_with_shaping_off_says_so_in_its_config():
     config = run_config(off, off.label, "++grpo.time_efficiency.enabled=false")
     assert config["enabled"] is False
     assert config["lambda_time"] == "1/120"
+    zero = build_config({"shaping": {"lambda_time": 0.0}})  # changes no reward: launched off
+    config = run_config(zero, zero.label, "++grpo.time_efficiency.enabled=false", True)
+    assert config["enabled"] is False
+    assert config["lambda_time"] == "0"
     on = build_config({"shaping": {"lambda_time": 1 / 60}})
     config = run_config(on, on.label, "++grpo.time_efficiency.lambda_time=0.016666666666666666")
     assert config["enabled"] is True
@@ -222,6 +228,10 @@ def test_compare_reads_a_wandb_run_directory_like_the_csv_export(sweep, tmp_path
     assert two.exit_code == 2
     assert "holds 2 W&B runs" in two.output
     assert "--internal-run" in two.output
+    # Listed by the names a user gave them, not by their offline-run-<time>-<id> directories.
+    assert "internal-0.25  (id " in two.output
+    assert "internal-0.5  (id " in two.output
+    assert "offline-run-" not in two.output
     args = [*common, "--out", str(tmp_path / "d"), "--internal", str(folder)]
     picked = runner.invoke(app, [*args, "--internal-run", "internal-0.25"])
     assert picked.exit_code == 0, picked.output
