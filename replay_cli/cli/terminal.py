@@ -279,7 +279,10 @@ def phases(description: str) -> Iterator[PhaseProgress]:
 
 
 def _fmt(value: object) -> str:
-    return "-" if value is None else f"{value:+.4f}" if isinstance(value, float) else str(value)
+    """A signed table value, its minus U+2212 as in every other table ('-' where missing)."""
+    if value is None:
+        return "-"
+    return f"{value:+.4f}".replace("-", "−") if isinstance(value, float) else str(value)
 
 
 def print_deltas(deltas: pl.DataFrame) -> None:
@@ -346,7 +349,7 @@ def print_attribution(frame: pl.DataFrame) -> None:
             cells = [
                 "-"
                 if row[c.removeprefix("delta ")] is None
-                else f"{row[c.removeprefix('delta ')]:.4f}"
+                else f"{row[c.removeprefix('delta ')]:.4f}".replace("-", "−")
                 for c in columns
             ]
             table.add_row(row["step"], row["description"] + " (values)", *cells)
