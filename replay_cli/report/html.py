@@ -21,7 +21,7 @@ from replay_cli.advice.findings import PARAMS
 from replay_cli.advice.frontier import frontier, rated
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
-from replay_cli.advice.words import fmt, param_text
+from replay_cli.advice.words import param_text
 from replay_cli.io.files import atomic_path
 from replay_cli.maths.top_groups import top_groups
 from replay_cli.report import facets
@@ -29,7 +29,7 @@ from replay_cli.report.compare import delta_table
 from replay_cli.report.html_parts import cell, frontier_svg, launch_block, page, png_image, table
 from replay_cli.report.plots import CHARTS
 from replay_cli.report.read import read_manifest, verdict_of
-from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.roles import FRONTIER_Y, STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
 INDEX = "index.html"
@@ -209,14 +209,15 @@ def _frontier(front: pl.DataFrame, rule: Rule) -> str:
     line = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
 
     def shown(axis: str, value: float) -> str:
-        return C.show_value("ratio", value) if axis == "x" else f"{value:.2g} min"
+        # y is `gain` (minutes sooner, up); written as solve Δ, negative = sooner, as everywhere.
+        return C.show_value("ratio", value) if axis == "x" else C.show(C.F_SOLVE_VS_OFF, -value)
 
     chart = frontier_svg(
         points,
         x="kept",
         y="gain",
         xlabel="resolve rate kept after T steps (low end)",
-        ylabel="successes sooner after T steps (min)",
+        ylabel=FRONTIER_Y,
         title="Frontier on the rule's axes",
         vline=line,
         hollow=hollow,
@@ -230,8 +231,9 @@ def _frontier(front: pl.DataFrame, rule: Rule) -> str:
         f'<div class="frontier">{chart}</div><p class="muted">One point per config (configs that '
         "coincide share a point), numbered as in the table; hover for the labels, click to open "
         "its detail. Right: the resolve rate a config keeps after T steps against shaping off's "
-        "(the low end of its interval, the lower of overall and long problems); up: how many "
-        "minutes sooner than under shaping off its successes end then. The dashed line is the "
+        "(the low end of its interval, the lower of overall and long problems); up: its solve Δ "
+        "then, the minutes a success takes minus under shaping off (negative = sooner, so up is "
+        "sooner). The dashed line is the "
         "rule's "
         f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
         f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend}</p>"
@@ -416,9 +418,17 @@ def _details(
     for n, row in enumerate(summary.iter_rows(named=True), start=1):
         cid = row[S.CONFIG_ID]
         params = "".join(
-            f"<dt>{escape(p)}</dt><dd>{escape(fmt(row[p]))}</dd>" for p in PARAMS if p in row
+            f"<dt>{escape(p)}</dt><dd>{escape(param_text(p, row[p]))}</dd>"
+            for p in PARAMS
+            if p in row
         )
-        values = [[f'<td class="text">{escape(m)}</td>', row[m]] for m in metrics]
+        values = [
+            [
+                cell(m, "text", C.metric(m).label),
+                cell(row[m], "", C.metric(m).description, C.show(m, row[m])),
+            ]
+            for m in metrics
+        ]
         mine = found.filter(pl.col(S.CONFIG_ID) == cid)
         parts = [
             (

@@ -24,7 +24,8 @@ REPLAY_TAGS = (
     C.SOLVE_PUSH,
 )
 """Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`, in
-the units a person reads (the catalogue's: shares in %)."""
+the units a person reads (the catalogue's: shares in %, under `C.human_name`: `_pct`), beside
+the trainer's tags, which keep the trainer's fractions."""
 HEADLINE_COLUMNS = (
     C.F_RESOLVE_VS_OFF,
     C.F_RESOLVE_VS_OFF_LOW,
@@ -66,17 +67,18 @@ def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dic
         for column in REPLAY_TAGS:
             value = C.metric(column).human(row.get(column))
             if value is not None:
-                values[f"replay/{column}"] = value
+                values[f"replay/{C.human_name(column)}"] = value
         yield int(row[S.STEP]), values
 
 
 def headline(row: dict[str, Any]) -> dict[str, float]:
-    """A config's headline numbers (HEADLINE_COLUMNS present and not null), in human units."""
+    """A config's headline numbers (HEADLINE_COLUMNS present and not null), in human units,
+    under names that say so (`C.human_name`: a % is `_pct`, never `_frac`)."""
     out = {}
     for column in HEADLINE_COLUMNS:
         value = C.metric(column).human(row.get(column))
         if value is not None:
-            out[column] = value
+            out[C.human_name(column)] = value
     return out
 
 
