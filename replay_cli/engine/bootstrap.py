@@ -16,6 +16,7 @@ import numpy as np
 
 from replay_cli.engine.step_measure import Steps
 from replay_cli.maths.effort import EffortModel
+from replay_cli.maths.scopes import SCOPES
 
 BLOCK = 1 << 16
 """Problems whose resample weights are drawn and multiplied at a time (bounded memory)."""
@@ -50,8 +51,8 @@ def sums(
     drawn per block of problems from `seed`, so any input size fits in memory)."""
     x, configs = _columns(model, steps)
     bucket = model.bucket
-    point = np.zeros((1, 4, x.shape[1]))
-    boot = np.zeros((resamples, 4, x.shape[1])) if resamples else None
+    point = np.zeros((1, len(SCOPES), x.shape[1]))
+    boot = np.zeros((resamples, len(SCOPES), x.shape[1])) if resamples else None
     for start in range(0, len(bucket), BLOCK):
         part = slice(start, start + BLOCK)
         xb, bb = x[part], bucket[part]
@@ -59,12 +60,12 @@ def sums(
         if resamples:
             rng = np.random.default_rng([seed, start // BLOCK])
             weights = rng.poisson(1.0, size=(resamples, len(bb))).astype(np.float64)
-        for b in range(3):  # scope 0, every problem, is the sum of the three buckets'
-            mine = bb == b
+        for k, scope in enumerate(SCOPES[1:], start=1):  # every problem: the buckets' sum
+            mine = bb == scope.bucket
             xs = xb[mine]
-            point[0, b + 1] += xs.sum(0)
+            point[0, k] += xs.sum(0)
             if weights is not None:
-                boot[:, b + 1] += weights[:, mine] @ xs
+                boot[:, k] += weights[:, mine] @ xs
     point[:, 0] = point[:, 1:].sum(1)
     if boot is not None:
         boot[:, 0] = boot[:, 1:].sum(1)

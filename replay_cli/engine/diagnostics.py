@@ -14,9 +14,10 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.engine.pushes import LENGTHS, PUSHES
+from replay_cli.engine.pushes import PUSHES
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import count
+from replay_cli.maths.scopes import LENGTHS
 from replay_cli.maths.segments import masked_fill
 from replay_cli.maths.thresholds import (
     EXPLOSION,

@@ -39,11 +39,12 @@ from replay_cli.maths.effort import (
     stepped_effort,
 )
 from replay_cli.maths.grpo_arrays import grpo
+from replay_cli.maths.scopes import ALL, LONG, SCOPES
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import shape_arrays
 from replay_cli.maths.thresholds import with_signal
 
-BUCKETS = ("all", "short", "medium", "long")
+BUCKETS = tuple(scope.name for scope in SCOPES)
 METRICS = ("resolve", "solve_minutes", "fail_minutes", "give_up")
 """Per step and bucket: the expected resolve rate, the mean minutes of a resolved and of a failed
 rollout, and the share of effort at the lowest level (giving up)."""
@@ -220,9 +221,9 @@ def _metrics(
     lowest level; buckets all, short, medium, long, each problem weighted by `weight`."""
     sums = outcome_sums(pi, p, m)
     low = pi[..., 0]
-    out = np.full((*pi.shape[:-2], 4, len(METRICS)), np.nan)
-    for b in range(4):
-        w = weight * (True if b == 0 else bucket == b - 1)
+    out = np.full((*pi.shape[:-2], len(SCOPES), len(METRICS)), np.nan)
+    for b, scope in enumerate(SCOPES):
+        w = scope.weights(weight, bucket)
         total = w.sum(-1)
         if np.all(total <= 0):
             continue
@@ -452,7 +453,7 @@ def _simulate(
         p_cells=world.rate.reshape(-1, levels).ravel(),
         cells=seeds * problems * levels,
     )
-    out = np.zeros((steps + 1, n_runs, seeds, 4, len(METRICS)))
+    out = np.zeros((steps + 1, n_runs, seeds, len(SCOPES), len(METRICS)))
     out[0] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
     rng = np.random.default_rng([seed, 11])
     for t in range(1, steps + 1):
@@ -542,7 +543,8 @@ def forecast(
         # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
         **(calibration.columns() if settings.calibrate else {}),
     }
-    for b, scope in ((0, ""), (3, "@long")):
+    for where in (ALL, LONG):
+        b, scope = SCOPES.index(where), where.suffix
         sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))
         sampled[f"forecast/fail_minutes_start{scope}"] = summary_value(np.mean(start[:, b, 2]))
     for cid in columns:
@@ -551,8 +553,8 @@ def forecast(
 
 
 REFUSED = C.FORECAST_REFUSED
-SCOPE_BUCKETS = (("", None), ("@long", 2))
-"""The horizon's scopes: all problems, and the long bucket (its index in `World.bucket`)."""
+HORIZON_SCOPES = (ALL, LONG)
+"""The horizon's scopes: all problems, and the long bucket."""
 RESAMPLED = (
     "forecast/resolve_vs_off",
     "forecast/resolve_vs_off@long",
@@ -595,8 +597,9 @@ def horizon(
     point: dict[str, list[float | None]] = {}
     boot: dict[str, np.ndarray] = {}
     lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
-    for scope, bucket in SCOPE_BUCKETS:
-        mine = world.weight.ravel() * (True if bucket is None else world.bucket.ravel() == bucket)
+    for where in HORIZON_SCOPES:
+        scope = where.suffix
+        mine = where.weights(world.weight.ravel(), world.bucket.ravel())
         w = weights * mine  # (1 + B, S * P)
         total = w.sum(-1)[:, None]
         summed = {k: w @ v.T for k, v in flat.items()}  # (1 + B, runs)

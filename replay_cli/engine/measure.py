@@ -24,13 +24,13 @@ from replay_cli.config import MeasureSettings
 from replay_cli.engine.bootstrap import measures, sums
 from replay_cli.engine.step_measure import (
     CONFIG_BLOCK,
-    SCOPES,
     ConfigLevels,
     Problems,
     Steps,
     take_steps,
 )
 from replay_cli.maths.effort import Direction, EffortModel
+from replay_cli.maths.scopes import SCOPES
 
 RESOLVE_EPS = 1e-12
 """A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
@@ -61,9 +61,9 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
     """The point estimate per (1, config, scope), as `bootstrap.measures` lays it out, from the
     problems' sums before and after the step taken directly (no base + change)."""
     w = model.weight
-    out = {name: np.zeros((1, len(steps.eta), 4)) for name in MEASURES}
-    for scope in range(4):
-        mine = w * (True if scope == 0 else model.bucket == scope - 1)
+    out = {name: np.zeros((1, len(steps.eta), len(SCOPES))) for name in MEASURES}
+    for scope, where in enumerate(SCOPES):
+        mine = where.weights(w, model.bucket)
         total = mine.sum()
 
         def summed(x: np.ndarray, mine: np.ndarray = mine) -> np.ndarray:
@@ -124,7 +124,8 @@ def _ratio(on: np.ndarray, off: np.ndarray) -> np.ndarray:
 def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Every measure per (resample, config) under its summary name."""
     out = {}
-    for k, scope in enumerate(SCOPES):
+    for k, where in enumerate(SCOPES):
+        scope = where.suffix
         for name, v in values.items():
             out[f"step/{name}{scope}"] = v[..., k]
             out[f"step/{name}_off{scope}"] = off[name][..., k]

@@ -28,9 +28,6 @@ PUSHES = (
 )
 """Every push, in report order; group columns are `push_<name>` and `push_<name>_off`."""
 
-LENGTHS = ("short", "medium", "long")
-"""The problem-length buckets: terciles of the groups' median agent run time over the input."""
-
 
 def _over(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """num / den, 0 where den is 0 (a group without such rows has no push from them)."""

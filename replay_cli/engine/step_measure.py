@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.engine.pushes import LENGTHS, length_bucket
+from replay_cli.engine.pushes import length_bucket
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
@@ -38,8 +38,6 @@ from replay_cli.maths.effort import (
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
 
-SCOPES = ("", *(f"@{name}" for name in LENGTHS))
-"""The summary's suffixes of the measure: all problems, then each length bucket."""
 CONFIG_BLOCK = 8
 """Configs whose steps are computed together ((configs, problems, levels) arrays)."""
 

@@ -10,8 +10,9 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
-from replay_cli.engine.pushes import LENGTHS, PUSHES, group_pushes, length_bucket
+from replay_cli.engine.pushes import PUSHES, group_pushes, length_bucket
 from replay_cli.engine.row_batch import RowBatch
+from replay_cli.maths.scopes import LENGTHS
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import charge_key
 from replay_cli.maths.thresholds import EXPLOSION, SIGNAL_EPS, above
