@@ -20,15 +20,10 @@ from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
+from replay_cli.report import layouts as L
 from replay_cli.report.facets import varying
-from replay_cli.report.run_tags import (
-    HEADLINE_COLUMNS,
-    headline,
-    param_values,
-    run_names,
-    step_scalars,
-)
-from replay_cli.result import ReplayResult
+from replay_cli.report.model import Report
+from replay_cli.report.run_tags import headline, param_values, run_names, step_scalars
 
 
 def hparam_tag(column: str) -> str:
@@ -36,7 +31,7 @@ def hparam_tag(column: str) -> str:
     return "hparams/" + column.replace("/", "_").replace("@", "_")
 
 
-HPARAM_METRICS = {column: hparam_tag(column) for column in HEADLINE_COLUMNS}
+HPARAM_METRICS = {column: hparam_tag(column) for column in L.TRACKER_HEADLINE}
 """Summary column -> the HParams dashboard's metric tag."""
 
 
@@ -50,18 +45,16 @@ def summary_writer() -> Any:
 
 
 def write_runs(
-    result: ReplayResult, out: str | Path, *, force: bool = False, tick: Tick | None = None
+    report: Report, out: str | Path, *, force: bool = False, tick: Tick | None = None
 ) -> list[Path]:
-    """Write one TensorBoard run per config of a judged result into the directory `out`,
+    """Write one TensorBoard run per config of a report into the directory `out`,
     atomically (an existing one is refused unless `force`); returns the run directories.
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    if result.recommendation is None:
-        raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
-    roles = dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(result.steps, result.summary, roles, tmp, tick)
+        names = _write(report.steps, report.summary, roles, tmp, tick)
     return [out / name for name in names]
 
 
