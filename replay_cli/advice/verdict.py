@@ -89,9 +89,9 @@ class Verdict:
     rule: Rule
 
 
-def keep_off_text(d: Decision, rule: Rule | None = None) -> str:
-    """Why shaping off is kept (the best trade, if any, is `d.best_trade['trade']`)."""
-    rule = rule or Rule()
+def keep_off_text(d: Decision, rule: Rule) -> str:
+    """Why shaping off is kept, at the thresholds of the `rule` the verdict was judged by (the
+    best trade, if any, is `d.best_trade['trade']`)."""
     if d.shaped_eligible:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
     least = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
