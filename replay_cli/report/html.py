@@ -74,17 +74,7 @@ def _inputs(report: Report) -> str:
     def shown(*names: str) -> str:
         return " / ".join(C.show(name, row.get(name)) for name in names)
 
-    facts = [
-        ("rollouts", shown(C.ROWS)),
-        ("validation rollouts", shown(C.VALIDATION_ROWS)),
-        ("training steps", shown(C.STEPS)),
-        ("training groups", shown(C.GROUPS)),
-        ("resolved share (training)", shown(C.RESOLVED_FRAC)),
-        ("loss-masked share (training)", shown(C.MASKED_FRAC)),
-        ("groups all fail / mixed / all pass", shown(*C.GROUP_SHARES)),
-        ("run time p50 / p90 / p99 / max", shown(*C.RUN_TIMES)),
-        ("run times missing / NaN-inf / negative", shown(*C.BAD_RUN_TIMES)),
-    ]
+    facts = [(what, shown(*names)) for what, names in L.INPUTS]
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{items}</dl>')
     for note in manifest.get("notes", []):

@@ -131,3 +131,25 @@ TRACKER_HEADLINE = (
 )
 """The summary columns a tracker run logs once (TensorBoard's HParams metrics, W&B's summary):
 the outcome at the horizon the rule reads, then what disqualifies; in human units."""
+
+INPUTS = (
+    ("rollouts", (C.ROWS,)),
+    ("validation rollouts", (C.VALIDATION_ROWS,)),
+    ("training steps", (C.STEPS,)),
+    ("training groups", (C.GROUPS,)),
+    ("resolved share (training)", (C.RESOLVED_FRAC,)),
+    ("loss-masked share (training)", (C.MASKED_FRAC,)),
+    ("groups all fail / mixed / all pass", C.GROUP_SHARES),
+    ("run time p50 / p90 / p99 / max", C.RUN_TIMES),
+    ("run times missing / NaN-inf / negative", C.BAD_RUN_TIMES),
+)
+"""The page's "What was replayed" facts: (what, the summary columns shown joined by ' / '),
+read from shaping off's row."""
+
+STEP_CHART = (
+    (C.TOTAL_REWARD, "shaped reward (mean)"),
+    (C.SIGNAL, "groups with signal (share)"),
+    (C.ADVANTAGES_MAX, "max advantage"),
+    (C.ADVANTAGES_MIN, "min advantage"),
+)
+"""The per-step chart's four panels: (steps column, axis label)."""

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import highlights
 from replay_cli.progress import Tick
+from replay_cli.report import layouts as L
 from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
@@ -39,12 +39,6 @@ if TYPE_CHECKING:
 
     from replay_cli.report.model import Report
 
-STEP_METRICS = (
-    (C.TOTAL_REWARD, "shaped reward (mean)"),
-    (C.SIGNAL, "groups with signal (share)"),
-    (C.ADVANTAGES_MAX, "max advantage"),
-    (C.ADVANTAGES_MIN, "min advantage"),
-)
 
 __all__ = [
     "advantage_bands",
@@ -107,7 +101,7 @@ def step_curves(
     fig, axes = figure(13.0, 7.0, nrows=2, ncols=2)
     labels = _chosen(summary, highlight, verdict).rows()
     palette = colours(len(labels))
-    for ax, (metric, ylabel) in zip(axes.flat, STEP_METRICS, strict=True):
+    for ax, (metric, ylabel) in zip(axes.flat, L.STEP_CHART, strict=True):
         for i, (config_id, label) in enumerate(labels):
             part = steps.filter(pl.col(S.CONFIG_ID) == config_id).sort(S.STEP)
             if metric in part.columns:
