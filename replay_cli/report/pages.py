@@ -9,6 +9,7 @@ import polars as pl
 
 from replay_cli.io.files import atomic_path
 from replay_cli.report.compare import delta_table
+from replay_cli.report.html import final_path
 from replay_cli.report.html_parts import INDEX, cell, page, png_image, section, table
 
 TITLES = {
@@ -61,7 +62,8 @@ def render_tables_page(directory: Path, tables: dict[str, pl.DataFrame]) -> Path
         sections.append(section("charts", "Charts", f'<div class="charts">{figures}</div>'))
         nav.append(("charts", "Charts"))
     what = ", ".join(f"{name}.parquet" for name in tables)
+    title = f"replay report: {final_path(directory).name}"
     out = directory / INDEX
     with atomic_path(out) as tmp:
-        tmp.write_text(page(f"replay_cli: {what}", "", nav, sections), encoding="utf-8")
+        tmp.write_text(page(title, what, nav, sections), encoding="utf-8")
     return out
