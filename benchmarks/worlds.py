@@ -44,6 +44,7 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
             W.generate_log(world, args.log_steps, args.log_groups, seed=100 + i),
             configs,
             args.horizon,
+            calibrate=args.calibrate,
         )
         for i in range(args.logs)
     ]
@@ -72,6 +73,7 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
         _fmt(repeats.stated),
         _fmt(repeats.repeat_rate),
         picks,
+        " ".join(_fmt(v.alpha) for v in views[:8]),
         f"{time.perf_counter() - t0:.0f}",
     ]
     detail = []
@@ -106,6 +108,7 @@ HEAD = (
     "stated conf",
     "repeat rate",
     "picks over logs",
+    "α (first 8 logs)",
     "s",
 )
 
@@ -119,6 +122,11 @@ def main() -> None:
     parser.add_argument("--log-groups", type=int, default=48)
     parser.add_argument("--worlds", nargs="*", default=list(W.WORLDS), choices=list(W.WORLDS))
     parser.add_argument("--detail", action="store_true", help="per config, truth and tool")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrate the causal share on each log's drift (engine/calibrate.py)",
+    )
     args = parser.parse_args()
     print(
         f"T = {args.horizon} steps, truth over {args.seeds} seeds, {args.logs} logs of "

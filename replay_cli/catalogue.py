@@ -92,6 +92,16 @@ class Metric:
         return value * scale.get(self.unit, 1.0)
 
 
+HUMAN_SUFFIX: dict[str, str] = {
+    "share": "_pct",
+    "ratio": "_pct",
+    "points_per_step": "_pts",
+    "seconds": "_min",
+}
+"""Per unit whose human value differs from the machine one, the suffix its name takes where it
+is stored in human units (a tracker's tags): a `_frac` or `_rate` key holds a fraction, never %."""
+
+
 def show_value(unit: str, value: Any) -> str:
     """A value of a unit for a person: shares and ratios in %, seconds as minutes, probability
     changes in points, rounding-sized values as 0."""
@@ -99,26 +109,57 @@ def show_value(unit: str, value: Any) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return _minus(_shown_number(unit, value))
+
+
+def _minus(text: str) -> str:
+    """A number's sign as the reader's minus, U+2212 (the '-' of a missing value stays)."""
+    return "−" + text[1:] if text.startswith("-") and len(text) > 1 else text
+
+
+def _shown_number(unit: str, value: float) -> str:
+    """`show_value`'s number, its sign still ASCII."""
     if isinstance(value, int) and unit in ("count", "calls", "number"):
         return f"{value:,}"
     x = float(value)
     if abs(x) <= ZERO.get(unit, 1e-12):
         return "0"
     if unit in ("share", "ratio"):
-        return (f"{x:.1%}" if abs(x) < 10 else f"{x:.0%}").replace("-", "−")
+        return f"{x:.1%}" if abs(x) < 10 else f"{x:.0%}"
     if unit == "seconds":
         return f"{_digits(x / 60)} min"
     if unit == "minutes":
         return f"{_digits(x)} min"
     if unit == "minutes_change":
-        return f"{x:+.3g} min".replace("-", "−")
+        return f"{x:+.3g} min"
     if unit == "minutes_per_step":
-        return f"{x:+.2g} min".replace("-", "−")
+        return f"{x:+.2g} min"
     if unit == "points_per_step":
-        return f"{x * 100:+.2g} pts".replace("-", "−")
+        return f"{x * 100:+.2g} pts"
     if unit == "push":
         return f"{x:.3g}"
     return _digits(x)
+
+
+def show_change(unit: str, delta: Any) -> str:
+    """A difference between two values of a unit for a person, signed: shares and ratios in
+    percentage points (+1.2 pts), minutes and seconds in minutes, rounding-sized as 0."""
+    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
+        return "-"
+    x = float(delta)
+    if abs(x) <= ZERO.get(unit, 1e-12):
+        return "0"
+    if unit in ("share", "ratio", "points_per_step"):
+        text = f"{x * 100:+.3g} pts"
+    elif unit == "seconds":
+        text = f"{x / 60:+.3g} min"
+    elif unit in ("minutes", "minutes_change", "minutes_per_step"):
+        text = f"{x:+.3g} min"
+    else:
+        text = f"{x:+.3g}"
+    return _minus(text)
 
 
 def _digits(x: float) -> str:
@@ -637,6 +678,36 @@ FORECAST = [
         "count",
     ),
     Metric("forecast/problems_total", "problems", "problems in the input", "count"),
+    Metric(
+        "forecast/budget",
+        "step budget",
+        "the forecast's step size: the mean KL (nats) of the problems' efforts per step "
+        "(--step-kl; the log's drift cannot separate it from the causal share)",
+        "number",
+    ),
+    Metric(
+        "forecast/alpha",
+        "causal share α",
+        "share of each problem's success differences between run-time levels the forecast "
+        "reads as bought by effort, calibrated so that shaping off drifts over the log's steps "
+        "as the log does (1: as logged, 0: effort buys nothing)",
+        "number",
+    ),
+    Metric("forecast/alpha_low", "α low", "low end of the causal share's interval", "number"),
+    Metric("forecast/alpha_high", "α high", "high end of the causal share's interval", "number"),
+    Metric(
+        "forecast/drift_logged",
+        "logged drift",
+        "minutes per rollout per step within problems over the log's steps",
+        "minutes_per_step",
+    ),
+    Metric(
+        "forecast/drift_model",
+        "model drift (α = 1)",
+        "the same forecast under shaping off over as many steps, success as logged",
+        "minutes_per_step",
+    ),
+    Metric("forecast/drift_steps", "drift steps", "steps the calibration's drift spans", "count"),
 ]
 FORECAST_INTERVALS = (
     "forecast/resolve_vs_off",
@@ -757,9 +828,9 @@ PUSHES = [
 ]
 PUSH_VS_OFF = Metric(
     "push/resolve_vs_off",
-    "resolve push vs off",
-    "first-order resolve push as a share of shaping off's (not what the rule reads: it grows "
-    "with the update's size)",
+    "first-order push: resolve vs off",
+    "first-order resolve push as a share of shaping off's (a push, not a resolve rate: not what "
+    "the rule reads, and it grows with the update's size; can exceed 100%)",
     "ratio",
 )
 
@@ -869,6 +940,13 @@ FORECAST_PROBLEMS = "forecast/problems"
 FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
 FORECAST_PROBLEMS_SAMPLED = "forecast/problems_sampled"
 FORECAST_REFUSED = "forecast/refused"
+FORECAST_BUDGET = "forecast/budget"
+FORECAST_ALPHA = "forecast/alpha"
+FORECAST_ALPHA_LOW = "forecast/alpha_low"
+FORECAST_ALPHA_HIGH = "forecast/alpha_high"
+FORECAST_DRIFT_LOGGED = "forecast/drift_logged"
+FORECAST_DRIFT_MODEL = "forecast/drift_model"
+FORECAST_DRIFT_STEPS = "forecast/drift_steps"
 """Not a metric: why the forecast could not train a config (its numbers are then null)."""
 INTRODUCED = "inversion/introduced_group_rate"
 INVERSIONS = "inversion/group_rate"
@@ -973,6 +1051,18 @@ def at_budget(name: str, budget: str) -> str:
 def metric(name: str) -> Metric:
     """The catalogue's entry for a column (a plain number for a column it does not know)."""
     return CATALOGUE.get(name) or Metric(name, name, name)
+
+
+def human_name(name: str) -> str:
+    """A metric's name where its value is stored in human units (`Metric.human`), saying the unit
+    when it is not the table's: `adv/explosion_frac` -> `adv/explosion_pct`,
+    `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_pct@long`; a metric
+    whose human value is its table value keeps its name."""
+    suffix = HUMAN_SUFFIX.get(metric(name).unit)
+    if suffix is None:
+        return name
+    base, at, scope = name.partition("@")
+    return f"{base.removesuffix('_frac')}{suffix}{at}{scope}"
 
 
 def show(name: str, value: Any) -> str:

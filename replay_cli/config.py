@@ -42,6 +42,7 @@ def param(
     replay: bool = True,
     label: str | None = None,
     since: str | None = None,
+    off: str | None = None,
     **constraints: Any,
 ) -> Any:
     """One parameter, declared once: its default, help (also the field's description), CLI
@@ -49,12 +50,16 @@ def param(
     `replay`/`explain` take it, and the label fragment shown when it differs from its default
     (a format string over the parameter's value). `since` marks a parameter added after config
     ids were published: at its default it is left out of the id, so earlier ids stay valid.
-    parameters.py derives everything else."""
+    `off`: for a switch that is on by default, what its `--no-` flag does (the help describes
+    the setting; the flag's help must say what passing it changes). parameters.py derives
+    everything else."""
     extra = {"panel": panel, "trainer": list(trainer), "explain": explain, "replay": replay}
     if label is not None:
         extra["label"] = label
     if since is not None:
         extra["since"] = since
+    if off is not None:
+        extra["off"] = off
     return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
@@ -73,6 +78,7 @@ class ShapingParams(_Frozen):
         True,
         "Shaping on (false = replay the raw rewards).",
         panel=SHAPE,
+        off="Shaping off: replay the raw rewards (the default shapes them).",
         trainer=(TE + "enabled",),
         explain=False,
         replay=False,
@@ -117,6 +123,8 @@ class ShapingParams(_Frozen):
         True,
         "env.should_mask_flagged_samples: loss-masked rows are not charged.",
         panel=SHAPE,
+        off="Charge loss-masked rows too, as env.should_mask_flagged_samples=false does (by "
+        "default they keep their raw reward).",
         trainer=("env.should_mask_flagged_samples",),
         label="unmasked",
     )
@@ -213,6 +221,8 @@ class AdvantageParams(_Frozen):
         True,
         "Divide by the (leave-one-out) std where the guard passes.",
         panel=ADV,
+        off="Do not divide by the std: each advantage stays reward − baseline (by default it is "
+        "divided by the (leave-one-out) std where the guard passes).",
         trainer=("grpo.adv_estimator.normalize_rewards", "grpo.normalize_rewards"),
         label="no-normalize",
     )
@@ -397,6 +407,11 @@ class ForecastSettings(_Frozen):
         "verdict hold?)",
     )
     seed: int = Field(0, description="seed of the problem samples and the draws")
+    calibrate: bool = Field(
+        False,
+        description="calibrate the effort model's causal share on the log's own drift over its "
+        "steps (engine/calibrate.py; off by default: docs/testing.md, 'Run time as an outcome')",
+    )
 
 
 def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
@@ -414,9 +429,25 @@ def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
         flats = [c.flat() for c in same]
         differ = [k for k in flats[0] if len({repr(f[k]) for f in flats}) > 1]
         for cfg, flat in zip(same, flats, strict=True):
-            extra = " ".join(f"{k}={flat[k]}" for k in differ)
+            extra = " ".join(f"{_LABEL_KEYS.get(k, k)}={_value_text(k, flat[k])}" for k in differ)
             out[cfg.config_id] = f"{label} [{extra}]"
     return out
+
+
+_LABEL_KEYS = {"lambda_time": "λ"}
+"""Parameters a label names by a symbol (as `λ=1/60` in the label's own start)."""
+
+
+def _value_text(name: str, value: Any) -> str:
+    """A parameter's value in a label, as the user writes it: λ as 1/60, `none` for unset,
+    numbers in their shortest form (the exact float is only in the launch overrides)."""
+    if value is None or value == "":
+        return "none"
+    if name == "lambda_time" and isinstance(value, float):
+        return lambda_text(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def lambda_text(value: float) -> str:

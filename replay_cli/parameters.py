@@ -48,6 +48,7 @@ class Param:
     replay: bool
     explain: bool
     label: str | None
+    off: str | None = None
 
     @property
     def flag(self) -> str:
@@ -57,6 +58,14 @@ class Param:
     def switch(self) -> str:
         """`replay`'s flag for a boolean: the one that leaves the default."""
         return f"--no-{self.name.replace('_', '-')}" if self.default else self.flag
+
+    @property
+    def switch_help(self) -> str:
+        """`replay`'s help for a boolean's switch: what passing it does. A switch that leaves a
+        true default turns the setting off, so it says so, not what the default does."""
+        if self.default and self.off is not None:
+            return self.off
+        return self.help
 
     @property
     def default_text(self) -> str:
@@ -100,6 +109,7 @@ def _param(name: str, section: str, field: FieldInfo) -> Param:
         replay=bool(extra.get("replay", True)),
         explain=bool(extra.get("explain", True)),
         label=extra.get("label"),  # type: ignore[arg-type]
+        off=extra.get("off"),  # type: ignore[arg-type]
     )
 
 

@@ -180,10 +180,46 @@ def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
     assert row[C.F_RESOLVE_VS_OFF] is not None
     tensorboard.write_runs(Report.of(result), tmp_path / "tb")
     tags = set(read_scalars(tmp_path / "tb", run_name(row["label"]))["metric"])
-    assert tensorboard.hparam_tag(C.F_RESOLVE_VS_OFF) in tags
-    assert tensorboard.hparam_tag(C.F_RESOLVE_VS_OFF_LONG) not in tags
+    pct, pct_long = C.human_name(C.F_RESOLVE_VS_OFF), C.human_name(C.F_RESOLVE_VS_OFF_LONG)
+    assert tensorboard.hparam_tag(pct) in tags
+    assert tensorboard.hparam_tag(pct_long) not in tags
     wandb_runs.write_runs(Report.of(result), tmp_path / "wb", group="g")
     (log,) = runs_of(tmp_path / "wb").values()
     logged = read_log(log).summary
-    assert logged[C.F_RESOLVE_VS_OFF] == pytest.approx(row[C.F_RESOLVE_VS_OFF] * 100)
-    assert C.F_RESOLVE_VS_OFF_LONG not in logged
+    assert logged[pct] == pytest.approx(row[C.F_RESOLVE_VS_OFF] * 100)
+    assert pct_long not in logged
+
+
+@pytest.mark.parametrize(
+    ("name", "human"),
+    [
+        ("adv/explosion_frac", "adv/explosion_pct"),
+        ("signal/group_rate", "signal/group_rate_pct"),
+        ("forecast/resolve_vs_off_low@long", "forecast/resolve_vs_off_low_pct@long"),
+        ("forecast/solve_minutes_vs_off", "forecast/solve_minutes_vs_off"),  # minutes either way
+        ("push/minutes_pass", "push/minutes_pass"),
+        ("input/run_time_p50", "input/run_time_p50_min"),
+    ],
+)
+def test_a_value_in_human_units_has_a_name_that_says_so(name, human):
+    """A % is never stored under a `_frac` or `_rate` name beside the trainer's fractions."""
+    assert C.human_name(name) == human
+
+
+def test_a_change_is_written_in_the_unit_of_its_metric():
+    assert C.show_change("share", 0.0437) == "+4.37 pts"
+    assert C.show_change("ratio", -0.0437) == "−4.37 pts"
+    assert C.show_change("minutes_change", -1.206) == "−1.21 min"
+    assert C.show_change("seconds", 120.0) == "+2 min"
+    assert C.show_change("reward", -0.0745) == "−0.0745"
+    assert C.show_change("minutes_change", 1e-12) == "0"
+    assert C.show_change("share", None) == "-"
+
+
+def test_every_negative_number_is_written_with_the_minus_sign():
+    assert C.show_value("advantage", -2.268) == "−2.268"
+    assert C.show_value("minutes_change", -0.08) == "−0.08 min"
+    assert C.show_value("share", -0.05) == "−5.0%"
+    assert C.show_value("reward", None) == "-"  # a missing value keeps its dash
+    assert C.show_value("number", 9.73e-18) == "0"
+    assert C.show_value("seconds", 504.1) == "8.402 min"

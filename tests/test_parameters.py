@@ -35,8 +35,9 @@ def test_every_parameter_is_an_option_with_its_help(command):
         wanted = {"replay": p.replay, "explain": p.explain, "sweep": True}[command]
         flag = p.switch if command != "sweep" and p.kind == "bool" else p.flag
         assert (flag in options) == wanted, (command, flag)
-        if wanted:
-            assert options[flag].startswith(p.help)
+        if wanted:  # a --no- switch says what passing it does, not the setting's description
+            switch = command != "sweep" and p.kind == "bool"
+            assert options[flag].startswith(p.switch_help if switch else p.help)
 
 
 def test_every_trainer_key_reaches_its_parameter():

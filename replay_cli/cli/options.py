@@ -66,8 +66,9 @@ def _option(p: P.Param, mode: Mode) -> tuple[Any, Any]:
             common["autocompletion"] = _complete(p.choices)
         option = typer.Option(p.flag, **{**common, "help": p.help + extra + _default(p)})
         return Annotated[str | None, option], None
-    if p.kind == "bool":
-        return Annotated[bool, typer.Option(p.switch, **common)], False  # a switch: off by default
+    if p.kind == "bool":  # a switch, unset by default; its help says what passing it does
+        option = typer.Option(p.switch, **{**common, "help": p.switch_help})
+        return Annotated[bool, option], False
     common["help"] += _default(p)
     if p.kind == "choice":  # text, checked by the one parser (`sweep`'s message, did-you-mean)
         common["autocompletion"] = _complete(p.choices)

@@ -45,14 +45,21 @@ def label_width(labels: Sequence[str], width: int) -> int:
     return min(max((len(x) for x in labels), default=6), max(16, min(LABEL_MAX, width // 3)))
 
 
-def fit_columns(labels: Sequence[str], cells: dict[str, list[str]], width: int) -> list[str]:
-    """The metric columns (most important first) that fit beside the config and role columns in
-    `width` characters, one line per row: the least important are dropped first."""
+def fit_columns(
+    labels: Sequence[str],
+    cells: dict[str, list[str]],
+    width: int,
+    header: Callable[[str], str] = lambda name: C.metric(name).brief,
+    other: int = len("recommended") + 3,
+) -> list[str]:
+    """The metric columns (most important first) that fit beside the config column and `other`
+    characters of other columns (the role's) in `width` characters, one line per row: the least
+    important are dropped first."""
     label = label_width(labels, width)
-    used = 4 + label + 3 + len("recommended") + 3  # borders, config, role
+    used = 4 + label + 3 + other  # borders, config, the other columns
     kept = []
     for name, values in cells.items():
-        need = max(len(C.metric(name).brief), *(len(v) for v in values)) + 3
+        need = max(len(header(name)), *(len(v) for v in values)) + 3
         if used + need > width:
             break
         kept.append(name)
@@ -268,31 +275,58 @@ def phases(description: str) -> Iterator[PhaseProgress]:
 
 
 def _fmt(value: object) -> str:
-    return "-" if value is None else f"{value:+.4f}" if isinstance(value, float) else str(value)
+    """A signed table value, its minus U+2212 as in every other table ('-' where missing)."""
+    if value is None:
+        return "-"
+    return f"{value:+.4f}".replace("-", "−") if isinstance(value, float) else str(value)
 
 
 def print_deltas(deltas: pl.DataFrame) -> None:
-    """Headline metrics of every config as changes from the reference config (all in the Parquet)."""
+    """Headline metrics of every config as changes from the reference config, in the units the
+    sweep's table uses (shares as percentage points, minutes as minutes), as many columns as
+    the terminal holds (all of them in comparison.parquet)."""
     wide = delta_table(deltas)
-    table = Table(title="change from the reference config", title_justify="left")
-    table.add_column("report")
-    table.add_column("config")
     metrics = [c for c in wide.columns if c not in ("report", "label")]
-    for metric in metrics:
-        table.add_column("Δ " + C.metric(metric).label, justify="right")
-    for row in wide.iter_rows(named=True):
-        table.add_row(Path(row["report"]).name, row["label"], *(_fmt(row[m]) for m in metrics))
+    several = wide["report"].n_unique() > 1
+    labels = [
+        f"{Path(r).name}: {label}" if several else label
+        for r, label in wide.select("report", "label").rows()
+    ]
+    cells = {m: [C.show_change(C.metric(m).unit, v) for v in wide[m].to_list()] for m in metrics}
+    width = terminal_width()
+    shown = fit_columns(labels, cells, width, other=0)
+    title = "change from the reference config (--reference; shares in points, times in minutes)"
+    table = Table(title=title, title_justify="left")
+    table.add_column(
+        "config", no_wrap=True, overflow="ellipsis", max_width=label_width(labels, width)
+    )
+    for metric in shown:
+        table.add_column(C.metric(metric).brief, justify="right", no_wrap=True)
+    for i, label in enumerate(labels):
+        table.add_row(label, *(cells[m][i] for m in shown))
     _console().print(table)
+    if len(shown) < len(metrics):
+        dropped = ", ".join(C.metric(m).brief for m in metrics[len(shown) :])
+        typer.echo(f"(narrow terminal: {dropped} left out; every column is in comparison.parquet)")
 
 
 def print_internal(joined: pl.DataFrame) -> None:
-    """Per metric: steps compared and the mean / max absolute difference from the internal run."""
+    """Per metric: steps compared, both means and the largest |replayed - internal|, in the
+    metric's units."""
     stats = internal_summary(joined)
     table = Table(title="replayed vs internal run", title_justify="left")
     for column in stats.columns:
-        table.add_column(column)
-    for row in stats.iter_rows():
-        table.add_row(*(_fmt(v) for v in row))
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in stats.iter_rows(named=True):
+        metric = row["metric"]
+        unit = C.metric(metric).unit
+        table.add_row(
+            metric,
+            f"{row['steps']:,}",
+            C.show(metric, row["replayed mean"]),
+            C.show(metric, row["internal mean"]),
+            C.show_change(unit, row["max |delta|"]).removeprefix("+"),
+        )
     _console().print(table)
 
 
@@ -311,7 +345,7 @@ def print_attribution(frame: pl.DataFrame) -> None:
             cells = [
                 "-"
                 if row[c.removeprefix("delta ")] is None
-                else f"{row[c.removeprefix('delta ')]:.4f}"
+                else f"{row[c.removeprefix('delta ')]:.4f}".replace("-", "−")
                 for c in columns
             ]
             table.add_row(row["step"], row["description"] + " (values)", *cells)

@@ -25,6 +25,7 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
+from replay_cli.engine.calibrate import Calibration, calibrate, logged_drift, with_alpha
 from replay_cli.engine.measure import interval, summary_value
 from replay_cli.engine.row_plans import planned_rows, raw_key
 from replay_cli.engine.step_measure import GroupLevels, Problems
@@ -319,6 +320,110 @@ class World:
         )
 
 
+BLOCK_ROWS = 2_000_000
+"""Simulated rollouts drawn at once across runs (memory: a few arrays of this many values)."""
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """What every run of a step shares: each rollout's problem (the row of the flattened
+    (seeds, problems)), its pool row and bucket, the groups, and the success rate per cell."""
+
+    problem: np.ndarray
+    local: np.ndarray
+    bucket: np.ndarray
+    groups: Runs
+    p_cells: np.ndarray
+    cells: int  # seeds × problems × levels
+
+
+def _drawn(
+    world: World, rows: _Rows, pi: np.ndarray, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(cell, outcome, logged values) of a block of runs with efforts `pi` (runs, S, P, L), each
+    (runs, rollouts) or flattened: the same random numbers `u` for every run."""
+    u_level, u_outcome, u_row = u
+    n, levels = len(pi), pi.shape[-1]
+    cdf = np.cumsum(pi.reshape(n, -1, levels), axis=-1)[:, rows.problem]
+    level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
+    cell = rows.problem * levels + level
+    outcome = u_outcome < rows.p_cells.take(cell)
+    drawn = world.pool.draw(
+        np.tile(rows.local, n),
+        np.tile(rows.bucket, n),
+        level.ravel(),
+        outcome.ravel(),
+        np.tile(u_row, n),
+    )
+    return cell, outcome, drawn
+
+
+def _batched_advantages(
+    runs: Sequence[ReplayConfig], drawn: dict[str, np.ndarray], groups: Runs
+) -> tuple[np.ndarray, np.ndarray]:
+    """(trained advantage, trainable) of batchable runs sharing a `raw_key` over their drawn
+    rollouts, back to back (`groups` tiled per run): each run shaped by its own settings, then
+    one GRPO call over every group, which is per group as the replay's."""
+    n = len(drawn["reward"]) // len(runs)
+    shaped = np.concatenate(
+        [
+            shape_arrays(
+                _chunk({k: v[j * n : (j + 1) * n] for k, v in drawn.items()}, groups),
+                cfg.shaping,
+            ).reward_shaped
+            for j, cfg in enumerate(runs)
+        ]
+    )
+    a, mask_flagged = raw_key(runs[0])
+    masked = drawn["mask_sample"].astype(bool) & mask_flagged
+    valid = ~masked if a.exclude_masked else np.ones(len(masked), bool)
+    tiled = Runs.of_lengths(np.tile(groups.lengths, len(runs)))
+    return grpo(shaped, valid, tiled, a).advantage.astype(np.float64), ~masked
+
+
+def _step_sums(
+    world: World,
+    runs: Sequence[ReplayConfig],
+    rows: _Rows,
+    pi: np.ndarray,
+    u: np.ndarray,
+    refused: dict[int, str],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ā, āy) per run, problem and level, (runs, S * P, L): each run's trained advantages of
+    one step's draws, per group over its trainable rows, summed by level and by level and
+    success. Batchable runs sharing an estimator are drawn and normalised together in blocks; the
+    others (filters, peer estimators) take the polars plans run by run."""
+    levels = pi.shape[-1]
+    a = np.zeros((len(runs), rows.cells))
+    ay = np.zeros_like(a)
+    size = len(runs) * rows.cells
+    batches: dict[object, list[int]] = {}
+    for r, cfg in enumerate(runs):
+        if r not in refused:
+            batches.setdefault(raw_key(cfg) if batchable(cfg) else r, []).append(r)
+    block = max(1, BLOCK_ROWS // max(len(rows.problem), 1))
+    for members in batches.values():
+        for first in range(0, len(members), block):
+            mine = members[first : first + block]
+            cell, outcome, drawn = _drawn(world, rows, pi[mine], u)
+            if batchable(runs[mine[0]]):
+                chosen = [runs[r] for r in mine]
+                advantage, trainable = _batched_advantages(chosen, drawn, rows.groups)
+            else:
+                try:
+                    advantage, trainable = advantages(runs[mine[0]], drawn, rows.groups)
+                except EstimatorError as exc:
+                    refused[mine[0]] = str(exc).split("\n")[0]
+                    continue
+            tiled = Runs.of_lengths(np.tile(rows.groups.lengths, len(mine)))
+            trained = with_signal(advantage, trainable, tiled)
+            weight = trained / tiled.rows(np.maximum(tiled.sum(trainable), 1))
+            where = (cell + np.asarray(mine)[:, None] * rows.cells).ravel()
+            a += np.bincount(where, weight, size).reshape(a.shape)
+            ay += np.bincount(where, weight * outcome.ravel(), size).reshape(a.shape)
+    return a.reshape(len(runs), -1, levels), ay.reshape(len(runs), -1, levels)
+
+
 def _simulate(
     world: World,
     runs: Sequence[ReplayConfig],
@@ -338,40 +443,21 @@ def _simulate(
     seeds, problems, levels = world.pi.shape
     pi = np.broadcast_to(world.pi, (n_runs, seeds, problems, levels)).copy()
     sizes = world.size.ravel()
-    group_runs = Runs.of_lengths(sizes)
-    rollouts = int(sizes.sum())
-    problem_of_row = np.repeat(np.arange(seeds * problems), sizes)
-    flat_p = world.rate.reshape(-1, levels)
+    problem = np.repeat(np.arange(seeds * problems), sizes)
+    rows = _Rows(
+        problem=problem,
+        local=world.local.ravel()[problem],
+        bucket=world.bucket.ravel()[problem],
+        groups=Runs.of_lengths(sizes),
+        p_cells=world.rate.reshape(-1, levels).ravel(),
+        cells=seeds * problems * levels,
+    )
     out = np.zeros((steps + 1, n_runs, seeds, 4, len(METRICS)))
     out[0] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
     rng = np.random.default_rng([seed, 11])
-    local = world.local.ravel()[problem_of_row]  # the same for every run and step
-    bucket = world.bucket.ravel()[problem_of_row]
-    p_cells = flat_p.ravel()
     for t in range(1, steps + 1):
-        u_level, u_outcome, u_row = rng.random((3, rollouts))
-        a = np.zeros((n_runs, seeds * problems, levels))
-        ay = np.zeros_like(a)
-        for r, cfg in enumerate(runs):
-            if r in refused:
-                continue
-            cdf = np.cumsum(pi[r].reshape(-1, levels), axis=-1)[problem_of_row]
-            level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
-            cell = problem_of_row * levels + level
-            outcome = u_outcome < p_cells.take(cell)
-            rows = world.pool.draw(local, bucket, level, outcome, u_row)
-            try:
-                advantage, trainable = advantages(cfg, rows, group_runs)
-            except EstimatorError as exc:
-                refused[r] = str(exc).split("\n")[0]
-                continue
-            counted = group_runs.sum(trainable)
-            trained = with_signal(advantage, trainable, group_runs)
-            weight = trained / np.maximum(counted, 1)[problem_of_row]
-            a[r] = np.bincount(cell, weight, seeds * problems * levels).reshape(-1, levels)
-            ay[r] = np.bincount(cell, weight * outcome, seeds * problems * levels).reshape(
-                -1, levels
-            )
+        u = rng.random((3, len(problem)))
+        a, ay = _step_sums(world, runs, rows, pi, u, refused)
         now = EffortModel(pi, world.p, world.m, world.bucket, world.weight)
         # The success rates are held: the budget is spent on the effort softmax alone.
         effort = Direction.of(now, a.reshape(pi.shape), ay.reshape(pi.shape))
@@ -397,6 +483,13 @@ def forecast(
     resample, the `RESAMPLED` columns) the verdict's confidence reads."""
     intervals = intervals or MeasureSettings()
     world = World.of(problems, groups, settings.seeds)
+    calibration = Calibration(1.0, why="calibration off")
+    if settings.calibrate:
+        drift = logged_drift(problems, groups, intervals)
+        calibration = calibrate(
+            world, off_twin(configs[0]), drift, budget, settings.seed, intervals.interval
+        )
+        world = with_alpha(world, calibration.alpha)
     twins = {raw_key(c) if batchable(c) else c.config_id: off_twin(c) for c in configs}
     keys = list(twins)
     runs = [*configs, *twins.values()]
@@ -445,6 +538,9 @@ def forecast(
         "forecast/problems": float(world.pi.shape[1]),
         "forecast/problems_total": float(len(problems.model)),
         "forecast/problems_sampled": float(len(np.unique(world.index))),
+        C.FORECAST_BUDGET: budget,
+        # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
+        **(calibration.columns() if settings.calibrate else {}),
     }
     for b, scope in ((0, ""), (3, "@long")):
         sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))

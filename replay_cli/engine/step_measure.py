@@ -119,6 +119,8 @@ class GroupLevels:
     rows: dict[str, np.ndarray] | None = None
     """The logged training rollouts of the forecast's groups (`forecast.LOGGED`, and `group`:
     the group's position in this chunk's training groups)."""
+    step: np.ndarray | None = None
+    """Per group, its training step (the forecast's calibration reads the log's own drift)."""
 
 
 @dataclass
@@ -156,7 +158,8 @@ class ChunkLevels:
         problem = None
         if problem_buckets is not None:
             problem = c.frame[S.INSTANCE_ID].gather(runs.starts[pick])
-        groups = GroupLevels(count, success, minutes, bucket[pick], problem)
+        step = c.frame[S.STEP].gather(runs.starts[pick]).to_numpy()
+        groups = GroupLevels(count, success, minutes, bucket[pick], problem, step=step)
         if forecast_keys is not None:
             groups.seeds, groups.rows = _kept_rows(c, rows, pick, forecast_keys)
         return cls(rows, groups)

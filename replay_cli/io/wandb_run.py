@@ -191,6 +191,18 @@ def runs_of(path: Path) -> dict[str, Path]:
     return {log.parent.name: log for log in logs_under(path)}
 
 
+def run_list(runs: dict[str, Path]) -> str:
+    """Runs as a person knows them, one per line: the run's name, then its id (`offline-run-…`
+    directories say neither what the run is nor which)."""
+    if not runs:
+        return "  none"
+    lines = []
+    for directory, log in sorted(runs.items()):
+        name = read_log(log).name or directory
+        lines.append(f"  {name}  (id {directory.rsplit('-', 1)[-1]})")
+    return "\n".join(sorted(lines))
+
+
 def read_run(path: str | Path, run: str | None = None) -> WandbRun:
     """The one run at `path` (a `.wandb` log, a run directory, or a directory of runs, where
     `run` picks one by directory name, run id or display name; the error lists them)."""
@@ -202,11 +214,11 @@ def read_run(path: str | Path, run: str | None = None) -> WandbRun:
             chosen = {n: p for n, p in runs.items() if read_log(p).name == run}
         runs = chosen
     if len(runs) != 1:
-        listed = ", ".join(sorted(runs_of(path))) or "none"
+        listed = run_list(runs_of(path))
         raise InputFileError(
-            f"{path} holds {len(runs_of(path))} W&B runs ({listed}).\n\n"
-            "Pick one with --internal-run NAME (its directory, id or name)."
+            f"{path} holds {len(runs_of(path))} W&B runs:\n{listed}\n\n"
+            "Pick one with --internal-run NAME (its name, id or directory)."
             if run is None
-            else f"{path} has no W&B run {run!r}; runs: {listed}."
+            else f"{path} has no W&B run {run!r}; its runs:\n{listed}"
         )
     return read_log(next(iter(runs.values())))

@@ -47,11 +47,17 @@ def _pick(summary: pl.DataFrame, key: str | None, what: str) -> dict:
         return summary.row(0, named=True)
     hits = summary.filter(pl.col(S.CONFIG_ID).str.starts_with(key) | (pl.col("label") == key))
     if hits.height == 0:
-        choices = ", ".join(
-            f"{c} ({lbl})" for c, lbl in summary.select(S.CONFIG_ID, "label").iter_rows()
+        raise ConfigError(
+            f"No config matches {what} {key!r}.\n\nChoose one of:\n{config_choices(summary)}"
         )
-        raise ConfigError(f"No config matches {what} {key!r}.\n\nChoose one of: {choices}")
     return hits.row(0, named=True)
+
+
+def config_choices(summary: pl.DataFrame) -> str:
+    """The configs a user can name, one per line: `  <config_id>  <label>`."""
+    return "\n".join(
+        f"  {cid}  {label}" for cid, label in summary.select(S.CONFIG_ID, "label").iter_rows()
+    )
 
 
 def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.DataFrame:
@@ -198,7 +204,8 @@ def choose_config(summary: pl.DataFrame, key: str | None) -> str:
     if internal.height == 1:
         return internal[S.CONFIG_ID][0]
     raise ConfigError(
-        "Several configs could be compared with the internal run.\n\nPick one with --config-id."
+        f"{summary.height} configs could be set beside the internal run.\n\nPick one with "
+        f"--config-id ID (its id, a prefix of it, or its label):\n{config_choices(summary)}"
     )
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS
-from replay_cli.advice.words import fmt, param_text
+from replay_cli.advice.words import param_text
 from replay_cli.io.files import atomic_path
 from replay_cli.report import facets
 from replay_cli.report import layouts as L
@@ -35,7 +35,7 @@ from replay_cli.report.html_parts import (
 )
 from replay_cli.report.model import Report
 from replay_cli.report.plots import CHARTS
-from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.roles import FRONTIER_Y, STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
 AVOID_SHOWN = 12
@@ -220,14 +220,15 @@ def _frontier(report: Report) -> str:
     line = report.rule_line
 
     def shown(axis: str, value: float) -> str:
-        return C.show_value("ratio", value) if axis == "x" else f"{value:.2g} min"
+        # y is `gain` (minutes sooner, up); written as solve Δ, negative = sooner, as everywhere.
+        return C.show_value("ratio", value) if axis == "x" else C.show(C.F_SOLVE_VS_OFF, -value)
 
     chart = frontier_svg(
         points,
         x="kept",
         y="gain",
         xlabel="resolve rate kept after T steps (low end)",
-        ylabel="successes sooner after T steps (min)",
+        ylabel=FRONTIER_Y,
         title="Frontier on the rule's axes",
         vline=line,
         hollow=hollow,
@@ -241,8 +242,9 @@ def _frontier(report: Report) -> str:
         f'<div class="frontier">{chart}</div><p class="muted">One point per config (configs that '
         "coincide share a point), numbered as in the table; hover for the labels, click to open "
         "its detail. Right: the resolve rate a config keeps after T steps against shaping off's "
-        "(the low end of its interval, the lower of overall and long problems); up: how many "
-        "minutes sooner than under shaping off its successes end then. The dashed line is the "
+        "(the low end of its interval, the lower of overall and long problems); up: its solve Δ "
+        "then, the minutes a success takes minus under shaping off (negative = sooner, so up is "
+        "sooner). The dashed line is the "
         "rule's "
         f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
         f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend} "
@@ -416,9 +418,17 @@ def _details(report: Report) -> str:
     for row in summary.iter_rows(named=True):
         cid = row[S.CONFIG_ID]
         params = "".join(
-            f"<dt>{escape(p)}</dt><dd>{escape(fmt(row[p]))}</dd>" for p in PARAMS if p in row
+            f"<dt>{escape(p)}</dt><dd>{escape(param_text(p, row[p]))}</dd>"
+            for p in PARAMS
+            if p in row
         )
-        values = [[f'<td class="text">{escape(m)}</td>', row[m]] for m in metrics]
+        values = [
+            [
+                cell(m, "text", C.metric(m).label),
+                cell(row[m], "", C.metric(m).description, C.show(m, row[m])),
+            ]
+            for m in metrics
+        ]
         mine = found.filter(pl.col(S.CONFIG_ID) == cid)
         parts = [
             (

@@ -156,8 +156,8 @@ def _lambdas(report: Report) -> int:
 
 CHARTS: dict[str, Chart] = {
     "frontier": Chart(
-        "The rule's own axes: minutes by which successes end sooner than under shaping off "
-        "after T steps, against the resolve rate kept then (low end of the interval); the "
+        "The rule's own axes: solve Δ after T steps (minutes vs shaping off, negative = "
+        "sooner, drawn up) against the resolve rate kept then (low end of the interval); the "
         "dashed line is the rule's bar.",
         lambda r, _: frontier_chart(r.summary, r.recommendation, r.rule),
         lambda r: r.summary.height > 1 and r.frontier is not None,

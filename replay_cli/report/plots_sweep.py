@@ -5,6 +5,7 @@ and the frontier. Each takes the summary table and returns a Figure.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +17,15 @@ from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
 from replay_cli.advice.recommendation import Rule
 from replay_cli.advice.words import param_text
+from replay_cli.config import lambda_text
 from replay_cli.report.facets import Layout, describe, layout, varying
-from replay_cli.report.roles import STYLES, point_groups
+from replay_cli.report.roles import FRONTIER_Y, STYLES, point_groups
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-LAMBDA_AXIS = "lambda_time × 60 (cost of a 60-min rollout)"
+LAMBDA_AXIS = "λ (lambda_time: reward charged per minute)"
+"""The x label of every chart against lambda; its ticks are the sweep's λ as written (1/60)."""
 PANEL_COLS = 4
 LEGEND_RIGHT_MAX = 14
 
@@ -54,6 +57,16 @@ def legend(fig: Figure, handles: list[Any], labels: list[str]) -> None:
         fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     else:
         fig.legend(handles, labels, loc="outside lower center", fontsize="x-small", ncols=3)
+
+
+def lambda_ticks(ax: Any, lambdas: list[float]) -> None:
+    """Ticks at the sweep's λ values, written as everywhere else (1/60, not 0.01667); slanted
+    where two sit close enough to overprint (1/120 beside 1/60 on an axis to 1/15)."""
+    ax.set_xticks(lambdas, [lambda_text(lam) for lam in lambdas])
+    span = (lambdas[-1] - lambdas[0]) if len(lambdas) > 1 else 0.0
+    gaps = [b - a for a, b in itertools.pairwise(lambdas)]
+    if len(lambdas) > 5 or (span > 0 and min(gaps) < 0.15 * span):
+        ax.tick_params(axis="x", labelrotation=45, labelsize="x-small")
 
 
 def _grid(n: int) -> tuple[int, int]:
@@ -97,13 +110,14 @@ def vs_lambda(
             pl.col(S.CONFIG_ID).replace_strict(lay.series, default="shaped").alias("_series")
         ).sort("lambda_time")
         for (name,), line in part.group_by("_series", maintain_order=True):
-            x = line["lambda_time"] * 60
+            x = line["lambda_time"]
             ax.plot(x, line[metric], marker="o", ms=4, color=colour[name])
             if dashed is not None:
                 ax.plot(x, line[dashed], linestyle="--", marker=".", color=colour[name], alpha=0.7)
             if raw is not None:
                 ax.plot(x, line[raw], linestyle=":", color="grey", linewidth=1)
         ax.set_title(panel_title or title, fontsize="small" if panel_title else "medium")
+        lambda_ticks(ax, part["lambda_time"].unique().sort().to_list())
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
         ax.set_ylabel(ylabel, fontsize="small")
         ax.grid(alpha=0.3)
@@ -216,7 +230,7 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
                         fontsize="x-small",
                         color="white" if dark else "black",
                     )
-        ax.set_xticks(range(len(lambdas)), [f"{lam * 60:.3g}" for lam in lambdas])
+        ax.set_xticks(range(len(lambdas)), [lambda_text(lam) for lam in lambdas])
         ax.set_yticks(range(len(floors)), [param_text("floor", f) for f in floors])
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
         ax.set_ylabel("floor")
@@ -286,8 +300,8 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
 
 
 def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> Figure:
-    """The rule's own axes: the minutes by which a config's successes end sooner than under
-    shaping off after T steps (up is better) against the resolve rate it keeps then (the low end
+    """The rule's own axes: a config's solve Δ after T steps (the minutes a success takes minus
+    under shaping off, negative = sooner, drawn upward: up is better) against the resolve rate it keeps then (the low end
     of its interval, the lower of overall and long problems; right is better), the rule's line drawn.
     Coloured by role as in index.html; a config avoided for another criterion (an inversion, an
     explosion, ...) is drawn hollow wherever it sits. Coincident configs share one point,
@@ -320,7 +334,9 @@ def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
     if len(points) <= 40:
         place_labels(ax, points, "kept", "gain", scale=100)
     ax.set_xlabel("resolve rate after T steps, % of shaping off's (low end of the interval)")
-    ax.set_ylabel("successes sooner than under shaping off after T steps (min)")
+    ax.set_ylabel(FRONTIER_Y)
+    # Up is sooner, written as everywhere: a solve Δ, negative = sooner (the tick of y is −y).
+    ax.yaxis.set_major_formatter(lambda y, _: C.show(C.F_SOLVE_VS_OFF, -y).removesuffix(" min"))
     ax.grid(alpha=0.3)
     ax.set_title("Frontier on the rule's axes: best configs sit top right of the line")
     legend(fig, *ax.get_legend_handles_labels())

@@ -19,6 +19,9 @@ STYLES: dict[str, tuple[str, str]] = {
 }
 """Display role -> (legend name, colour), in drawing order: the recommended point is drawn last,
 on top of any other."""
+FRONTIER_Y = "solve Δ at T vs shaping off (min; negative = sooner, drawn up)"
+"""Both frontiers' y label: the rule's minutes signed as every table signs them (negative =
+sooner), with sooner drawn upward so that the best configs sit top right."""
 
 
 def display_role(row: dict[str, Any]) -> str:

@@ -42,18 +42,18 @@ def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dic
         for column in L.TRACKER_CURVES:
             value = C.metric(column).human(row.get(column))
             if value is not None:
-                values[f"replay/{column}"] = value
+                values[f"replay/{C.human_name(column)}"] = value
         yield int(row[S.STEP]), values
 
 
 def headline(row: dict[str, Any]) -> dict[str, float]:
     """A config's headline numbers (`layouts.TRACKER_HEADLINE` present and not null), in human
-    units."""
+    units, under names that say so (`C.human_name`: a % is `_pct`, never `_frac`)."""
     out = {}
     for column in L.TRACKER_HEADLINE:
         value = C.metric(column).human(row.get(column))
         if value is not None:
-            out[column] = value
+            out[C.human_name(column)] = value
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
@@ -31,8 +32,10 @@ def hparam_tag(column: str) -> str:
     return "hparams/" + column.replace("/", "_").replace("@", "_")
 
 
-HPARAM_METRICS = {column: hparam_tag(column) for column in L.TRACKER_HEADLINE}
-"""Summary column -> the HParams dashboard's metric tag."""
+HPARAM_METRICS = {
+    C.human_name(column): hparam_tag(C.human_name(column)) for column in L.TRACKER_HEADLINE
+}
+"""`headline`'s names (human units, `_pct` for %) -> the HParams dashboard's metric tag."""
 
 
 def summary_writer() -> Any:
@@ -73,7 +76,11 @@ def _write(
         {**v, "role": roles[cid]}
         for v, cid in zip(param_values(summary, params), summary[S.CONFIG_ID], strict=True)
     ]
-    metrics = {tag: 0.0 for column, tag in HPARAM_METRICS.items() if column in summary.columns}
+    metrics = {
+        tag: 0.0
+        for column, tag in zip(L.TRACKER_HEADLINE, HPARAM_METRICS.values(), strict=True)
+        if column in summary.columns
+    }
     experiment, _, _ = hparams(values[0], metrics)
     root = writer_class(str(out))
     root.file_writer.add_summary(experiment)

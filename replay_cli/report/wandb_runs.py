@@ -2,7 +2,8 @@
 (mode offline, nothing sent; `wandb sync` uploads them), so W&B's runs table, grouping and
 parallel-coordinates views work on a sweep.
 
-Each run: `config` = the config's parameters, its id and label, and its launch overrides; the
+Each run: `config` = the config's parameters (λ written 1/60, as everywhere), its id and label,
+and its launch overrides (the exact float); the
 history = the per-step tables under the trainer's metric names and the replay's curves (as the
 TensorBoard export writes them); the summary = the headline and decision numbers in the
 catalogue's human units, the role and the resample share; the role as a tag; every run of one
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from replay_cli import schema as S
+from replay_cli.advice.words import param_text
+from replay_cli.config import ReplayConfig
 from replay_cli.errors import ReplayError, missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
@@ -51,6 +54,24 @@ def _settings(wandb: Any) -> Any:
     )
 
 
+def run_config(
+    config: ReplayConfig, label: str, overrides: str, shaping_off: bool = False
+) -> dict[str, Any]:
+    """A run's W&B config: the config's parameters as the run launches them, λ as every surface
+    writes it (1/60; its exact float is in `overrides`), its id, label and launch overrides.
+    A config that changes no reward (`shaping_off`: λ 0, no bonus, no floor) launches with
+    `enabled=false`, and its config says so."""
+    flat = config.flat()
+    return {
+        **flat,
+        "enabled": bool(flat["enabled"]) and not shaping_off,
+        "lambda_time": param_text("lambda_time", flat["lambda_time"]),
+        S.CONFIG_ID: config.config_id,
+        "label": label,
+        "overrides": overrides,
+    }
+
+
 def write_runs(
     report: Report,
     out: str | Path,
@@ -74,12 +95,9 @@ def write_runs(
         for row, name in zip(report.summary.iter_rows(named=True), names, strict=True):
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
-            config = {
-                **configs[cid].flat(),
-                S.CONFIG_ID: cid,
-                "label": row["label"],
-                "overrides": decided["overrides"],
-            }
+            config = run_config(
+                configs[cid], row["label"], decided["overrides"], bool(decided[S.SHAPING_OFF])
+            )
             run = wandb.init(
                 dir=str(tmp),
                 project=project,

@@ -344,3 +344,41 @@ def test_help_prints_as_written_with_each_default(command, monkeypatch):
         assert "[default: 1/60]" in text  # --lambda-time
         assert "[default: trivial]" in text  # --std-guard
         assert "replay-cli[torch]" in text  # --precision
+
+
+def test_a_no_switch_says_what_passing_it_does(monkeypatch):
+    """`--no-normalize` and `--no-mask-flagged` once described the default (what the trainer
+    does without the flag); each switch's help now says what passing it changes."""
+    from replay_cli import parameters as P
+
+    monkeypatch.setenv("COLUMNS", "250")
+    text = run("replay", "--help").output
+    lines = {line.split()[0]: line for line in text.splitlines() if line.strip().startswith("--")}
+    for p in P.registry().values():
+        if p.kind != "bool" or not p.replay or p.switch not in lines:
+            continue
+        if p.default:  # a --no- switch: never the description of the setting it turns off
+            assert p.off is not None, f"{p.name} needs an `off` help for {p.switch}"
+            assert p.help[:40] not in lines[p.switch], p.switch
+    assert "--no-normalize" in lines
+    assert lines["--no-normalize"].split(None, 1)[1].startswith("Do not divide by the std")
+    assert lines["--no-mask-flagged"].split(None, 1)[1].startswith("Charge loss-masked rows too")
+
+
+def test_export_takes_its_output_as_out_like_every_command(synth_path, tmp_path):
+    """`export tensorboard REPORT --out DIR`; the old positional still works, with a warning."""
+    pytest.importorskip("tensorboardX")
+    report = tmp_path / "r"
+    assert run("replay", synth_path, "--out", report, "--no-forecast").exit_code == 0
+    missing = run("export", "tensorboard", report)
+    assert missing.exit_code == 2
+    assert "--out" in missing.output
+    new = run("export", "tensorboard", report, "--out", tmp_path / "tb")
+    assert new.exit_code == 0, new.output
+    assert "deprecated" not in new.output
+    old = run("export", "tensorboard", report, tmp_path / "tb2")
+    assert old.exit_code == 0, old.output
+    assert f"deprecated; use `export tensorboard REPORT --out {tmp_path / 'tb2'}`" in old.output
+    both = run("export", "tensorboard", report, tmp_path / "tb3", "--out", tmp_path / "tb4")
+    assert both.exit_code == 2
+    assert "give only --out" in both.output

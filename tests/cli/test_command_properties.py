@@ -394,7 +394,7 @@ def test_replay_then_compare_and_export(data, rows):
         code, output = invoke(["compare", out, "--out", tmp / "compared"])
         assert code == 0, output
         assert (tmp / "compared" / "comparison.parquet").is_file()
-        code, output = invoke(["export", "tensorboard", out, tmp / "tb"])
+        code, output = invoke(["export", "tensorboard", out, "--out", tmp / "tb"])
         assert code == 0, output
         assert any((tmp / "tb").iterdir())
         assert_no_leftovers(tmp)
@@ -427,7 +427,7 @@ def test_export_wandb_writes_one_run_per_config(data):
         path, out = written(tmp, data), tmp / "report"
         code, output = invoke(["sweep", path, "--out", out, "--lambda-time", "0,1/60", *QUICK])
         assert code == 0, output
-        code, output = invoke(["export", "wandb", out, tmp / "wandb"])
+        code, output = invoke(["export", "wandb", out, "--out", tmp / "wandb"])
         assert code == 0, output
         assert "Wrote 2 W&B runs" in output
         assert_no_leftovers(tmp)

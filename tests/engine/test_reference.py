@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from factories import replay_frame
+from factories import replay_rows
 from reference_impl import reference_groups, reference_replay, reference_steps
 
 COLUMNS = (
@@ -79,7 +79,7 @@ def _frame(rows):
 
 def _compare(rows, shaping_params, advantage_params):
     frame = _frame(rows)
-    got = replay_frame(frame, shaping_params, advantage_params).rows.sort(
+    got = replay_rows(frame, shaping_params, advantage_params).rows.sort(
         "step", "group_id", "rollout_index"
     )
     want = sorted(
@@ -159,7 +159,7 @@ filtering = st.fixed_dictionaries(
     metrics_by=st.sampled_from(["group", "batch"]),
 )
 def test_group_and_step_tables_match_reference(rows, shaping_params, advantage_params, metrics_by):
-    result = replay_frame(_frame(rows), shaping_params, advantage_params, metrics_by=metrics_by)
+    result = replay_rows(_frame(rows), shaping_params, advantage_params, metrics_by=metrics_by)
     report_rows = result.rows.to_dicts()
     want_groups = reference_groups(report_rows, shaping_params)
     got_groups = {(g["step"], g["group_id"]): g for g in result.groups.to_dicts()}

@@ -1,5 +1,7 @@
 """Tests for replay_cli.report.compare and the compare / plot commands."""
 
+import re
+
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -145,3 +147,44 @@ def test_plot_rejects_a_non_report(tmp_path):
     result = runner.invoke(app, ["plot", str(tmp_path)])
     assert result.exit_code == 2
     assert "is not a replay report" in result.output
+
+
+def test_compare_prints_the_sweeps_units_and_fits_the_terminal(synth_path, tmp_path, monkeypatch):
+    """Changes of shares in percentage points and of times in minutes (not raw fractions), one
+    header per metric (no 'Δ solve Δ'), and at 100 columns whole cells, never '+0.…'."""
+    report = tmp_path / "rep"
+    configs = [config({"enabled": False}), config({"lambda_time": 1 / 30})]
+    api.replay_to_report([synth_path], configs, report)
+    for columns in ("100", "200"):
+        monkeypatch.setenv("COLUMNS", columns)
+        out = tmp_path / f"cmp{columns}"
+        result = runner.invoke(app, ["compare", str(report), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        table = [line for line in lines if line[:1] in "┏┃┡│└"]
+        assert table
+        assert all(len(line) <= int(columns) for line in table)
+        assert "pts" in result.output  # resolve@T's change, as a sweep prints resolve@T in %
+        assert "Δ solve Δ" not in result.output
+        assert not any(re.search(r"[+−-]\d*\.?…", line) for line in lines), result.output
+        assert "resolve@T" in result.output
+        assert re.search(r"[+−]\d+(\.\d+)? min", result.output)  # solve Δ@T's change
+        assert "0.0" not in re.sub(r"[+−]\d+(\.\d+)? (pts|min)|\d\.\d+e", "", result.output)
+
+
+def test_compare_without_a_config_lists_them(synth_path, tmp_path):
+    """`--internal` with several configs and none given: the error lists every config id and
+    label to pass to --config-id."""
+    report = tmp_path / "rep"
+    configs = [config(), config({"lambda_time": 1 / 30})]
+    api.replay_to_report([synth_path], configs, report)
+    csv = tmp_path / "internal.csv"
+    csv.write_text("step,metric,value\n1,train/total_reward/mean,0.5\n")
+    result = runner.invoke(
+        app, ["compare", str(report), "--out", str(tmp_path / "c"), "--internal", str(csv)]
+    )
+    assert result.exit_code == 2
+    assert "Pick one with --config-id" in result.output
+    summary = pl.read_parquet(report / "summary.parquet")
+    for cid, label in summary.select("config_id", "label").rows():
+        assert f"{cid}  {label}" in result.output

@@ -78,3 +78,27 @@ def test_replayed_vs_internal():
     fig = plots.replayed_vs_internal(joined)
     _check(fig)
     assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["a", "b"]
+
+
+def test_charts_against_lambda_write_it_as_every_surface_does(result):
+    """λ's ticks are 1/120, 1/60 (as the labels and tables write them), not λ × 60 or 0.01667."""
+    fig = plots.signal_vs_lambda(result.summary)
+    ax = fig.axes[0]
+    assert "× 60" not in ax.get_xlabel()
+    assert "λ" in ax.get_xlabel()
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert {"1/120", "1/60"} <= set(ticks)
+    assert not any("0.0" in t for t in ticks)
+
+
+def test_the_frontier_writes_solve_time_signed_as_the_tables(result):
+    """The frontier's y is a solve Δ (negative = sooner), drawn sooner-up: its ticks are the
+    table's signed minutes, never '+0.08 sooner'."""
+    from replay_cli.report.roles import FRONTIER_Y
+
+    fig = plots.report_figures(Report.of(result))["frontier"]
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == FRONTIER_Y
+    assert "negative = sooner" in FRONTIER_Y
+    ticks = [ax.yaxis.get_major_formatter()(y, 0) for y in (0.5, 1.0)]
+    assert ticks == ["−0.5", "−1"]

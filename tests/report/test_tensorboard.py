@@ -63,7 +63,7 @@ def test_every_scalar_equals_the_step_table(sweep):
                     continue
                 if column in TRACKER_CURVES:  # the replay's own curves, in the page's units
                     human = C.metric(column).human(value)
-                    expected[(f"replay/{column}", step["step"])] = f32(human)
+                    expected[(f"replay/{C.human_name(column)}", step["step"])] = f32(human)
                 else:  # the trainer's tags carry the trainer's values, to overlay its curves
                     expected[(trainer_tag(column), step["step"])] = f32(value)
         written = {
@@ -80,7 +80,12 @@ def test_every_scalar_equals_the_step_table(sweep):
             .rows()
         )
         ratio = row["forecast/resolve_vs_off"]
-        assert hparams["hparams/forecast_resolve_vs_off"] == f32(ratio * 100)  # in %, as on page
+        assert hparams["hparams/forecast_resolve_vs_off_pct"] == f32(ratio * 100)  # % says _pct
+        # A tag named _frac or _rate holds a fraction, the trainer's way; a % is named _pct.
+        for (tag, _), value in written.items():
+            if tag.endswith(("_frac", "_rate", "_share")):
+                assert 0 <= value <= 1, (tag, value)
+        assert "replay/adv/explosion_pct" in {t for t, _ in written}
         solve = C.metric("forecast/solve_minutes_vs_off").human(
             row["forecast/solve_minutes_vs_off"]
         )
@@ -94,13 +99,15 @@ def test_every_scalar_equals_the_step_table(sweep):
 def test_the_directory_is_refused_then_replaced_with_force(sweep, tmp_path):
     report, _ = sweep
     out = tmp_path / "export"
-    first = runner.invoke(app, ["export", "tensorboard", str(report), str(out)])
+    first = runner.invoke(app, ["export", "tensorboard", str(report), "--out", str(out)])
     assert first.exit_code == 0, first.output
     assert first.output.startswith(f"Wrote 4 TensorBoard runs to {out}")
-    again = runner.invoke(app, ["export", "tensorboard", str(report), str(out)])
+    again = runner.invoke(app, ["export", "tensorboard", str(report), "--out", str(out)])
     assert again.exit_code == 2
     assert "--force" in again.output
-    forced = runner.invoke(app, ["export", "tensorboard", str(report), str(out), "--force"])
+    forced = runner.invoke(
+        app, ["export", "tensorboard", str(report), "--out", str(out), "--force"]
+    )
     assert forced.exit_code == 0, forced.output
     assert len(list(out.rglob("events.out.tfevents*"))) == 5  # four runs and the experiment
 
@@ -169,7 +176,7 @@ def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep):
         tags = _get(f"{base}/data/plugin/scalars/tags")
         for name in names:
             assert "train/total_reward/mean" in tags[name]
-            assert "replay/signal/group_rate" in tags[name]
+            assert "replay/signal/group_rate_pct" in tags[name]
         groups = _get(
             f"{base}/data/plugin/hparams/session_groups",
             {

@@ -13,10 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from replay_cli import catalogue as C
+from replay_cli.advice.words import param_text
 from replay_cli.cli.app import app
+from replay_cli.config import build_config
 from replay_cli.io.wandb_run import BLOCK, read_log, read_run, runs_of
 from replay_cli.report.layouts import TRACKER_CURVES
 from replay_cli.report.run_tags import headline, run_name, trainer_tag
+from replay_cli.report.wandb_runs import run_config
 
 from factories import write_small_synth
 
@@ -58,7 +61,8 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
             for column, value in step.items():
                 if value is None or column in ("config_id", "step", "rows", "groups"):
                     continue
-                tag = f"replay/{column}" if column in TRACKER_CURVES else trainer_tag(column)
+                human_tag = f"replay/{C.human_name(column)}"
+                tag = human_tag if column in TRACKER_CURVES else trainer_tag(column)
                 human = C.metric(column).human(value) if column in TRACKER_CURVES else value
                 expected[(tag, step["step"])] = float(human)
         written = {
@@ -69,19 +73,50 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
         # Summary: the headline in human units, the role and the resample share.
         for column, value in headline(row).items():
             assert run.summary[column] == value
-        assert run.summary["forecast/resolve_vs_off"] == pytest.approx(
+        assert run.summary["forecast/resolve_vs_off_pct"] == pytest.approx(
             row["forecast/resolve_vs_off"] * 100
         )
+        # A key named _frac or _rate holds a fraction, as the trainer's do; a % says _pct.
+        keys = {*run.summary, *(t for t, _ in written)}
+        assert any(k.endswith("_pct") for k in keys)
+        for key in keys:
+            if key.endswith(("_frac", "_rate", "_share")):
+                values = [v for (t, _), v in written.items() if t == key] or [run.summary[key]]
+                assert all(0 <= v <= 1 for v in values if v is not None), (key, values)
         assert run.summary["role"] == decided["role"]
         assert run.summary["won_share"] == decided["won_share"]
         # Config: the parameters as the summary holds them, the id, label and launch overrides.
-        for key in ("lambda_time", "apply_to", "floor", "normalize", "clip_low", "std_guard"):
+        for key in ("apply_to", "floor", "normalize", "clip_low", "std_guard"):
             assert run.config[key] == row[key]
+        # λ as every surface writes it; its exact float only in the overrides.
+        assert run.config["lambda_time"] == param_text("lambda_time", row["lambda_time"])
+        # `enabled` as the run launches: λ = 0 changes no reward and launches enabled=false.
+        launched = "enabled=true" if run.config["enabled"] else "enabled=false"
+        assert launched in decided["overrides"]
+        assert run.config["enabled"] == (row["enabled"] and not decided["shaping_off"])
         assert run.config["config_id"] == row["config_id"]
         assert run.config["label"] == row["label"]
         assert run.config["overrides"] == decided["overrides"]
         assert run.tags == [decided["role"]]
         assert (run.group, run.job_type) == ("report", "replay")
+
+
+def test_a_run_launched_with_shaping_off_says_so_in_its_config():
+    """The W&B config says `enabled` as the run launches (`enabled=false` in its overrides), and
+    λ as every surface writes it: the exact float is in the overrides only."""
+    off = build_config({"shaping": {"enabled": False, "lambda_time": 1 / 120}})
+    config = run_config(off, off.label, "++grpo.time_efficiency.enabled=false")
+    assert config["enabled"] is False
+    assert config["lambda_time"] == "1/120"
+    zero = build_config({"shaping": {"lambda_time": 0.0}})  # changes no reward: launched off
+    config = run_config(zero, zero.label, "++grpo.time_efficiency.enabled=false", True)
+    assert config["enabled"] is False
+    assert config["lambda_time"] == "0"
+    on = build_config({"shaping": {"lambda_time": 1 / 60}})
+    config = run_config(on, on.label, "++grpo.time_efficiency.lambda_time=0.016666666666666666")
+    assert config["enabled"] is True
+    assert config["lambda_time"] == "1/60"
+    assert "0.0166" not in repr({k: v for k, v in config.items() if k != "overrides"})
 
 
 def test_the_page_and_the_manifest_say_where_the_runs_are(sweep):
@@ -116,14 +151,16 @@ def test_without_the_extra_it_fails_before_any_work(monkeypatch, tmp_path, synth
 def test_export_wandb_is_refused_then_replaced_with_force_and_takes_a_group(sweep, tmp_path):
     report, _, _ = sweep
     out = tmp_path / "export"
-    first = runner.invoke(app, ["export", "wandb", str(report), str(out), "--group", "sweep-7"])
+    first = runner.invoke(
+        app, ["export", "wandb", str(report), "--out", str(out), "--group", "sweep-7"]
+    )
     assert first.exit_code == 0, first.output
     assert {read_log(log).group for log in runs_of(out).values()} == {"sweep-7"}
     assert first.output.startswith(f"Wrote 8 W&B runs to {out}")
-    again = runner.invoke(app, ["export", "wandb", str(report), str(out)])
+    again = runner.invoke(app, ["export", "wandb", str(report), "--out", str(out)])
     assert again.exit_code == 2
     assert "--force" in again.output
-    forced = runner.invoke(app, ["export", "wandb", str(report), str(out), "--force"])
+    forced = runner.invoke(app, ["export", "wandb", str(report), "--out", str(out), "--force"])
     assert forced.exit_code == 0, forced.output
     groups = {read_log(log).group for log in runs_of(out).values()}
     assert groups == {"report"}  # the report directory's name by default
@@ -192,6 +229,10 @@ def test_compare_reads_a_wandb_run_directory_like_the_csv_export(sweep, tmp_path
     assert two.exit_code == 2
     assert "holds 2 W&B runs" in two.output
     assert "--internal-run" in two.output
+    # Listed by the names a user gave them, not by their offline-run-<time>-<id> directories.
+    assert "internal-0.25  (id " in two.output
+    assert "internal-0.5  (id " in two.output
+    assert "offline-run-" not in two.output
     args = [*common, "--out", str(tmp_path / "d"), "--internal", str(folder)]
     picked = runner.invoke(app, [*args, "--internal-run", "internal-0.25"])
     assert picked.exit_code == 0, picked.output

@@ -42,13 +42,17 @@ class ToolView:
     roles: dict[str, str]
     alike: frozenset[str] = frozenset()
     """The configs the tool says train like its pick (the confidence is the set's)."""
+    alpha: float | None = None
+    """The causal share the forecast was calibrated to (`forecast/alpha`)."""
 
     @property
     def picked_set(self) -> frozenset[str]:
         return frozenset() if self.pick is None else self.alike | {self.pick}
 
 
-def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2) -> ToolView:
+def ask_tool(
+    log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2, calibrate: bool = False
+) -> ToolView:
     """Replay `configs` on `log` with the forecast at `steps` steps and read the verdict."""
     from replay_cli import api
     from replay_cli.config import ForecastSettings
@@ -56,7 +60,8 @@ def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int =
 
     tool = [c.tool_config() for c in configs]
     label = {t.config_id: c.label for t, c in zip(tool, configs, strict=True)}
-    options = api.report_options(forecast=ForecastSettings(steps=steps, seeds=seeds, problems=150))
+    forecast = ForecastSettings(steps=steps, seeds=seeds, problems=150, calibrate=calibrate)
+    options = api.report_options(forecast=forecast)
     result = api.replay(rollouts_from_frame(log), tool, options)
     decision = result.verdict.decision
     rec = decision.recommended
@@ -75,6 +80,7 @@ def ask_tool(log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int =
         solve_delta=dict(zip(ids, result.summary[SOLVE_DELTA], strict=True)),
         roles={label[c]: r for c, r in roles},
         alike=alike,
+        alpha=result.summary["forecast/alpha"][0] if "forecast/alpha" in result.summary else None,
     )
 
 
