@@ -26,9 +26,9 @@ from replay_cli.io.files import (
 from replay_cli.io.parquet import ParquetRowSink, parse_mapping
 from replay_cli.maths.peers import estimator_notes
 from replay_cli.progress import Progress, phase
+from replay_cli.report.model import Report
 from replay_cli.report.options import ReportOptions
-from replay_cli.report.plots import render_all
-from replay_cli.report.write import finish_report
+from replay_cli.report.write import write
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
@@ -148,8 +148,8 @@ def replay_to_report(
     strict: bool = False,
     progress: Progress | None = None,
     **fields: Any,
-) -> ReplayResult:
-    """Load, replay, judge and write a report directory atomically; refuses an existing `out`
+) -> Report:
+    """Load, replay, judge and write a report directory atomically; returns the `Report`; refuses an existing `out`
     unless `options.force`. Options may be given as one `ReportOptions` or as its fields
     (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
 
@@ -174,13 +174,11 @@ def replay_to_report(
 
 def export_tensorboard(report: Path, out: Path, *, force: bool = False) -> list[Path]:
     """One TensorBoard run per config of a written report (`replay-cli export tensorboard`)."""
-    from replay_cli.report.read import load_report
     from replay_cli.report.tensorboard import summary_writer, write_runs
 
     summary_writer()
     check_out_dir(Path(out), force, "TensorBoard directory")
-    result = load_report(report)
-    return write_runs(result, out, force=force)
+    return write_runs(Report.read(report), out, force=force)
 
 
 def export_wandb(
@@ -188,13 +186,12 @@ def export_wandb(
 ) -> list[Path]:
     """One offline W&B run per config of a written report (`replay-cli export wandb`), in one
     group (default: the report directory's name)."""
-    from replay_cli.report.read import load_report
     from replay_cli.report.wandb_runs import wandb_module, write_runs
 
     wandb_module()
     _check_runs_dir(out, force, "W&B directory")
-    result = load_report(report)
-    return write_runs(result, out, force=force, group=group or Path(report).resolve().name)
+    group = group or Path(report).resolve().name
+    return write_runs(Report.read(report), out, force=force, group=group)
 
 
 def _report(
@@ -204,7 +201,7 @@ def _report(
     options: ReportOptions,
     load_args: dict[str, Any] | None,
     progress: Progress | None,
-) -> ReplayResult:
+) -> Report:
     """load → replay → judge → write, into a staged directory renamed into place."""
     with staged_directory(out, options.force) as tmp:
         replayed = replay_into(
@@ -221,20 +218,20 @@ def _report(
             progress=progress,
         )
         phase(progress, "verdict")
-        result = judged(replayed, rollouts, options.rule)
-        finish_report(tmp, result, rollouts, options, progress)
+        report = Report.of(judged(replayed, rollouts, options.rule), options, rollouts)
+        write(report, tmp, charts=options.charts, progress=progress)
     if options.tensorboard is not None:
         from replay_cli.report.tensorboard import write_runs
 
         # check_outputs checked the extra and the directory before replaying.
-        tick = phase(progress, "TensorBoard", result.summary.height)
-        write_runs(result, options.tensorboard, force=True, tick=tick)
+        tick = phase(progress, "TensorBoard", report.summary.height)
+        write_runs(report, options.tensorboard, force=True, tick=tick)
     if options.wandb is not None:
         from replay_cli.report import wandb_runs
 
-        tick = phase(progress, "W&B", result.summary.height)
-        wandb_runs.write_runs(result, options.wandb, force=True, group=out.name, tick=tick)
-    return result
+        tick = phase(progress, "W&B", report.summary.height)
+        wandb_runs.write_runs(report, options.wandb, force=True, group=out.name, tick=tick)
+    return report
 
 
 def write_synth(out: Path, *, force: bool = False, **kwargs: int) -> int:
@@ -276,9 +273,10 @@ def run_demo(
     scratch: Path,
     options: ReportOptions | None = None,
     progress: Progress | None = None,
-) -> ReplayResult:
+) -> Report:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to
-    `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs)."""
+    `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs). The
+    manifest names the synthetic input as not kept (`scratch` is the caller's to delete)."""
     out = Path(out)
     force = out.is_dir() and (out / "manifest.json").exists()
     options = report_options(options, force=force, charts=True)
@@ -288,28 +286,33 @@ def run_demo(
     data = scratch / "demo_rollouts.parquet"
     write_synth(data, steps=12, groups_per_step=48, group_size=8, validation_groups=8, seed=7)
     rollouts = load([data])
+    rollouts.files = [replace(f, path=f"{f.path} ({NOT_KEPT})") for f in rollouts.files]
     return _report(out, rollouts, demo_configs(), options, None, progress)
 
 
-def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
-    """Re-render a report's charts into report/charts and its index.html (the tables are not
-    touched); `highlight` replaces the configs the manifest recorded for the per-step charts."""
-    from replay_cli.report.read import load_report, read_highlight
+NOT_KEPT = "synthesised by the demo, not kept"
 
-    chosen = list(highlight) if highlight else read_highlight(Path(report))
-    paths = render_all(load_report(report), Path(report) / "charts", chosen)
-    render_report(report)
-    return paths
+
+def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
+    """Judge a report again from its own tables, redraw its charts into report/charts
+    (`highlight` replaces the configs the manifest recorded for the per-step charts) and
+    rewrite its verdict's tables and index.html; returns the charts."""
+    from replay_cli.report.plots import CHARTS
+
+    again = Report.read(report, rows=True).judged_again()
+    write(again, Path(report), charts=True, highlight=list(highlight) if highlight else None)
+    drawn = [Path(report) / "charts" / f"{n}.png" for n, c in CHARTS.items() if c.draw]
+    return [p for p in drawn if p.exists()]
 
 
 def render_report(report: Path) -> Path:
-    """Judge a report again from its own tables (recommendation.parquet, findings.parquet) and
-    rewrite its index.html; returns the page."""
-    from replay_cli.report.html import render_index
-    from replay_cli.report.read import refresh_verdict
+    """Judge a report again from its own tables under the rule it records, and rewrite its
+    verdict's tables (recommendation.parquet, findings.parquet) and index.html; returns the
+    page."""
+    from replay_cli.report.html_parts import INDEX
 
-    refresh_verdict(Path(report))
-    return render_index(report)
+    write(Report.read(report).judged_again(), Path(report))
+    return Path(report) / INDEX
 
 
 def compare_reports(
@@ -327,7 +330,6 @@ def compare_reports(
     returns both tables."""
     from replay_cli.report import compare
     from replay_cli.report.plots import replayed_vs_internal, save
-    from replay_cli.report.read import load_report
     from replay_cli.report.write import write_directory
 
     check_out_dir(Path(out), force)
@@ -338,9 +340,10 @@ def compare_reports(
     figures = {}
     if internal is not None:
         chosen = compare.choose_config(summary, config_id)
-        report = next(r for r in reports if chosen in load_report(r).summary[S.CONFIG_ID].to_list())
+        read = [Report.read(r) for r in reports]
+        report = next(r for r in read if chosen in r.summary[S.CONFIG_ID].to_list())
         joined = compare.join_internal(
-            load_report(report).steps, compare.read_internal(internal, internal_run), chosen
+            report.steps, compare.read_internal(internal, internal_run), chosen
         )
         if joined.height == 0:
             raise InputFileError(

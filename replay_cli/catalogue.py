@@ -961,6 +961,8 @@ CLIP_FRAC = "adv/clip_frac"
 FRAGILE_STD = "adv/fragile_std_frac"
 SIGN_FLIPS = "adv/sign_flip_frac"
 ADV_RESOLVED = "adv/resolved_mean"
+ADV_UNRESOLVED = "adv/unresolved_mean"
+DEDUCTION_MEAN = "time_efficiency/deduction/mean"
 UNCHARGED_ONLY = "signal/uncharged_only_rate"
 TIME_ONLY_GROUPS = "signal/time_only_rate"
 SIGNAL = "signal/group_rate"
@@ -1044,38 +1046,6 @@ def at_budget(name: str, budget: str) -> str:
     `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
     base, at, scope = name.partition("@")
     return f"{base}_{budget}{at}{scope}"
-
-
-HEADLINE = (
-    F_RESOLVE_VS_OFF_LONG,
-    F_RESOLVE_VS_OFF_LOW_LONG,
-    F_SOLVE_VS_OFF,
-    F_RESOLVE_VS_OFF,
-    F_RESOLVE_VS_OFF_LOW,
-    F_FAIL_VS_OFF,
-    INTRODUCED,
-    EXPLOSION_TRAINED,
-    TIME_ONLY_SHARE,
-    ABS_MAX,
-)
-"""The terminal's table after a run, most important first (a narrow terminal drops from the
-end): what the rule reads (the outcome at the horizon), then what disqualifies."""
-DELTA = (
-    TOTAL_REWARD,
-    "time_efficiency/deduction/mean",
-    F_RESOLVE_VS_OFF,
-    F_SOLVE_VS_OFF,
-    F_FAIL_VS_OFF,
-    SIGNAL,
-    TIME_ONLY_GROUPS,
-    INVERSIONS,
-    ADV_RESOLVED,
-    "adv/unresolved_mean",
-    ABS_MAX,
-    EXPLOSION_UNCLIPPED,
-    SIGN_FLIPS,
-)
-"""What `compare` sets beside the reference config."""
 
 
 def metric(name: str) -> Metric:

@@ -1,7 +1,7 @@
 """The one verdict of a report: the recommendation, the findings and the decision, computed once
 by `judge` and only read afterwards (the page, the terminal, TensorBoard, the notebook).
 
-`judge` is called once per report, by the API after a replay and by the reader of a report
+`judge` is called once per report, by the API after a replay and by `Report.read` for a report
 written before the verdict was stored; renderers never decide again. A custom `Rule` given to
 `judge` is recorded in the verdict (and in the manifest), so every surface states the rule that
 was applied.
@@ -89,9 +89,9 @@ class Verdict:
     rule: Rule
 
 
-def keep_off_text(d: Decision, rule: Rule | None = None) -> str:
-    """Why shaping off is kept (the best trade, if any, is `d.best_trade['trade']`)."""
-    rule = rule or Rule()
+def keep_off_text(d: Decision, rule: Rule) -> str:
+    """Why shaping off is kept, at the thresholds of the `rule` the verdict was judged by (the
+    best trade, if any, is `d.best_trade['trade']`)."""
     if d.shaped_eligible:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
     least = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
@@ -157,8 +157,3 @@ def judge(
         decision=Decision.of(table),
         rule=rule,
     )
-
-
-def stored(recommendation: pl.DataFrame, found: pl.DataFrame, rule: Rule) -> Verdict:
-    """A verdict read back from a report's own tables (nothing is decided again)."""
-    return Verdict(recommendation, found, Decision.of(recommendation), rule)

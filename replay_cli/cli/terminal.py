@@ -16,13 +16,13 @@ from rich.table import Table
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.advice.words import sooner_than_off
 from replay_cli.analysis.verify import rewards_match
 from replay_cli.progress import Progress as PhaseProgress
+from replay_cli.report import layouts as L
 from replay_cli.report.compare import delta_table, internal_summary
+from replay_cli.report.model import Report
 from replay_cli.report.tensorboard import open_commands
-from replay_cli.result import ReplayResult
 
 
 def terminal_width() -> int:
@@ -67,16 +67,12 @@ def fit_columns(
     return kept
 
 
-def print_summary(result: ReplayResult, out: Path) -> None:
+def print_summary(report: Report, out: Path) -> None:
     """One line per config: its role, then the measures the rule reads and what disqualifies,
     as many columns as the terminal's width holds (never wrapping a row)."""
-    roles = (
-        {}
-        if result.recommendation is None
-        else dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
-    )
-    summary = result.summary
-    names = [m for m in C.HEADLINE if m in summary.columns]
+    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
+    summary = report.summary
+    names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
     width = terminal_width()
     shown = fit_columns(summary["label"].to_list(), cells, width)
@@ -94,12 +90,12 @@ def print_summary(result: ReplayResult, out: Path) -> None:
         typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 
-def print_decision(verdict: Verdict | None) -> None:
+def print_decision(report: Report) -> None:
     """The verdict first: what to launch (or why shaping off is kept, and the best trade), how
     sure the pick is, the overrides, the runner-up, what to avoid."""
-    if verdict is None or verdict.recommendation.is_empty():
+    if report.recommendation.is_empty():
         return
-    d = verdict.decision
+    d = report.decision
     rec, runner = d.recommended, d.runner_up
     if d.unrated:
         typer.echo(f"No recommendation: {d.unrated}.")
@@ -112,11 +108,11 @@ def print_decision(verdict: Verdict | None) -> None:
             typer.echo(f"  {m['label']}: {m['reasons']}")
     else:
         typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
-        typer.echo(f"  why: {keep_off_text(d, verdict.rule) if d.keep_off else rec['reasons']}")
-        typer.echo(f"  confidence: {confidence_text(rec)}")
+        typer.echo(f"  why: {report.why}")
+        typer.echo(f"  confidence: {report.confidence}")
         typer.echo(f"  launch: {rec['overrides']}")
-    trade = d.best_trade if d.keep_off or rec is None else None
-    if trade is not None and trade.get("trade"):
+    trade = report.trade
+    if trade is not None:
         typer.echo(f"Best trade: {trade['trade']}")
         typer.echo(f"  launch it knowingly: {trade['overrides']}")
     if runner is not None:
@@ -133,11 +129,11 @@ FINDINGS_SHOWN = 4
 """Headline hazards and warnings the terminal prints (index.html shows every finding)."""
 
 
-def print_forecast(result: ReplayResult) -> None:
+def print_forecast(report: Report) -> None:
     """The forecast in a few lines: shaping off's trajectory on long problems, where the pick (or
     the best trade) ends after T steps, and whether the verdict holds at other budgets."""
-    summary, verdict = result.summary, result.verdict
-    if result.forecast is None or verdict is None or C.FORECAST_STEPS not in summary.columns:
+    summary, verdict = report.summary, report.verdict
+    if report.forecast is None or C.FORECAST_STEPS not in summary.columns:
         typer.echo("No forecast (--no-forecast): the verdict did not judge resolve rate.")
         return
     row = summary.row(0, named=True)
@@ -180,7 +176,7 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
 
 
 def print_report(
-    result: ReplayResult,
+    report: Report,
     out: Path,
     tensorboard: Path | None = None,
     wandb: Path | None = None,
@@ -188,16 +184,16 @@ def print_report(
     """After a replay: the page to open, the decision, the summary table, then the findings (and
     how to open the TensorBoard and W&B runs, when written)."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
-    for note in result.notes:
+    for note in report.result.notes:
         typer.echo(f"Warning: {note}", err=True)
-    for line in result.input_notes:
+    for line in report.result.input_notes:
         typer.echo(f"Note: {line}", err=True)
-    for line in result.computed_by:
+    for line in report.result.computed_by:
         typer.echo(f"Note: {line}", err=True)
-    print_decision(result.verdict)
-    print_forecast(result)
-    print_summary(result, out)
-    print_findings(result.findings, out)
+    print_decision(report)
+    print_forecast(report)
+    print_summary(report, out)
+    print_findings(report.findings, out)
     if tensorboard is not None:
         print_tensorboard(tensorboard)
     if wandb is not None:

@@ -12,7 +12,8 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import ConfigError, InputFileError
-from replay_cli.report.read import load_report
+from replay_cli.report import layouts as L
+from replay_cli.report.model import Report
 
 _INTERNAL_TO_PR = C.INTERNAL_NAMES
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
@@ -37,7 +38,7 @@ def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
 
 def load_summaries(dirs: Sequence[str | Path]) -> pl.DataFrame:
     """The summary rows of several reports, with the report directory as a column."""
-    frames = [load_report(d).summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs]
+    frames = [Report.read(d).summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs]
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -72,7 +73,7 @@ def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.Dat
 
     rows = []
     for row in summary.iter_rows(named=True):
-        for metric in C.DELTA:
+        for metric in L.DELTA:
             if metric not in columns:
                 continue
             value, base = value_of(row, metric), value_of(ref, metric)

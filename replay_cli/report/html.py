@@ -1,9 +1,10 @@
-"""index.html: the report a person opens first, built only from the directory's own tables.
+"""index.html of a replay report: a function of the `Report` (model.py), nothing read again.
 
 Top to bottom: the decision (the recommended config, the runner-up, what to avoid and why, the
-overrides that launch it), findings, the summary table (sortable, filterable, hazards marked,
-CSV download) with the frontier, what was replayed, charts, per-config detail, and comparison /
-attribution tables when the directory holds them. One self-contained file: CSS, script and charts are inline.
+overrides that launch it), the forecast, findings, the summary table (column groups, sortable,
+filterable, hazards marked, CSV download) with the frontier, what was replayed, charts,
+per-config detail and how to read the page. One self-contained file: CSS, script and charts are
+inline (each chart also links to its PNG beside the page).
 """
 
 from __future__ import annotations
@@ -18,96 +19,63 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS
-from replay_cli.advice.frontier import frontier, rated
-from replay_cli.advice.recommendation import Rule
-from replay_cli.advice.verdict import Verdict, confidence_text, keep_off_text
 from replay_cli.advice.words import param_text
 from replay_cli.io.files import atomic_path
-from replay_cli.maths.top_groups import top_groups
 from replay_cli.report import facets
-from replay_cli.report.compare import delta_table
-from replay_cli.report.html_parts import cell, frontier_svg, launch_block, page, png_image, table
+from replay_cli.report import layouts as L
+from replay_cli.report.html_parts import (
+    INDEX,
+    cell,
+    frontier_svg,
+    launch_block,
+    page,
+    png_image,
+    section,
+    table,
+)
+from replay_cli.report.model import Report
 from replay_cli.report.plots import CHARTS
-from replay_cli.report.read import read_manifest, verdict_of
 from replay_cli.report.roles import FRONTIER_Y, STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
-INDEX = "index.html"
+AVOID_SHOWN = 12
+"""Avoided configs listed open under the decision; the rest are one click away."""
 
-SUMMARY_METRICS = (
-    C.F_RESOLVE_VS_OFF_LONG,
-    C.F_RESOLVE_VS_OFF_LOW_LONG,
-    C.F_RESOLVE_VS_OFF,
-    C.F_RESOLVE_VS_OFF_LOW,
-    C.F_SOLVE_VS_OFF,
-    C.F_FAIL_VS_OFF,
-    C.RESOLVE_VS_OFF,
-    C.SOLVE_VS_OFF,
-    C.TIME_ONLY_SHARE,
-    C.INTRODUCED,
-    C.INVERSIONS,
-    C.FLOOR_TIES,
-    C.ABS_MAX,
-    C.EXPLOSION_TRAINED,
-    C.EXPLOSION_UNCLIPPED,
-    C.CLIP_FRAC,
-    C.FRAGILE_STD,
-    C.SIGN_FLIPS,
-    C.SIGNAL,
-    C.TIME_ONLY_GROUPS,
-    C.UNCHARGED_ONLY,
-    C.LOST,
-    C.SOLVE_PUSH,
-    C.RESOLVE_PUSH_VS_OFF,
-    C.TOTAL_REWARD,
-    C.VALIDATION_REWARD,
+GUIDE = (
+    "<ul>"
+    "<li><b>Decision</b>: the config the rule picks (or keep shaping off), how sure the pick is, "
+    "and the overrides that launch it. The rule is stated under it, with its thresholds.</li>"
+    "<li><b>Forecast</b>: what T training steps under each config do beside shaping off; the "
+    "rule reads its outcome at the horizon T, at the low end of its interval.</li>"
+    "<li><b>Summary</b>: one row per config. The rule's columns first, then the hazards (red: "
+    "crosses a threshold, amber: needs a look; hover a cell for why), then context (folded). "
+    "Shares and ratios in %, minutes negative when sooner than under shaping off.</li>"
+    "<li><b>Frontier</b>: right keeps more resolve rate, up ends successes sooner; best is top "
+    "right of the dashed line.</li>"
+    "<li>Every number is in the directory's Parquet tables (fractions and seconds there).</li>"
+    '</ul><p class="muted">The full guide is <code>docs/report.md</code> in the replay_cli '
+    "repository (this page is offline and links nowhere).</p>"
 )
-"""The summary table's metric columns after the role, in the order a user decides in: what the
-rule reads, what disqualifies, then context (labels, units and hazards from the catalogue)."""
+"""How to read the page, in short: the page is offline, so docs/report.md is named, not linked."""
 
 
-def _read(directory: Path, name: str) -> pl.DataFrame | None:
-    path = directory / f"{name}.parquet"
-    return pl.read_parquet(path) if path.exists() else None
-
-
-def _section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{body}</section>'
-
-
-def _inputs(manifest: dict[str, Any], summary: pl.DataFrame) -> str:
-    """What was replayed: files, sizes, rows, steps, groups, outcome shares, run times."""
-    files = manifest.get("inputs", [])
+def _inputs(report: Report) -> str:
+    """What was replayed: files (by name), sizes, rows, steps, groups, outcome shares, run times."""
+    manifest, summary = report.manifest, report.summary
     file_rows = [
-        [f'<td class="text">{escape(str(f["path"]))}</td>', f["size"], f["sha256"][:12]]
-        for f in files
+        [f'<td class="text">{escape(Path(f["path"]).name)}</td>', f["size"], f["sha256"][:12]]
+        for f in manifest.get("inputs", [])
     ]
     files = table(["input file", "bytes", "sha256"], file_rows)
     parts = [f'<div class="scroll">{files}</div>'] if file_rows else []
     off = summary.filter(~pl.col("enabled")) if "enabled" in summary.columns else summary
     row = (off if off.height else summary).row(0, named=True)
 
-    def shown(name: str) -> str:
-        return C.show(name, row.get(name))
+    def shown(*names: str) -> str:
+        return " / ".join(C.show(name, row.get(name)) for name in names)
 
-    facts = [
-        ("rollouts", shown(C.ROWS)),
-        ("validation rollouts", shown(C.VALIDATION_ROWS)),
-        ("training steps", shown(C.STEPS)),
-        ("training groups", shown(C.GROUPS)),
-        ("resolved share (training)", shown(C.RESOLVED_FRAC)),
-        ("loss-masked share (training)", shown(C.MASKED_FRAC)),
-        ("groups all fail / mixed / all pass", None),
-        ("run time p50 / p90 / p99 / max", None),
-        ("run times missing / NaN-inf / negative", None),
-    ]
-    shares = " / ".join(shown(name) for name in C.GROUP_SHARES)
-    times = " / ".join(shown(name) for name in C.RUN_TIMES)
-    bad = " / ".join(shown(name) for name in C.BAD_RUN_TIMES)
-    extra = {facts[6][0]: shares, facts[7][0]: times, facts[8][0]: bad}
-    items = "".join(
-        f"<dt>{escape(k)}</dt><dd>{escape(extra.get(k, v or ''))}</dd>" for k, v in facts
-    )
+    facts = [(what, shown(*names)) for what, names in L.INPUTS]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{items}</dl>')
     for note in manifest.get("notes", []):
         parts.append(f'<p class="muted">note: {escape(str(note))}</p>')
@@ -143,22 +111,33 @@ def _findings(found: pl.DataFrame) -> str:
     return _finding_items(head) + tail
 
 
-def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> str:
+def _summary_table(report: Report) -> str:
+    """The summary in column groups (the rule's, the hazards, context folded, the parameters),
+    each group's visibility a checkbox; sortable, filterable, with a CSV download."""
+    summary, rule = report.summary, report.rule
     varying = facets.varying(summary, exclude=())
-    roles = dict(verdict.select(S.CONFIG_ID, "role").rows())
-    won = (
-        dict(verdict.select(S.CONFIG_ID, "won_share").rows())
-        if "won_share" in verdict.columns
-        else {}
-    )
-    metrics = [m for m in SUMMARY_METRICS if m in summary.columns]
-    headers = ["#", "config", "role", "won", *(C.metric(m).label for m in metrics), *varying]
+    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
+    verdict = report.recommendation
+    won = dict(verdict.select(S.CONFIG_ID, "won_share").rows()) if "won_share" in verdict else {}
+    groups = [
+        (key, title, [m for m in names if m in summary.columns])
+        for key, title, names in L.SUMMARY_GROUPS
+    ]
+    groups = [g for g in groups if g[2]]
+    if varying:
+        groups.append(("params", "parameters", varying))
+    lead = ["#", "config", "role", "won"]
+    heads = [*lead]
+    head_css = [""] * len(lead)
+    for key, _, names in groups:
+        heads += [C.metric(m).label if key != "params" else m for m in names]
+        head_css += [f"g-{key}"] * len(names)
     rows, ids = [], []
-    for n, row in enumerate(summary.iter_rows(named=True), start=1):
-        role = roles.get(row[S.CONFIG_ID], "")
-        share = won.get(row[S.CONFIG_ID])
+    for row in summary.iter_rows(named=True):
+        cid = row[S.CONFIG_ID]
+        role, share = roles.get(cid, ""), won.get(cid)
         cells = [
-            cell(n),
+            cell(report.numbers[cid]),
             cell(row["label"], "text config"),
             cell(role, f"text role-{role}"),
             cell(
@@ -168,24 +147,34 @@ def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
                 C.show_value("share", share),
             ),
         ]
-        for metric in metrics:
-            value = row.get(metric)
-            css, why = C.hazard(metric, value, row, rule)
-            cells.append(
-                cell(value, css, why or C.metric(metric).description, C.show(metric, value))
-            )
-        cells += [cell(row[p], "text", "", param_text(p, row[p])) for p in varying]
+        for key, _, names in groups:
+            for name in names:
+                value = row.get(name)
+                if key == "params":
+                    cells.append(cell(value, f"text g-{key}", "", param_text(name, value)))
+                    continue
+                css, why = C.hazard(name, value, row, rule)
+                title = why or C.metric(name).description
+                cells.append(cell(value, f"{css} g-{key}".strip(), title, C.show(name, value)))
         rows.append(cells)
-        ids.append(f"row-{row[S.CONFIG_ID]}")
+        ids.append(f"row-{cid}")
+    first = len(lead) + sum(len(n) for k, _, n in groups if k != "params")
     filters = []
-    for i, p in enumerate(varying, start=4 + len(metrics)):
+    for i, p in enumerate(varying, start=first):
         values = sorted({param_text(p, v) for v in summary[p].to_list()})
         options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         filters.append(
             f'<label>{escape(p)} <select data-filter="{i}"><option value="*">all</option>'
             f"{options}</select></label>"
         )
-    bar = f'<div class="filters">{"".join(filters)}</div>' if filters else ""
+    toggles = "".join(
+        f'<label><input type="checkbox" id="show-{key}"{"" if key == "context" else " checked"}>'
+        f" {escape(title)} ({len(names)})</label>"
+        for key, title, names in groups
+    )
+    bar = f'<div class="filters"><span class="muted">columns:</span>{toggles}</div>'
+    if filters:
+        bar += f'<div class="filters">{"".join(filters)}</div>'
     csv = base64.b64encode(summary.write_csv().encode()).decode("ascii")
     count = (
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
@@ -197,16 +186,38 @@ def _summary_table(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
         f'<a download="summary.csv" href="data:text/csv;base64,{csv}">Download the summary as '
         "CSV</a>.</p>"
     )
-    body = table(
-        headers, rows, css="sortable", row_ids=ids, text_headers=["config", "role", *varying]
-    ).replace('<table class="sortable">', '<table class="sortable" id="summary-table">', 1)
+    spans = "".join(
+        f'<th colspan="{len(names)}" class="g-{key} group">{escape(title)}</th>'
+        for key, title, names in groups
+    )
+    body = (
+        table(
+            heads,
+            rows,
+            css="sortable summary",
+            row_ids=ids,
+            head_css=head_css,
+            text_headers=["config", "role", *varying],
+        )
+        .replace(
+            '<table class="sortable summary">',
+            '<table class="sortable summary" id="summary-table">',
+            1,
+        )
+        .replace(
+            "<thead>", f'<thead><tr class="groups"><th colspan="{len(lead)}"></th>{spans}</tr>', 1
+        )
+    )
     return bar + count + f'<div class="scroll">{body}</div>'
 
 
-def _frontier(front: pl.DataFrame, rule: Rule) -> str:
+def _frontier(report: Report) -> str:
+    front = report.frontier
+    if front is None:
+        return '<p class="muted">No frontier: the report predates its columns.</p>'
     points = point_groups(front, "kept", "gain")
     hollow = frozenset(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())
-    line = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    line = report.rule_line
 
     def shown(axis: str, value: float) -> str:
         # y is `gain` (minutes sooner, up); written as solve Δ, negative = sooner, as everywhere.
@@ -236,7 +247,8 @@ def _frontier(front: pl.DataFrame, rule: Rule) -> str:
         "sooner). The dashed line is the "
         "rule's "
         f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
-        f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend}</p>"
+        f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend} "
+        "The same chart as a PNG for slides: charts/frontier.png.</p>"
     )
 
 
@@ -264,17 +276,14 @@ def _wandb(where: str) -> str:
     )
 
 
-def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
+def _decision(report: Report) -> str:
     """What to launch (or to keep shaping off, with the best trade), how sure the pick is, the
     runner-up, what to avoid and why, and the overrides and YAML that launch it."""
-    numbers = {cid: n for n, cid in enumerate(summary[S.CONFIG_ID], start=1)}
-    d = verdict.decision
+    d = report.decision
 
     def name(r: dict[str, Any]) -> str:
-        return (
-            f'<a href="#cfg-{escape(r[S.CONFIG_ID])}">#{numbers[r[S.CONFIG_ID]]} '
-            f"{escape(r['label'])}</a>"
-        )
+        cid = r[S.CONFIG_ID]
+        return f'<a href="#cfg-{escape(cid)}">#{report.numbers[cid]} {escape(r["label"])}</a>'
 
     if d.unrated:
         return f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>'
@@ -293,11 +302,8 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
     else:
         what = "Keep shaping off" if d.keep_off else "Recommended"
         parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
-        if d.keep_off:
-            parts.append(f"<p>{escape(keep_off_text(d, verdict.rule))}.</p>")
-        else:
-            parts.append(f"<p>{escape(rec['reasons'])}.</p>")
-        parts.append(f'<p class="muted">{escape(confidence_text(rec))}</p>')
+        parts.append(f"<p>{escape(report.why)}.</p>")
+        parts.append(f'<p class="muted">{escape(report.confidence)}</p>')
         parts.append('<p class="muted">Launch it with these trainer overrides:</p>')
         parts.append(launch_block(rec["overrides"], "overrides"))
         parts.append('<p class="muted">or this block of the trainer\'s config file:</p>')
@@ -307,48 +313,35 @@ def _decision(verdict: Verdict, summary: pl.DataFrame) -> str:
                 f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
                 f"{escape(runner['reasons'])}.</p>"
             )
-    trade = d.best_trade if d.keep_off or rec is None else None
-    if trade is not None and trade.get("trade"):
+    trade = report.trade
+    if trade is not None:
         parts.append(
             f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade["trade"])}. '
             "Launch it knowingly with:</p>"
         )
         parts.append(launch_block(trade["overrides"], "overrides of the trade"))
     if d.avoid:
-        items = "".join(f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid)
-        parts.append(
-            f"<details><summary>Avoid: {len(d.avoid)} config(s) and why</summary>"
-            f"<ul>{items}</ul></details>"
-        )
-    parts.append(
-        f'<p class="muted">The rule (docs/report.md): {escape(verdict.rule.summary_text())}.</p>'
-    )
+        items = [f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid]
+        parts.append(f"<p><b>Avoid:</b> {len(d.avoid)} config(s), and why:</p>")
+        parts.append(f'<ul class="avoid">{"".join(items[:AVOID_SHOWN])}</ul>')
+        if len(items) > AVOID_SHOWN:
+            parts.append(
+                f"<details><summary>{len(items) - AVOID_SHOWN} more avoided configs</summary>"
+                f'<ul class="avoid">{"".join(items[AVOID_SHOWN:])}</ul></details>'
+            )
+    parts.append(f'<p class="muted">The rule (docs/report.md): {escape(report.rule_text)}.</p>')
     return "".join(parts)
 
 
-FORECAST_COLUMNS = (
-    C.F_RESOLVE_LONG,
-    C.F_RESOLVE_VS_OFF_LONG,
-    C.F_RESOLVE_VS_OFF_LOW_LONG,
-    C.at_budget(C.F_RESOLVE_VS_OFF_LOW_LONG, "half"),
-    C.at_budget(C.F_RESOLVE_VS_OFF_LOW_LONG, "twice"),
-    C.F_FAIL_LONG,
-    C.F_SOLVE_VS_OFF,
-    C.F_GIVE_UP_VS_OFF_LONG,
-)
-"""The forecast's columns the page shows per config (labels and units from the catalogue)."""
-
-
-def _forecast(
-    summary: pl.DataFrame, verdict: Verdict, manifest: dict[str, Any], directory: Path
-) -> str:
+def _forecast(report: Report, directory: Path) -> str:
     """What T steps of training under each config do, beside shaping off: a table per config
     at the last step, whether the verdict holds at half and twice the budget, and the chart."""
-    settings = manifest.get("forecast") or {}
+    summary = report.summary
+    settings = report.manifest.get("forecast") or {}
     row = summary.row(0, named=True)
     steps = int(row.get(C.FORECAST_STEPS) or 0)
     start, off = row.get(C.F_RESOLVE_START_LONG), row.get(C.F_RESOLVE_OFF_LONG)
-    roles = verdict.recommendation
+    roles = report.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
     total = int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0)
@@ -364,58 +357,65 @@ def _forecast(
     )
     if checked and checked[0]:
         intro += f'<p class="muted">Budget: {escape(checked[0])}.</p>'
-    columns = [c for c in FORECAST_COLUMNS if c in summary.columns]
+    columns = [c for c in L.FORECAST if c in summary.columns]
     rows = []
-    for n, r in enumerate(summary.iter_rows(named=True), start=1):
-        cells = [cell(n), cell(r["label"], "text config")]
+    for r in summary.iter_rows(named=True):
+        cells = [cell(report.numbers[r[S.CONFIG_ID]]), cell(r["label"], "text config")]
         for name in columns:
-            css, why = C.hazard(name, r.get(name), r, verdict.rule)
+            css, why = C.hazard(name, r.get(name), r, report.rule)
             cells.append(
                 cell(r.get(name), css, why or C.metric(name).description, C.show(name, r.get(name)))
             )
         rows.append(cells)
     headers = ["#", "config", *(C.metric(c).label for c in columns)]
     body = table(headers, rows, css="sortable", text_headers=["config"])
-    chart = directory / "charts" / "forecast.png"
-    picture = png_image(chart, "forecast") if chart.exists() else ""
-    return intro + f'<div class="scroll">{body}</div>' + picture
+    return intro + f'<div class="scroll">{body}</div>' + _figure(directory, "forecast")
 
 
-def _charts(directory: Path) -> str:
-    # The forecast's chart is shown in its own section, not twice.
-    charts = sorted(p for p in (directory / "charts").glob("*.png") if p.stem != "forecast")
-    if not charts:
+def _figure(directory: Path, stem: str, caption: str = "") -> str:
+    """A chart inline, linked to its PNG (full size on a phone), with its caption."""
+    path = directory / "charts" / f"{stem}.png"
+    if not path.exists():
+        return ""
+    title = f"<figcaption><b>{escape(path.name)}</b> — {escape(caption)}</figcaption>"
+    return (
+        f'<figure>{title if caption else ""}<div class="chart-box">'
+        f'<a href="charts/{escape(path.name)}" title="open the full image">'
+        f"{png_image(path, stem)}</a></div></figure>"
+    )
+
+
+SHOWN_ELSEWHERE = ("forecast", "frontier")
+"""Charts the page shows in their own section (the forecast) or as the SVG (the frontier)."""
+
+
+def _charts(directory: Path, rated: bool) -> str:
+    skip = SHOWN_ELSEWHERE if rated else SHOWN_ELSEWHERE[:1]
+    stems = {p.stem for p in (directory / "charts").glob("*.png")} - set(skip)
+    if not stems:
         return (
             '<p class="muted">No charts were drawn for this report: run '
             f"<code>replay-cli plot {escape(str(final_path(directory)))}</code> to draw them.</p>"
         )
     order = list(CHARTS)
-    charts.sort(key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
-    figures = [
-        f"<figure><figcaption><b>{escape(p.name)}</b> — "
-        f"{escape(CHARTS[p.stem].caption if p.stem in CHARTS else '')}</figcaption>{png_image(p, p.stem)}</figure>"
-        for p in charts
-    ]
-    return f'<div class="charts">{"".join(figures)}</div>'
+    ordered = sorted(stems, key=lambda s: (order.index(s) if s in order else len(order), s))
+    figures = [_figure(directory, s, CHARTS[s].caption if s in CHARTS else "") for s in ordered]
+    return (
+        '<p class="muted">Click a chart for its full-size image (charts/ beside this page).</p>'
+        f'<div class="charts">{"".join(figures)}</div>'
+    )
 
 
-def _details(
-    summary: pl.DataFrame,
-    groups: pl.LazyFrame | None,
-    found: pl.DataFrame,
-    worst: pl.DataFrame | None = None,
-) -> str:
+def _details(report: Report) -> str:
     """Each config folded: its findings, parameters, metrics and the groups of its largest
-    unclipped |advantage| (`worst`: `top_groups`, computed from `groups` when not given)."""
+    unclipped |advantage|."""
+    summary, found, worst = report.summary, report.findings, report.top_groups
     top: dict[str, pl.DataFrame] = {}
-    has_top = groups is not None and S.G_MAX_ABS_ADVANTAGE_UNCLIPPED in groups.collect_schema()
-    if worst is None and has_top:
-        worst = top_groups(groups)
     if worst is not None:
         top = {k[0]: v for k, v in worst.partition_by(S.CONFIG_ID, as_dict=True).items()}
     metrics = [c for c in summary.columns if c not in (*PARAMS, S.CONFIG_ID, "label")]
     out = []
-    for n, row in enumerate(summary.iter_rows(named=True), start=1):
+    for row in summary.iter_rows(named=True):
         cid = row[S.CONFIG_ID]
         params = "".join(
             f"<dt>{escape(p)}</dt><dd>{escape(param_text(p, row[p]))}</dd>"
@@ -432,8 +432,8 @@ def _details(
         mine = found.filter(pl.col(S.CONFIG_ID) == cid)
         parts = [
             (
-                f'<details id="cfg-{escape(cid)}"><summary>#{n} {escape(row["label"])} '
-                f'<span class="muted">({escape(cid)})</span></summary>'
+                f'<details id="cfg-{escape(cid)}"><summary>#{report.numbers[cid]} '
+                f'{escape(row["label"])} <span class="muted">({escape(cid)})</span></summary>'
             ),
             _finding_items(mine),
             f'<div class="frontier"><dl class="facts">{params}</dl>',
@@ -448,31 +448,6 @@ def _details(
     return "".join(out)
 
 
-def _frame_table(frame: pl.DataFrame, limit: int = 500) -> str:
-    shown = frame.head(limit)
-    rows = [[cell(v, "text" if isinstance(v, str) else "") for v in r] for r in shown.rows()]
-    text = [c for c, t in shown.schema.items() if t == pl.String]
-    note = (
-        f'<p class="muted">First {limit} of {frame.height} rows.</p>'
-        if frame.height > limit
-        else ""
-    )
-    body = table(shown.columns, rows, css="sortable", text_headers=text)
-    return f'<div class="scroll">{body}</div>{note}'
-
-
-def _comparison(frame: pl.DataFrame) -> str:
-    """The headline deltas as one row per config, then the long table folded away."""
-    wide = delta_table(frame)
-    return (
-        '<p class="muted">Change of each headline metric from the reference config.</p>'
-        + _frame_table(wide)
-        + "<details><summary>Every metric, value and reference</summary>"
-        + _frame_table(frame)
-        + "</details>"
-    )
-
-
 def final_path(directory: Path) -> Path:
     """The report's own path when `directory` is its staging directory (`.name.tmp-xxxx`)."""
     name = directory.name
@@ -481,66 +456,41 @@ def final_path(directory: Path) -> Path:
     return directory
 
 
-def render_index(directory: str | Path, top: pl.DataFrame | None = None) -> Path:
-    """Write directory/index.html from the tables found there; returns its path. `top` is
-    `top_groups` of the groups table when the caller has it (the replay keeps it)."""
+def subtitle(manifest: dict[str, Any]) -> str:
+    """The header's line: when, which version, and the command as typed (the program by its
+    name, not the absolute path of the script that ran it)."""
+    argv = [str(a) for a in manifest.get("command_line", [])]
+    command = " ".join([Path(argv[0]).name, *argv[1:]]) if argv else ""
+    parts = (manifest.get("created_utc", ""), f"replay_cli {manifest.get('version', '')}", command)
+    return " · ".join(p for p in parts if p.strip())
+
+
+def render_page(report: Report, directory: str | Path) -> Path:
+    """Write directory/index.html of `report` (its charts are directory/charts/*.png); returns
+    its path."""
     directory = Path(directory)
-    manifest = read_manifest(directory)
-    summary = _read(directory, "summary")
-    groups_path = directory / "groups.parquet"
-    groups = pl.scan_parquet(groups_path) if groups_path.exists() else None
+    manifest = report.manifest
     sections, nav = [], []
 
     def add(anchor: str, title: str, body: str) -> None:
-        sections.append(_section(anchor, title, body))
+        sections.append(section(anchor, title, body))
         nav.append((anchor, title))
 
-    if summary is not None:
-        verdict = verdict_of(directory, summary)
-        found, table_of_roles = verdict.findings, verdict.recommendation
-        add("decision", "Decision", _decision(verdict, summary))
-        ahead = _read(directory, "forecast")
-        if ahead is not None and C.FORECAST_STEPS in summary.columns:
-            add("forecast", "Forecast", _forecast(summary, verdict, manifest, directory))
-        add("findings", "Findings", _findings(found))
-        add(
-            "summary",
-            "Summary",
-            _summary_table(summary, table_of_roles, verdict.rule)
-            + (
-                _frontier(frontier(summary, table_of_roles), verdict.rule)
-                if rated(summary)
-                else '<p class="muted">No frontier: the report predates its columns.</p>'
-            ),
-        )
-        add("replayed", "What was replayed", _inputs(manifest, summary))
-        if manifest.get("tensorboard"):
-            add("tensorboard", "TensorBoard runs", _tensorboard(manifest["tensorboard"]))
-        if manifest.get("wandb"):
-            add("wandb", "W&B runs", _wandb(manifest["wandb"]))
-        add("charts", "Charts", _charts(directory))
-        add("configs", "Per-config detail", _details(summary, groups, found, top))
-    known = {
-        "comparison": "Comparison across configs and reports",
-        "internal_comparison": "Replayed vs internal run",
-        "attribution": "nemo-rl vs internal, one item at a time",
-    }
-    others = sorted(p.stem for p in directory.glob("*.parquet") if p.stem not in S.REPORT_TABLES)
-    for name in sorted(
-        others, key=lambda n: (n not in known, list(known).index(n) if n in known else 0)
-    ):
-        frame = _read(directory, name)
-        if frame is not None:
-            body = _comparison(frame) if name == "comparison" else _frame_table(frame)
-            add(name, known.get(name, f"{name}.parquet"), body)
-    if summary is None and (directory / "charts").is_dir():
-        add("charts", "Charts", _charts(directory))
-    command = " ".join(map(str, manifest.get("command_line", [])))
-    subtitle = (
-        f"{manifest.get('created_utc', '')} · replay_cli {manifest.get('version', '')} · {command}"
-    )
+    add("decision", "Decision", _decision(report))
+    if report.forecast is not None and C.FORECAST_STEPS in report.summary.columns:
+        add("forecast", "Forecast", _forecast(report, directory))
+    add("findings", "Findings", _findings(report.findings))
+    add("summary", "Summary", _summary_table(report) + _frontier(report))
+    add("replayed", "What was replayed", _inputs(report))
+    if manifest.get("tensorboard"):
+        add("tensorboard", "TensorBoard runs", _tensorboard(manifest["tensorboard"]))
+    if manifest.get("wandb"):
+        add("wandb", "W&B runs", _wandb(manifest["wandb"]))
+    add("charts", "Charts", _charts(directory, report.frontier is not None))
+    add("configs", "Per-config detail", _details(report))
+    add("guide", "How to read this report", GUIDE)
     name = final_path(directory).name
-    html = page(f"replay report: {name}", subtitle.strip(" ·"), nav, sections)
+    html = page(f"replay report: {name}", subtitle(manifest), nav, sections)
     out = directory / INDEX
     with atomic_path(out) as tmp:
         tmp.write_text(html, encoding="utf-8")

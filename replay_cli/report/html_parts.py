@@ -25,6 +25,14 @@ def cell(value: Any, css: str = "", title: str = "", shown: str | None = None) -
     return f"<td{attrs}>{escape(fmt(value) if shown is None else shown)}</td>"
 
 
+INDEX = "index.html"
+
+
+def section(anchor: str, title: str, body: str) -> str:
+    """A titled section of the page, reachable from the navigation bar by `anchor`."""
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{body}</section>'
+
+
 def table(
     headers: Sequence[str],
     rows: Sequence[Sequence[Any]],
@@ -32,12 +40,18 @@ def table(
     css: str = "",
     row_ids: Sequence[str] = (),
     text_headers: Sequence[str] = (),
+    head_css: Sequence[str] = (),
 ) -> str:
-    """A plain HTML table of raw values or ready <td> cells; text_headers are left-aligned."""
-    head = "".join(
-        f'<th class="text">{escape(h)}</th>' if h in text_headers else f"<th>{escape(h)}</th>"
-        for h in headers
-    )
+    """A plain HTML table of raw values or ready <td> cells; text_headers are left-aligned;
+    `head_css` gives each header cell a class (a column group's)."""
+
+    def th(i: int, h: str) -> str:
+        classes = " ".join(
+            c for c in ("text" if h in text_headers else "", head_css[i] if head_css else "") if c
+        )
+        return f'<th class="{classes}">{escape(h)}</th>' if classes else f"<th>{escape(h)}</th>"
+
+    head = "".join(th(i, h) for i, h in enumerate(headers))
     body = []
     for i, row in enumerate(rows):
         rid = f' id="{escape(row_ids[i])}"' if row_ids else ""
@@ -63,6 +77,42 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     first = math.floor(lo / step) * step
     ticks = (first + i * step for i in range(int((hi - first) / step) + 2))
     return [t for t in ticks if lo - 1e-12 <= t <= hi + 1e-12]
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    """A point's label: its config numbers, the first two and a count beyond three."""
+    if len(numbers) <= 3:
+        return ",".join(map(str, numbers))
+    return f"{numbers[0]},{numbers[1]}+{len(numbers) - 2}"
+
+
+def _label_spot(
+    text: str,
+    cx: float,
+    cy: float,
+    taken: list[tuple[float, float, float, float]],
+    bounds: tuple[float, float, float],
+) -> tuple[float, float]:
+    """The top-left corner of a label of `text` beside the point (cx, cy) that overlaps no box
+    in `taken` and stays inside the plot (`bounds`: left, right, top); the box is then taken."""
+    w, h = 6.2 * len(text) + 2, 11.0
+    lo, hi, top = bounds
+    tries = [(9, -h / 2), (-9 - w, -h / 2), (-w / 2, -h - 8), (-w / 2, 8)]
+    tries += [
+        (dx, dy + sign * k * h) for k in range(1, 6) for sign in (-1, 1) for dx, dy in tries[:2]
+    ]
+
+    def free(bx: float, by: float) -> bool:
+        inside = lo <= bx and bx + w <= hi and by >= top
+        return inside and not any(
+            bx < tx + tw and tx < bx + w and by < ty + th and ty < by + h
+            for tx, ty, tw, th in taken
+        )
+
+    spots = [(cx + dx, cy + dy) for dx, dy in tries]
+    bx, by = next((s for s in spots if free(*s)), spots[0])
+    taken.append((bx, by, w, h))
+    return bx, by
 
 
 LABEL_ALL_MAX = 40
@@ -95,7 +145,10 @@ def frontier_svg(
     ys = [p[y] for p in points] or [0.0]
     if vline is not None:
         xs = [*xs, vline]
-    x_lo, x_hi = min(0.0, min(xs)), max(max(xs), 1e-3)
+    # x: the data's own range (a 0% resolve rate is no config's), y: from 0 (shaping off).
+    x_lo, x_hi = min(xs), max(xs)
+    if x_hi - x_lo < 1e-3:
+        x_lo, x_hi = x_lo - 0.01, x_hi + 0.01
     y_lo, y_hi = min(0.0, min(ys)), max(max(ys), 1e-3)
     pad_x, pad_y = (x_hi - x_lo) * 0.06, (y_hi - y_lo) * 0.08
     x_lo, x_hi, y_lo, y_hi = x_lo - pad_x, x_hi + pad_x, y_lo - pad_y, y_hi + pad_y
@@ -137,26 +190,24 @@ def frontier_svg(
         f'<text transform="translate(14 {(top + height - bottom) / 2}) rotate(-90)" class="axis">'
         f"{escape(ylabel)}</text>"
     )
-    taken: list[tuple[float, float]] = []
+    # Every marker first, so no label is placed over one; then each label at the first free
+    # place around its point (right, left, above, below, then further out).
+    taken = [(px(p[x]) - 8, py(p[y]) - 8, 16.0, 16.0) for p in points]
     for p in points:  # in drawing order: the recommended point last, on top
         cx, cy = px(p[x]), py(p[y])
-        lift = 0
-        while any(abs(cx - tx) < 26 and abs(cy - 11 * lift - ty) < 10 for tx, ty in taken):
-            lift += 1
         name, colour = STYLES[p["role"]]
-        numbers = ",".join(map(str, p["n"]))
         labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
         big = p["role"] in ("recommended", "runner-up")
         # Beyond LABEL_ALL_MAX configs only the verdict's points and shaping off are numbered
         # (every point still names its configs on hover).
         labelled = not many or big or p["role"] == "off"
+        label = ""
         if labelled:
-            taken.append((cx, cy - 11 * lift))
-        label = (
-            f'<text x="{cx + 9:.1f}" y="{cy + 4 - 11 * lift:.1f}" class="pt-label">{numbers}</text>'
-            if labelled
-            else ""
-        )
+            spot = _label_spot(_numbers(p["n"]), cx, cy, taken, (left, width - right, top))
+            label = (
+                f'<text x="{spot[0]:.1f}" y="{spot[1] + 9:.1f}" class="pt-label">'
+                f"{_numbers(p['n'])}</text>"
+            )
         empty = p["role"] == "avoid" and all(i in hollow for i in p["ids"])
         # Inline style: the stylesheet's white outline would hide a hollow point's ring.
         fill = f'style="fill:#fff;stroke:{colour};stroke-width:2"' if empty else f'fill="{colour}"'
@@ -205,6 +256,14 @@ td.role-recommended{color:#2e7d32;font-weight:700}td.role-runner-up{color:#558b2
 @media (max-width:600px){main{padding:4px 8px 24px}header,nav{padding-left:10px;padding-right:10px}section{padding:8px 10px 12px}dl.facts{grid-template-columns:1fr}}.muted{color:#667085;font-size:12.5px}
 details{border-top:1px solid #eef0f4;padding:4px 0}summary{cursor:pointer;font-weight:600}
 dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:6px 0}dt{color:#556}dd{margin:0}
+table.summary thead tr:last-child th{white-space:normal;min-width:48px;max-width:116px;vertical-align:bottom}
+tr.groups th{position:static;text-align:left;font-weight:600;color:#4a5263;border-bottom:2px solid #c9d0dc}
+.filters input{vertical-align:middle}
+#summary:has(#show-rule:not(:checked)) .g-rule,#summary:has(#show-hazards:not(:checked)) .g-hazards,
+#summary:has(#show-context:not(:checked)) .g-context,#summary:has(#show-params:not(:checked)) .g-params{display:none}
+ul.avoid{margin:2px 0 8px;padding-left:20px}ul.avoid li{margin:2px 0}
+.chart-box{overflow-x:auto}
+@media (max-width:600px){.chart-box img.chart{max-width:none;width:760px}}
 """
 
 JS = """
@@ -212,7 +271,7 @@ JS = """
   function key(td){var v=td.getAttribute('data-v');var n=parseFloat(v);
     return (v!==null&&v!==''&&!isNaN(n)&&isFinite(v))?n:(v===null||v===''?null:v.toLowerCase());}
   document.querySelectorAll('table.sortable').forEach(function(t){
-    var heads=t.querySelectorAll('thead th');
+    var heads=t.querySelectorAll('thead tr:last-child th');
     heads.forEach(function(th,i){th.addEventListener('click',function(){
       var asc=th.getAttribute('aria-sort')!=='ascending';
       heads.forEach(function(h){h.removeAttribute('aria-sort');});

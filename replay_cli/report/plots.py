@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.frontier import highlights, rated
+from replay_cli.advice.frontier import highlights
 from replay_cli.progress import Tick
+from replay_cli.report import layouts as L
 from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
@@ -37,14 +37,8 @@ from replay_cli.report.plots_sweep import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from replay_cli.result import ReplayResult
+    from replay_cli.report.model import Report
 
-STEP_METRICS = (
-    (C.TOTAL_REWARD, "shaped reward (mean)"),
-    (C.SIGNAL, "groups with signal (share)"),
-    (C.ADVANTAGES_MAX, "max advantage"),
-    (C.ADVANTAGES_MIN, "min advantage"),
-)
 
 __all__ = [
     "advantage_bands",
@@ -107,7 +101,7 @@ def step_curves(
     fig, axes = figure(13.0, 7.0, nrows=2, ncols=2)
     labels = _chosen(summary, highlight, verdict).rows()
     palette = colours(len(labels))
-    for ax, (metric, ylabel) in zip(axes.flat, STEP_METRICS, strict=True):
+    for ax, (metric, ylabel) in zip(axes.flat, L.STEP_CHART, strict=True):
         for i, (config_id, label) in enumerate(labels):
             part = steps.filter(pl.col(S.CONFIG_ID) == config_id).sort(S.STEP)
             if metric in part.columns:
@@ -151,12 +145,13 @@ class Chart:
     drawn (`draw` None: drawn by another command, e.g. `compare`)."""
 
     caption: str
-    draw: Callable[[ReplayResult, list[str] | None], Figure] | None = None
-    shown: Callable[[ReplayResult], bool] = lambda result: True
+    draw: Callable[[Report, list[str]], Figure] | None = None
+    """(report, the highlighted config ids) -> the figure."""
+    shown: Callable[[Report], bool] = lambda report: True
 
 
-def _lambdas(result: ReplayResult) -> int:
-    return result.summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
+def _lambdas(report: Report) -> int:
+    return report.summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
 
 
 CHARTS: dict[str, Chart] = {
@@ -164,10 +159,8 @@ CHARTS: dict[str, Chart] = {
         "The rule's own axes: solve Δ after T steps (minutes vs shaping off, negative = "
         "sooner, drawn up) against the resolve rate kept then (low end of the interval); the "
         "dashed line is the rule's bar.",
-        lambda r, _: frontier_chart(
-            r.summary, r.recommendation, r.verdict.rule if r.verdict else None
-        ),
-        lambda r: r.summary.height > 1 and rated(r.summary) and r.recommendation is not None,
+        lambda r, _: frontier_chart(r.summary, r.recommendation, r.rule),
+        lambda r: r.summary.height > 1 and r.frontier is not None,
     ),
     "forecast": Chart(
         "The forecast: the resolve rate on long problems and the minutes of a resolved rollout "
@@ -220,12 +213,13 @@ CHARTS: dict[str, Chart] = {
 """Every chart by its file stem, in page order: a new chart is a drawing function and one entry."""
 
 
-def report_figures(result: ReplayResult, highlight: list[str] | None = None) -> dict[str, Figure]:
+def report_figures(report: Report, highlight: list[str] | None = None) -> dict[str, Figure]:
     """The charts that make sense for this report (lambda charts need two or more lambdas)."""
+    chosen = report.highlighted(highlight)
     return {
-        name: chart.draw(result, highlight)
+        name: chart.draw(report, chosen)
         for name, chart in CHARTS.items()
-        if chart.draw is not None and chart.shown(result)
+        if chart.draw is not None and chart.shown(report)
     }
 
 
@@ -241,21 +235,23 @@ def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
 
 
 def render_all(
-    result: ReplayResult,
+    report: Report,
     out_dir: Path,
     highlight: list[str] | None = None,
     tick: Tick | None = None,
 ) -> list[Path]:
     """Save every chart of a report as PNG (replacing the old ones) and return the paths; one
-    chart in memory at a time, `tick(done, total)` after each."""
+    chart in memory at a time, `tick(done, total)` after each. `highlight`: the configs drawn
+    step by step (default: those the report was written with, else the verdict's)."""
     if out_dir.is_dir():
         for old in out_dir.glob("*.png"):
             if old.stem != "replayed_vs_internal":
                 old.unlink()
-    shown = {n: c.draw for n, c in CHARTS.items() if c.draw is not None and c.shown(result)}
+    shown = {n: c.draw for n, c in CHARTS.items() if c.draw is not None and c.shown(report)}
+    chosen = report.highlighted(highlight)
     paths = []
     for done, (name, draw) in enumerate(shown.items(), start=1):
-        figure = draw(result, highlight)
+        figure = draw(report, chosen)
         paths += save({name: figure}, out_dir)
         if tick is not None:
             tick(done, len(shown))

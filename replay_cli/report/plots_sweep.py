@@ -299,16 +299,14 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
         )
 
 
-def frontier_chart(
-    summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule | None = None
-) -> Figure:
+def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> Figure:
     """The rule's own axes: a config's solve Δ after T steps (the minutes a success takes minus
     under shaping off, negative = sooner, drawn upward: up is better) against the resolve rate it keeps then (the low end
     of its interval, the lower of overall and long problems; right is better), the rule's line drawn.
     Coloured by role as in index.html; a config avoided for another criterion (an inversion, an
     explosion, ...) is drawn hollow wherever it sits. Coincident configs share one point,
-    numbered as in index.html; labels are nudged apart so they do not overprint."""
-    rule = rule or Rule()
+    numbered as in index.html; labels are nudged apart so they do not overprint. `rule`: the
+    rule the verdict was judged by (its line is drawn at its thresholds)."""
     front = frontier(summary, verdict)
     points = point_groups(front, "kept", "gain")
     others = set(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())

@@ -13,34 +13,9 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import param_text
+from replay_cli.report import layouts as L
 
-REPLAY_TAGS = (
-    C.SIGNAL,
-    C.TIME_ONLY_GROUPS,
-    C.INVERSIONS,
-    C.EXPLOSION_UNCLIPPED,
-    C.RESOLVE_PUSH,
-    C.FAIL_PUSH,
-    C.SOLVE_PUSH,
-)
-"""Per-step columns of `steps.parquet` written as the replay's own curves, `replay/<name>`, in
-the units a person reads (the catalogue's: shares in %, under `C.human_name`: `_pct`), beside
-the trainer's tags, which keep the trainer's fractions."""
-HEADLINE_COLUMNS = (
-    C.F_RESOLVE_VS_OFF,
-    C.F_RESOLVE_VS_OFF_LOW,
-    C.F_RESOLVE_VS_OFF_LONG,
-    C.F_RESOLVE_VS_OFF_LOW_LONG,
-    C.F_SOLVE_VS_OFF,
-    C.F_FAIL_VS_OFF,
-    C.TIME_ONLY_SHARE,
-    C.INTRODUCED,
-    C.EXPLOSION_TRAINED,
-    C.TOTAL_REWARD,
-)
-"""The summary columns logged once per run (TensorBoard's HParams metrics, W&B's summary): the
-outcome at the horizon the rule reads, then what disqualifies; in the catalogue's human units."""
-NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *REPLAY_TAGS}
+NOT_TRAINER = {S.CONFIG_ID, S.STEP, "rows", "groups", *L.TRACKER_CURVES}
 
 
 def run_name(label: str) -> str:
@@ -64,7 +39,7 @@ def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dic
     numeric = [c for c, t in mine.schema.items() if c not in NOT_TRAINER and t.is_numeric()]
     for row in mine.iter_rows(named=True):
         values = {trainer_tag(c): row[c] for c in numeric if row[c] is not None}
-        for column in REPLAY_TAGS:
+        for column in L.TRACKER_CURVES:
             value = C.metric(column).human(row.get(column))
             if value is not None:
                 values[f"replay/{C.human_name(column)}"] = value
@@ -72,10 +47,10 @@ def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dic
 
 
 def headline(row: dict[str, Any]) -> dict[str, float]:
-    """A config's headline numbers (HEADLINE_COLUMNS present and not null), in human units,
-    under names that say so (`C.human_name`: a % is `_pct`, never `_frac`)."""
+    """A config's headline numbers (`layouts.TRACKER_HEADLINE` present and not null), in human
+    units, under names that say so (`C.human_name`: a % is `_pct`, never `_frac`)."""
     out = {}
-    for column in HEADLINE_COLUMNS:
+    for column in L.TRACKER_HEADLINE:
         value = C.metric(column).human(row.get(column))
         if value is not None:
             out[C.human_name(column)] = value

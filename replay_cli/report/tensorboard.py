@@ -21,15 +21,10 @@ from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
+from replay_cli.report import layouts as L
 from replay_cli.report.facets import varying
-from replay_cli.report.run_tags import (
-    HEADLINE_COLUMNS,
-    headline,
-    param_values,
-    run_names,
-    step_scalars,
-)
-from replay_cli.result import ReplayResult
+from replay_cli.report.model import Report
+from replay_cli.report.run_tags import headline, param_values, run_names, step_scalars
 
 
 def hparam_tag(column: str) -> str:
@@ -38,7 +33,7 @@ def hparam_tag(column: str) -> str:
 
 
 HPARAM_METRICS = {
-    C.human_name(column): hparam_tag(C.human_name(column)) for column in HEADLINE_COLUMNS
+    C.human_name(column): hparam_tag(C.human_name(column)) for column in L.TRACKER_HEADLINE
 }
 """`headline`'s names (human units, `_pct` for %) -> the HParams dashboard's metric tag."""
 
@@ -53,18 +48,16 @@ def summary_writer() -> Any:
 
 
 def write_runs(
-    result: ReplayResult, out: str | Path, *, force: bool = False, tick: Tick | None = None
+    report: Report, out: str | Path, *, force: bool = False, tick: Tick | None = None
 ) -> list[Path]:
-    """Write one TensorBoard run per config of a judged result into the directory `out`,
+    """Write one TensorBoard run per config of a report into the directory `out`,
     atomically (an existing one is refused unless `force`); returns the run directories.
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    if result.recommendation is None:
-        raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
-    roles = dict(result.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(result.steps, result.summary, roles, tmp, tick)
+        names = _write(report.steps, report.summary, roles, tmp, tick)
     return [out / name for name in names]
 
 
@@ -85,7 +78,7 @@ def _write(
     ]
     metrics = {
         tag: 0.0
-        for column, tag in zip(HEADLINE_COLUMNS, HPARAM_METRICS.values(), strict=True)
+        for column, tag in zip(L.TRACKER_HEADLINE, HPARAM_METRICS.values(), strict=True)
         if column in summary.columns
     }
     experiment, _, _ = hparams(values[0], metrics)

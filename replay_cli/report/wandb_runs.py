@@ -22,8 +22,8 @@ from replay_cli.config import ReplayConfig
 from replay_cli.errors import ReplayError, missing_extra
 from replay_cli.io.files import staged_directory
 from replay_cli.progress import Tick
+from replay_cli.report.model import Report
 from replay_cli.report.run_tags import headline, run_names, step_scalars
-from replay_cli.result import ReplayResult
 
 PROJECT = "replay-cli"
 JOB_TYPE = "replay"
@@ -73,7 +73,7 @@ def run_config(
 
 
 def write_runs(
-    result: ReplayResult,
+    report: Report,
     out: str | Path,
     *,
     force: bool = False,
@@ -81,20 +81,18 @@ def write_runs(
     project: str = PROJECT,
     tick: Tick | None = None,
 ) -> list[Path]:
-    """Write one offline W&B run per config of a judged result under `out` (as `out/wandb/
+    """Write one offline W&B run per config of a report under `out` (as `out/wandb/
     offline-run-*`), atomically (an existing `out` is refused unless `force`); returns the run
     directories. `group` names the sweep (default: `out`'s name)."""
     wandb = wandb_module()
     out = Path(out)
-    if result.recommendation is None:
-        raise ValueError("write_runs writes a judged result (its roles are the verdict's)")
-    verdict = {row[S.CONFIG_ID]: row for row in result.recommendation.iter_rows(named=True)}
-    configs = {c.config_id: c for c in result.configs}
+    verdict = {row[S.CONFIG_ID]: row for row in report.recommendation.iter_rows(named=True)}
+    configs = {c.config_id: c for c in report.configs}
     group = group or out.name
-    names = run_names(result.summary)
+    names = run_names(report.summary)
     with staged_directory(out, force) as tmp:
         made = []
-        for row, name in zip(result.summary.iter_rows(named=True), names, strict=True):
+        for row, name in zip(report.summary.iter_rows(named=True), names, strict=True):
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
             config = run_config(
@@ -112,7 +110,7 @@ def write_runs(
                 reinit="create_new",
             )
             logged = 0
-            for step, scalars in step_scalars(result.steps, cid):
+            for step, scalars in step_scalars(report.steps, cid):
                 run.log(scalars, step=step)
                 logged += 1
             run.summary.update(
@@ -121,7 +119,7 @@ def write_runs(
             made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
-                tick(len(made), result.summary.height)
+                tick(len(made), report.summary.height)
         # run.finish() returns before W&B's writer has flushed the log: shut the writer down,
         # then read every run back, so no run is reported written before its log is whole.
         wandb.teardown()

@@ -23,7 +23,7 @@ from replay_cli.advice.findings import (
 )
 from replay_cli.advice.recommendation import Rule
 from replay_cli.maths.thresholds import GAIN_EPS
-from replay_cli.report.read import tops_of
+from replay_cli.report.model import Report
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, replay_frame, replay_rows, rollouts
@@ -568,7 +568,7 @@ def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
     result = api.replay_to_report([synth_path], configs, out)
     on_disk = pl.read_parquet(out / "findings.parquet")
     assert on_disk.equals(result.findings)
-    again = findings(pl.read_parquet(out / "summary.parquet"), tops_of(out))
+    again = findings(pl.read_parquet(out / "summary.parquet"), Report.read(out).top_groups)
     assert again.equals(on_disk)
     assert on_disk.columns == ["config_id", "kind", "severity", "value", "text", "headline"]
 

@@ -9,6 +9,7 @@ from replay_cli.config import ForecastSettings
 from replay_cli.parameters import expand
 from replay_cli.report import plots
 from replay_cli.report.facets import layout
+from replay_cli.report.model import Report
 
 pytestmark = (
     pytest.mark.slow
@@ -56,7 +57,7 @@ def _inside(fig):
 
 
 def test_every_chart_fits_its_figure(sweep, tmp_path):
-    figures = plots.report_figures(sweep)
+    figures = plots.report_figures(Report.of(sweep))
     n = sweep.summary.height
     for name, fig in figures.items():
         _inside(fig)

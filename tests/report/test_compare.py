@@ -138,7 +138,9 @@ def test_plot_command_rerenders(synth_path, tmp_path):
         assert again[name] == drawn[name], name
     assert set(again) <= set(drawn)
     page = (report / "index.html").read_text()
-    assert page.count("data:image/png;base64,") >= len(again)
+    # Every chart but the frontier, which the page draws once, as its SVG.
+    assert page.count("data:image/png;base64,") == len(again) - ("frontier.png" in again)
+    assert 'id="frontier-svg"' in page
 
 
 def test_plot_rejects_a_non_report(tmp_path):

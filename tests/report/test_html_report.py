@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.parameters import expand
-from replay_cli.report.html import SUMMARY_METRICS
+from replay_cli.report.layouts import SUMMARY
 
 from factories import write_small_synth
 
@@ -53,9 +53,12 @@ def test_index_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "@import" not in html
     assert "url(" not in html
-    assert html.count("data:image/png;base64,") == len(
-        list((report / "charts").glob("*.png"))
-    )  # the forecast chart once, in its section
+    charts = list((report / "charts").glob("*.png"))
+    # The forecast chart once, in its section; the frontier once, as the SVG.
+    assert html.count("data:image/png;base64,") == len(charts) - 1
+    assert html.count('id="frontier-svg"') == 1
+    # Each chart links to its full-size PNG beside the page (a relative link: nothing fetched).
+    assert html.count('<a href="charts/') == len(charts) - 1
     sections = re.findall(r'<section id="([a-z_]+)"', html)
     assert sections == [
         "decision",
@@ -65,7 +68,9 @@ def test_index_is_self_contained(report):
         "replayed",
         "charts",
         "configs",
+        "guide",
     ]
+    assert "docs/report.md" in re.search(r'<section id="guide">(.*?)</section>', html).group(1)
 
 
 def test_index_numbers_are_the_tables_numbers(report):
@@ -79,7 +84,7 @@ def test_index_numbers_are_the_tables_numbers(report):
         assert values[1] == row["label"]
         assert values[2] == roles[row["config_id"]]
         # Each metric cell holds the exact value (its repr) for sorting, in the page's order.
-        for value, name in zip(values[4:], SUMMARY_METRICS, strict=False):
+        for value, name in zip(values[4:], SUMMARY, strict=False):
             if row[name] is None:
                 assert value == ""
             else:
@@ -189,7 +194,7 @@ def test_report_in_a_real_browser(report, tmp_path):
         rows = page.locator("#summary-table tbody tr")
         assert rows.count() == summary.height
         # Click "max |adv|": ascending, then descending.
-        headers = page.locator("#summary-table thead th")
+        headers = page.locator("#summary-table thead tr:last-child th")
         names = headers.all_inner_texts()
         col = names.index("max |adv|")
         headers.nth(col).click()
@@ -227,7 +232,8 @@ def test_report_in_a_real_browser(report, tmp_path):
         assert csv["config_id"].to_list() == summary["config_id"].to_list()
         # Every chart and frontier plot has a size.
         charts = page.locator("img.chart, svg.scatter")
-        assert charts.count() == len(list((report / "charts").glob("*.png"))) + 1
+        # Every PNG but frontier.png (the SVG is the page's frontier), and the SVG.
+        assert charts.count() == len(list((report / "charts").glob("*.png")))
         for i in range(charts.count()):
             box = charts.nth(i).bounding_box()
             assert box is not None
@@ -236,6 +242,19 @@ def test_report_in_a_real_browser(report, tmp_path):
         natural = page.locator("img.chart").evaluate_all("els => els.map(e => e.naturalWidth)")
         assert all(w > 0 for w in natural)
         page.screenshot(path=str(tmp_path / "index_full.png"), full_page=True)
+        # At 1280 px the first hazard column is on screen; context is folded until asked for.
+        wide = browser.new_page(viewport={"width": 1280, "height": 900})
+        wide.goto(url)
+        hazard = wide.locator("#summary-table thead tr:last-child th.g-hazards").first
+        box = hazard.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= 1280
+        context = wide.locator("#summary-table thead tr:last-child th.g-context").first
+        assert not context.is_visible()
+        wide.check("#show-context")
+        assert context.is_visible()
+        # The avoided configs and their reasons are open, not folded.
+        assert wide.locator("#decision ul.avoid li").first.is_visible()
         # On a phone the page does not scroll sideways (wide tables scroll inside their box).
         phone = browser.new_page(viewport={"width": 390, "height": 844})
         phone.goto(url)

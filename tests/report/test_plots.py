@@ -1,10 +1,13 @@
 """Tests for replay_cli.report.plots: every chart is a Figure with a title and labelled axes."""
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
-from replay_cli import ReplayResult, api
+from replay_cli import api
 from replay_cli.report import plots
+from replay_cli.report.model import Report
 
 from factories import config
 
@@ -29,7 +32,7 @@ def _check(fig):
 
 
 def test_report_figures(result):
-    figures = plots.report_figures(result)
+    figures = plots.report_figures(Report.of(result))
     assert set(figures) == {
         "frontier",
         "forecast",
@@ -59,14 +62,8 @@ def test_signal_chart_has_one_line_per_apply_to_and_the_raw_reference(result):
 
 
 def test_lambda_charts_skipped_for_one_lambda(result):
-    single = ReplayResult(
-        rows=result.rows,
-        groups=result.groups,
-        steps=result.steps,
-        summary=result.summary.filter(pl.col("lambda_time") == 1 / 60),
-        configs=result.configs,
-    )
-    assert "signal_vs_lambda" not in plots.report_figures(single)
+    single = replace(result, summary=result.summary.filter(pl.col("lambda_time") == 1 / 60))
+    assert "signal_vs_lambda" not in plots.report_figures(Report.of(single))
 
 
 def test_replayed_vs_internal():
@@ -99,7 +96,7 @@ def test_the_frontier_writes_solve_time_signed_as_the_tables(result):
     table's signed minutes, never '+0.08 sooner'."""
     from replay_cli.report.roles import FRONTIER_Y
 
-    fig = plots.report_figures(result)["frontier"]
+    fig = plots.report_figures(Report.of(result))["frontier"]
     ax = fig.axes[0]
     assert ax.get_ylabel() == FRONTIER_Y
     assert "negative = sooner" in FRONTIER_Y

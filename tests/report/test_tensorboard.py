@@ -20,7 +20,8 @@ from replay_cli import catalogue as C
 from replay_cli.advice.words import param_text
 from replay_cli.cli.app import app
 from replay_cli.io.tensorboard import read_scalars, runs_of
-from replay_cli.report.run_tags import REPLAY_TAGS, run_name, trainer_tag
+from replay_cli.report.layouts import TRACKER_CURVES
+from replay_cli.report.run_tags import run_name, trainer_tag
 
 from factories import write_small_synth
 
@@ -60,7 +61,7 @@ def test_every_scalar_equals_the_step_table(sweep):
             for column, value in step.items():
                 if value is None or column in ("config_id", "step", "rows", "groups"):
                     continue
-                if column in REPLAY_TAGS:  # the replay's own curves, in the page's units
+                if column in TRACKER_CURVES:  # the replay's own curves, in the page's units
                     human = C.metric(column).human(value)
                     expected[(f"replay/{C.human_name(column)}", step["step"])] = f32(human)
                 else:  # the trainer's tags carry the trainer's values, to overlay its curves

@@ -17,7 +17,8 @@ from replay_cli.advice.words import param_text
 from replay_cli.cli.app import app
 from replay_cli.config import build_config
 from replay_cli.io.wandb_run import BLOCK, read_log, read_run, runs_of
-from replay_cli.report.run_tags import REPLAY_TAGS, headline, run_name, trainer_tag
+from replay_cli.report.layouts import TRACKER_CURVES
+from replay_cli.report.run_tags import headline, run_name, trainer_tag
 from replay_cli.report.wandb_runs import run_config
 
 from factories import write_small_synth
@@ -61,8 +62,8 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
                 if value is None or column in ("config_id", "step", "rows", "groups"):
                     continue
                 human_tag = f"replay/{C.human_name(column)}"
-                tag = human_tag if column in REPLAY_TAGS else trainer_tag(column)
-                human = C.metric(column).human(value) if column in REPLAY_TAGS else value
+                tag = human_tag if column in TRACKER_CURVES else trainer_tag(column)
+                human = C.metric(column).human(value) if column in TRACKER_CURVES else value
                 expected[(tag, step["step"])] = float(human)
         written = {
             (r["metric"], r["step"]): r["value"] for r in run.scalars().iter_rows(named=True)
