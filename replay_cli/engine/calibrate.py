@@ -22,9 +22,9 @@ ever removes effort's effect where the log shows training did not follow it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +32,10 @@ from replay_cli.config import MeasureSettings, ReplayConfig
 from replay_cli.engine.step_measure import GroupLevels, Problems
 from replay_cli.maths.effort import P_EDGE
 
-if TYPE_CHECKING:
-    from replay_cli.engine.forecast import World
+World = Any
+"""The forecast's `World` (engine/forecast.py imports this module, not the reverse)."""
+Simulate = Callable[..., tuple[np.ndarray, np.ndarray]]
+"""The forecast's `_simulate(world, runs, steps, budget, seed)`: (trajectories, last efforts)."""
 
 MIN_STEPS = 4
 """Distinct logged steps the calibration needs (fewer: α = 1, uncalibrated)."""
@@ -137,12 +139,12 @@ class Calibration:
         }
 
 
-def _model_drift(world: World, off: ReplayConfig, steps: int, budget: float, seed: int) -> float:
+def _model_drift(
+    world: World, off: ReplayConfig, steps: int, budget: float, seed: int, simulate: Simulate
+) -> float:
     """The model's drift under shaping off: expected minutes per rollout after `steps` simulated
     steps minus at the start, per step, each problem counted with its weight."""
-    from replay_cli.engine.forecast import _simulate
-
-    _, last = _simulate(world, [off], steps, budget, seed)
+    _, last = simulate(world, [off], steps, budget, seed)
     w = world.weight
     before = (world.pi * world.m).sum(-1)
     after = (last[0] * world.m).sum(-1)
@@ -156,9 +158,11 @@ def calibrate(
     budget: float,
     seed: int,
     interval: float,
+    simulate: Simulate,
 ) -> Calibration:
     """The causal share whose shaping-off forecast over the logged steps drifts as the log does
-    (at `budget`), interpolated between `ALPHAS` on common random numbers; its interval maps the
+    (at `budget`; `simulate` is the forecast's, passed in so that the forecast alone imports this
+    module), interpolated between `ALPHAS` on common random numbers; its interval maps the
     log's drift's bootstrap interval through the same curve."""
     if drift is None:
         return Calibration(1.0, why="the log names no problem at two steps")
@@ -166,7 +170,9 @@ def calibrate(
         why = f"the log spans {drift.distinct} steps (calibration needs {MIN_STEPS})"
         return Calibration(1.0, logged=drift.slope, why=why)
     steps = max(drift.steps, 1)
-    curve = np.array([_model_drift(with_alpha(world, a), off, steps, budget, seed) for a in ALPHAS])
+    curve = np.array(
+        [_model_drift(with_alpha(world, a), off, steps, budget, seed, simulate) for a in ALPHAS]
+    )
     base = Calibration(
         1.0, logged=drift.slope, model=float(curve[-1]), model_none=float(curve[0]), steps=steps
     )

@@ -488,7 +488,7 @@ def forecast(
     if settings.calibrate:
         drift = logged_drift(problems, groups, intervals)
         calibration = calibrate(
-            world, off_twin(configs[0]), drift, budget, settings.seed, intervals.interval
+            world, off_twin(configs[0]), drift, budget, settings.seed, intervals.interval, _simulate
         )
         world = with_alpha(world, calibration.alpha)
     twins = {raw_key(c) if batchable(c) else c.config_id: off_twin(c) for c in configs}

@@ -73,11 +73,11 @@ def test_a_log_without_steps_or_problem_names_is_not_calibrated():
     for c in chunks:
         c.step = None
     assert K.logged_drift(Problems.of(chunks), chunks, MeasureSettings()) is None
-    out = K.calibrate(None, None, None, 1e-3, 0, 0.9)  # type: ignore[arg-type]
+    out = K.calibrate(None, None, None, 1e-3, 0, 0.9, None)  # type: ignore[arg-type]
     assert out.alpha == 1.0
     assert "no problem" in out.why
     short = K.Drift(0.1, np.array([0.09, 0.11]), 2, 3)
-    out = K.calibrate(None, None, short, 1e-3, 0, 0.9)  # type: ignore[arg-type]
+    out = K.calibrate(None, None, short, 1e-3, 0, 0.9, None)  # type: ignore[arg-type]
     assert out.alpha == 1.0
     assert "3 steps" in out.why
     assert out.logged == 0.1
@@ -87,7 +87,7 @@ def test_a_log_without_steps_or_problem_names_is_not_calibrated():
 def linear_model(monkeypatch):
     """The model's shaping-off drift as a known function of α (what the simulation would give)."""
 
-    def drift(world, off, steps, budget, seed):
+    def drift(world, off, steps, budget, seed, simulate):
         return world
 
     monkeypatch.setattr(K, "_model_drift", drift)
@@ -97,7 +97,7 @@ def linear_model(monkeypatch):
 def test_the_calibration_inverts_the_models_drift_at_the_logs(linear_model):
     rng = np.random.default_rng(0)
     logged = K.Drift(0.03, 0.03 + 0.01 * rng.standard_normal(4000), 11, 12)
-    out = K.calibrate(lambda a: 0.1 * a, None, logged, 1e-3, 0, 0.9)  # type: ignore[arg-type]
+    out = K.calibrate(lambda a: 0.1 * a, None, logged, 1e-3, 0, 0.9, None)  # type: ignore[arg-type]
     assert out.alpha == pytest.approx(0.3, abs=1e-12)
     # The interval maps the drift's 5% and 95% quantiles (±1.645 sd) through the same line.
     assert out.low == pytest.approx(0.3 - 0.1645, abs=0.01)
@@ -105,16 +105,16 @@ def test_the_calibration_inverts_the_models_drift_at_the_logs(linear_model):
     assert (out.model, out.model_none, out.steps) == (0.1, 0.0, 11)
     # Drifting at least as fast as the model: effort buys what the log shows, α = 1.
     fast = K.Drift(0.2, np.full(100, 0.2) + 0.01 * rng.standard_normal(100), 11, 12)
-    assert K.calibrate(lambda a: 0.1 * a, None, fast, 1e-3, 0, 0.9).alpha == 1.0  # type: ignore[arg-type]
+    assert K.calibrate(lambda a: 0.1 * a, None, fast, 1e-3, 0, 0.9, None).alpha == 1.0  # type: ignore[arg-type]
     # Against it: α = 0 (the log shows no drift where the model predicts some).
     still = K.Drift(-0.01, -0.01 + 0.01 * rng.standard_normal(100), 11, 12)
-    assert K.calibrate(lambda a: 0.1 * a, None, still, 1e-3, 0, 0.9).alpha == 0.0  # type: ignore[arg-type]
+    assert K.calibrate(lambda a: 0.1 * a, None, still, 1e-3, 0, 0.9, None).alpha == 0.0  # type: ignore[arg-type]
 
 
 def test_a_model_whose_drift_does_not_follow_alpha_keeps_alpha_one(linear_model):
     logged = K.Drift(0.0, np.array([-0.05, 0.0, 0.05]), 11, 12)
     for curve in (lambda a: -0.02 * a, lambda a: 0.001 * a):  # falls, or within the log's noise
-        out = K.calibrate(curve, None, logged, 1e-3, 0, 0.9)  # type: ignore[arg-type]
+        out = K.calibrate(curve, None, logged, 1e-3, 0, 0.9, None)  # type: ignore[arg-type]
         assert out.alpha == 1.0
         assert "cannot tell" in out.why
 
