@@ -50,6 +50,8 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
     ]
     first = views[0]
     ranks = [K.rank_agreement(truth, v) for v in views]
+    solve_ranks = [K.rank_agreement(truth, v, "solve_delta") for v in views]
+    solve_pairs = [p for _, p, _ in solve_ranks if p is not None]
     rhos = [r for r, _, _ in ranks]
     pairs = [p for _, p, _ in ranks if p is not None]
     repeats = K.Repeats(
@@ -70,6 +72,8 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
         _fmt(float(np.median(pairs)) if pairs else None),
         str(ranks[0][2]),
         f"{sum(K.ranks_agree(r, p) or n == 0 for r, p, n in ranks)}/{len(views)}",
+        _fmt(float(np.median([r for r, _, _ in solve_ranks])), "+.2f"),
+        _fmt(float(np.median(solve_pairs)) if solve_pairs else None),
         _fmt(repeats.stated),
         _fmt(repeats.repeat_rate),
         picks,
@@ -105,6 +109,8 @@ HEAD = (
     "pairs agree (median)",
     "pairs separated",
     "rank check, logs",
+    "ρ solve Δ (median)",
+    "solve pairs agree",
     "stated conf",
     "repeat rate",
     "picks over logs",

@@ -122,21 +122,23 @@ def spearman(x: list[float], y: list[float]) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def rank_agreement(truth: Truth, view: ToolView) -> tuple[float, float | None, int]:
-    """(Spearman of the tool's long ratio vs the truth's over the shaped configs, the share of
-    the pairs training separates beyond its noise that the tool orders the same way or None
-    where it separates none, how many pairs it separates)."""
+def rank_agreement(
+    truth: Truth, view: ToolView, what: str = "long_ratio"
+) -> tuple[float, float | None, int]:
+    """(Spearman of the tool's `what` (`long_ratio`, the rule's bar, or `solve_delta`, its
+    ranking) vs the truth's over the shaped configs, the share of the pairs training separates
+    beyond its noise that the tool orders the same way or None where it separates none, how many
+    pairs it separates)."""
     labels = shaped(truth.configs)
-    rho = spearman(
-        [view.long_ratio[c] for c in labels], [truth.mean(c, "long_ratio") for c in labels]
-    )
+    tool = getattr(view, what)
+    rho = spearman([tool[c] for c in labels], [truth.mean(c, what) for c in labels])
     same = total = 0
     for a, b in itertools.combinations(labels, 2):
-        sign = truth.separated(a, b, z=NOISE_Z)
+        sign = truth.separated(a, b, z=NOISE_Z, what=what)
         if sign == 0:
             continue
         total += 1
-        same += int(np.sign(view.long_ratio[a] - view.long_ratio[b]) == sign)
+        same += int(np.sign(tool[a] - tool[b]) == sign)
     return rho, (same / total if total else None), total
 
 

@@ -407,10 +407,10 @@ class Truth:
         delta = self.mean(label, "solve_delta") + z * self.se(label, "solve_delta")
         return ratio >= keep and delta < 0
 
-    def separated(self, a: str, b: str, z: float = 2.0) -> int:
-        """+1 / −1 where training orders a's long ratio above / below b's beyond z standard errors
-        of their paired per-seed difference, else 0."""
-        d = self.per_seed(a, "long_ratio") - self.per_seed(b, "long_ratio")
+    def separated(self, a: str, b: str, z: float = 2.0, what: str = "long_ratio") -> int:
+        """+1 / −1 where training orders a's `what` (its long ratio) above / below b's beyond z
+        standard errors of their paired per-seed difference, else 0."""
+        d = self.per_seed(a, what) - self.per_seed(b, what)
         se = d.std(ddof=1) / math.sqrt(len(d))
         return int(np.sign(d.mean())) if abs(d.mean()) > z * se else 0
 
