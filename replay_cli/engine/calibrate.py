@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from replay_cli import catalogue as C
 from replay_cli.config import MeasureSettings, ReplayConfig
 from replay_cli.engine.step_measure import GroupLevels, Problems
 from replay_cli.maths.effort import P_EDGE
@@ -130,12 +131,12 @@ class Calibration:
 
     def columns(self) -> dict[str, float | None]:
         return {
-            "forecast/alpha": self.alpha,
-            "forecast/alpha_low": self.low,
-            "forecast/alpha_high": self.high,
-            "forecast/drift_logged": self.logged,
-            "forecast/drift_model": self.model,
-            "forecast/drift_steps": None if self.steps is None else float(self.steps),
+            C.FORECAST_ALPHA: self.alpha,
+            C.FORECAST_ALPHA_LOW: self.low,
+            C.FORECAST_ALPHA_HIGH: self.high,
+            C.FORECAST_DRIFT_LOGGED: self.logged,
+            C.FORECAST_DRIFT_MODEL: self.model,
+            C.FORECAST_DRIFT_STEPS: None if self.steps is None else float(self.steps),
         }
 
 

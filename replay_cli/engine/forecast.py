@@ -535,18 +535,18 @@ def forecast(
             )
     start = _metrics(world.pi, world.rate, world.m, world.bucket, world.weight)
     sampled = {
-        "forecast/steps": float(settings.steps),
-        "forecast/problems": float(world.pi.shape[1]),
-        "forecast/problems_total": float(len(problems.model)),
-        "forecast/problems_sampled": float(len(np.unique(world.index))),
+        C.FORECAST_STEPS: float(settings.steps),
+        C.FORECAST_PROBLEMS: float(world.pi.shape[1]),
+        C.FORECAST_PROBLEMS_TOTAL: float(len(problems.model)),
+        C.FORECAST_PROBLEMS_SAMPLED: float(len(np.unique(world.index))),
         C.FORECAST_BUDGET: budget,
         # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
         **(calibration.columns() if settings.calibrate else {}),
     }
     for where in (ALL, LONG):
         b, scope = SCOPES.index(where), where.suffix
-        sampled[f"forecast/resolve_start{scope}"] = summary_value(np.mean(start[:, b, 0]))
-        sampled[f"forecast/fail_minutes_start{scope}"] = summary_value(np.mean(start[:, b, 2]))
+        sampled[C.scoped(C.F_RESOLVE_START, scope)] = summary_value(np.mean(start[:, b, 0]))
+        sampled[C.scoped(C.F_FAIL_START, scope)] = summary_value(np.mean(start[:, b, 2]))
     for cid in columns:
         columns[cid] |= sampled
     return pl.concat(frames), columns, resamples
@@ -556,18 +556,18 @@ REFUSED = C.FORECAST_REFUSED
 HORIZON_SCOPES = (ALL, LONG)
 """The horizon's scopes: all problems, and the long bucket."""
 RESAMPLED = (
-    "forecast/resolve_vs_off",
-    "forecast/resolve_vs_off@long",
-    "forecast/solve_minutes_vs_off",
+    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE_VS_OFF_LONG,
+    C.F_SOLVE_VS_OFF,
 )
 """The horizon's numbers the resample table holds (what the rule reads)."""
 INTERVALS = (
-    "forecast/resolve_vs_off",
-    "forecast/solve_minutes_vs_off",
-    "forecast/fail_minutes_vs_off",
+    C.F_RESOLVE_VS_OFF,
+    C.F_SOLVE_VS_OFF,
+    C.F_FAIL_VS_OFF,
 )
 """The horizon's numbers given an interval (`_low`, `_high`), in every scope."""
-RULED = (*INTERVALS, *(f"{n}_low" for n in INTERVALS), *(f"{n}_high" for n in INTERVALS))
+RULED = (*INTERVALS, *(C.bound(n, end) for n in INTERVALS for end in ("low", "high")))
 """What the budget check re-reads at half and twice the budget (`_half`, `_twice`)."""
 
 
@@ -608,28 +608,28 @@ def horizon(
             solve = summed["pm"] / summed["p"]
             fail = summed["fm"] / summed["f"]
             values = {
-                "forecast/resolve": rate[:, configs],
-                "forecast/resolve_off": rate[:, twins],
-                "forecast/resolve_vs_off": summed["p"][:, configs] / summed["p"][:, twins],
-                "forecast/solve_minutes": solve[:, configs],
-                "forecast/solve_minutes_off": solve[:, twins],
-                "forecast/solve_minutes_vs_off": solve[:, configs] - solve[:, twins],
-                "forecast/fail_minutes": fail[:, configs],
-                "forecast/fail_minutes_off": fail[:, twins],
-                "forecast/fail_minutes_vs_off": fail[:, configs] - fail[:, twins],
+                C.F_RESOLVE: rate[:, configs],
+                C.F_RESOLVE_OFF: rate[:, twins],
+                C.F_RESOLVE_VS_OFF: summed["p"][:, configs] / summed["p"][:, twins],
+                C.F_SOLVE: solve[:, configs],
+                C.F_SOLVE_OFF: solve[:, twins],
+                C.F_SOLVE_VS_OFF: solve[:, configs] - solve[:, twins],
+                C.F_FAIL: fail[:, configs],
+                C.F_FAIL_OFF: fail[:, twins],
+                C.F_FAIL_VS_OFF: fail[:, configs] - fail[:, twins],
             }
             low = (last[..., 0].reshape(len(last), -1) * mine).sum(-1) / mine.sum()
-        point[f"forecast/give_up_vs_off{scope}"] = [
+        point[C.scoped(C.F_GIVE_UP_VS_OFF, scope)] = [
             summary_value(x) for x in low[configs] - low[twins]
         ]
         for name, v in values.items():
-            point[f"{name}{scope}"] = [summary_value(x) for x in v[0]]
-            if f"{name}{scope}" in RESAMPLED:
-                boot[f"{name}{scope}"] = v[1:]
+            point[C.scoped(name, scope)] = [summary_value(x) for x in v[0]]
+            if C.scoped(name, scope) in RESAMPLED:
+                boot[C.scoped(name, scope)] = v[1:]
             if name in INTERVALS and settings.resamples:
                 low, high = interval(v[1:], lo_q), interval(v[1:], hi_q)
-                point[f"{name}_low{scope}"] = [summary_value(x) for x in low]
-                point[f"{name}_high{scope}"] = [summary_value(x) for x in high]
+                point[C.bound(name, "low", scope)] = [summary_value(x) for x in low]
+                point[C.bound(name, "high", scope)] = [summary_value(x) for x in high]
     return point, boot
 
 
