@@ -55,8 +55,26 @@ ZERO: dict[str, float] = {
 }
 """Per unit, the magnitude at or below which a value is rounding and shown as 0 (default 1e-12)."""
 
-Hazard = Callable[[float, dict[str, Any], Any], tuple[str, str] | None]
-"""(value, summary row, rule) -> (css class 'hazard' or 'warn', why) where the cell needs a look."""
+
+@dataclass(frozen=True)
+class Bars:
+    """The rule's thresholds a summary cell is marked by, handed in by the caller
+    (`advice.recommendation.Rule.bars()`): a resolve rate after T below `resolve` of shaping
+    off's, and failures ending sooner than shaping off's by more than `fail_share` of its
+    failure minutes."""
+
+    resolve: float
+    fail_share: float
+
+    def fail_limit(self, row: dict[str, Any]) -> float:
+        """Minutes by which failures may end sooner than under shaping off after T steps."""
+        off = row.get(F_FAIL_OFF)
+        return self.fail_share * (0.0 if off is None else float(off))
+
+
+Hazard = Callable[[float, dict[str, Any], Bars], tuple[str, str] | None]
+"""(value, summary row, the rule's bars) -> (css class 'hazard' or 'warn', why) where the cell
+needs a look."""
 
 
 @dataclass(frozen=True)
@@ -172,30 +190,29 @@ def _digits(x: float) -> str:
 # ---- hazard tests ------------------------------------------------------------------------
 
 
-def _above(threshold: float | Callable[[Any], float], css: str, why: str) -> Hazard:
-    def test(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
-        t = threshold(rule) if callable(threshold) else threshold
-        return (css, why.format(t=t)) if value > t else None
+def _above(threshold: float, css: str, why: str) -> Hazard:
+    def test(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
+        return (css, why.format(t=threshold)) if value > threshold else None
 
     return test
 
 
-def _below(threshold: Callable[[Any], float], css: str, why: str) -> Hazard:
-    def test(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
-        t = threshold(rule)
+def _below(threshold: Callable[[Bars], float], css: str, why: str) -> Hazard:
+    def test(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
+        t = threshold(bars)
         return (css, why.format(t=t, p=f"{t:.0%}")) if value < t else None
 
     return test
 
 
-def _fail_faster(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
-    limit = rule.fail_limit(row)
+def _fail_faster(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
+    limit = bars.fail_limit(row)
     if value < -limit:
         return "warn", f"failures end more than {limit:.2g} min sooner than under shaping off"
     return None
 
 
-def _inversions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+def _inversions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
     if value <= 0:
         return None
     if (row.get("inversion/introduced_group_rate") or 0.0) > 0:
@@ -203,7 +220,7 @@ def _inversions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str]
     return "warn", "present with shaping off too"
 
 
-def _explosions(value: float, row: dict[str, Any], rule: Any) -> tuple[str, str] | None:
+def _explosions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
     if value <= 0:
         return None
     if (row.get("adv/explosion_trained_frac") or 0.0) > 0:
@@ -603,7 +620,7 @@ FORECAST = [
         "rule reads its interval's low end)",
         "ratio",
         "higher",
-        _below(lambda r: r.min_resolve_vs_off, "warn", "below {p} of shaping off after T steps"),
+        _below(lambda b: b.resolve, "warn", "below {p} of shaping off after T steps"),
     ),
     Metric("forecast/resolve", "resolve at T", "resolve rate after T steps", "share", "higher"),
     Metric("forecast/resolve_off", "resolve at T (off)", "the same under shaping off", "share"),
@@ -637,7 +654,7 @@ FORECAST = [
         "give up sooner)",
         "minutes_change",
         "",
-        lambda v, row, rule: _fail_faster(v, row, rule),
+        _fail_faster,
     ),
     Metric(
         "forecast/fail_minutes",
@@ -1071,12 +1088,13 @@ def show(name: str, value: Any) -> str:
     return metric(name).show(value)
 
 
-def hazard(name: str, value: Any, row: dict[str, Any], rule: Any) -> tuple[str, str]:
-    """(css class, why) for a summary cell that crosses its hazard threshold, else ('', '')."""
+def hazard(name: str, value: Any, row: dict[str, Any], bars: Bars) -> tuple[str, str]:
+    """(css class, why) for a summary cell that crosses its hazard threshold under the rule's
+    `bars`, else ('', '')."""
     m = CATALOGUE.get(name)
     if m is None or m.hazard is None or value is None or not isinstance(value, int | float):
         return "", ""
-    return m.hazard(float(value), row, rule) or ("", "")
+    return m.hazard(float(value), row, bars) or ("", "")
 
 
 def field_metadata(name: str) -> dict[str, str] | None:

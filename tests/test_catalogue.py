@@ -223,3 +223,24 @@ def test_every_negative_number_is_written_with_the_minus_sign():
     assert C.show_value("reward", None) == "-"  # a missing value keeps its dash
     assert C.show_value("number", 9.73e-18) == "0"
     assert C.show_value("seconds", 504.1) == "8.402 min"
+
+
+def test_a_cells_mark_reads_the_rules_bars_handed_in():
+    """The catalogue marks cells by the thresholds its caller hands in (Rule.bars()), not by a
+    rule it reads behind the import graph's back: a stricter rule marks what the default keeps."""
+    from replay_cli.advice.recommendation import Rule
+
+    row = {C.F_RESOLVE_VS_OFF: 0.97, C.F_FAIL_VS_OFF: -0.5, C.F_FAIL_OFF: 4.0}
+    default, strict = Rule().bars(), Rule(min_resolve_vs_off=0.98, max_fail_faster=0.1).bars()
+    assert C.hazard(C.F_RESOLVE_VS_OFF, 0.97, row, default) == ("", "")
+    assert C.hazard(C.F_RESOLVE_VS_OFF, 0.97, row, strict) == (
+        "warn",
+        "below 98% of shaping off after T steps",
+    )
+    # Failures 0.5 min sooner: within 25% of 4 min, beyond 10% of it (0.4 min).
+    assert Rule(max_fail_faster=0.25).bars().fail_limit(row) == pytest.approx(1.0)
+    assert C.hazard(C.F_FAIL_VS_OFF, -0.5, row, Rule(max_fail_faster=0.25).bars()) == ("", "")
+    assert C.hazard(C.F_FAIL_VS_OFF, -0.5, row, strict) == (
+        "warn",
+        "failures end more than 0.4 min sooner than under shaping off",
+    )

@@ -167,9 +167,13 @@ class Rule(BaseModel):
         "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
     )
 
+    def bars(self) -> C.Bars:
+        """The thresholds the catalogue marks summary cells by."""
+        return C.Bars(resolve=self.min_resolve_vs_off, fail_share=self.max_fail_faster)
+
     def fail_limit(self, row: dict[str, Any]) -> float:
         """Minutes by which failures may end sooner than under shaping off after T steps."""
-        return self.max_fail_faster * num(row, C.F_FAIL_OFF)
+        return self.bars().fail_limit(row)
 
     def faster_limit(self, row: dict[str, Any]) -> float:
         """The smallest solve-minute gain after T steps that counts."""

@@ -153,7 +153,7 @@ def _summary_table(report: Report) -> str:
                 if key == "params":
                     cells.append(cell(value, f"text g-{key}", "", param_text(name, value)))
                     continue
-                css, why = C.hazard(name, value, row, rule)
+                css, why = C.hazard(name, value, row, rule.bars())
                 title = why or C.metric(name).description
                 cells.append(cell(value, f"{css} g-{key}".strip(), title, C.show(name, value)))
         rows.append(cells)
@@ -362,7 +362,7 @@ def _forecast(report: Report, directory: Path) -> str:
     for r in summary.iter_rows(named=True):
         cells = [cell(report.numbers[r[S.CONFIG_ID]]), cell(r["label"], "text config")]
         for name in columns:
-            css, why = C.hazard(name, r.get(name), r, report.rule)
+            css, why = C.hazard(name, r.get(name), r, report.rule.bars())
             cells.append(
                 cell(r.get(name), css, why or C.metric(name).description, C.show(name, r.get(name)))
             )
