@@ -683,9 +683,14 @@ def trade_text(row: dict[str, Any]) -> str:
     )
 
 
-PREDICTIVE = math.sqrt(2.0)
-"""How much wider a new log's spread around this log's value is than the bootstrap's: the new
-log's own sampling noise on top of this one's (independent, equal variance)."""
+PREDICTIVE = 2.0
+"""How much wider a new log's spread around this log's value is taken to be than the bootstrap's.
+A new log carries its own noise on top of this one's (√2 under a flat prior), but the stated
+share is read for the config this log picked: where the truth sits at the bar (a coin flip
+between two configs, repeat rate 50%), √2 states 70% on average, and any spread states more than
+50%. In that two-way normal model the mean stated share minus the repeat rate is +20 points at
+√2 and ±15 at 2, the spread that minimises the worst case over every distance from the bar (it
+understates clear picks by up to 14 points); docs/report.md, "Confidence"."""
 
 
 def _confidence(
@@ -717,8 +722,9 @@ def _confidence(
         for name in names
     }
     n = len(rows)
-    # A new log's value differs from this log's by two logs' sampling noise, not one: each
-    # resample's deviation from the point is scaled by sqrt(2) (the predictive spread).
+    # A new log's value differs from this log's by two logs' sampling noise, not one, and the
+    # pick is the one this log favoured: each resample's deviation from the point is scaled by
+    # PREDICTIVE.
     for name in names:
         point = np.array([_nan(r.get(name)) for _, r, *_ in rows])
         spread = PREDICTIVE * (wide[name] - point)

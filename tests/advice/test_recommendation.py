@@ -903,8 +903,8 @@ def test_a_config_above_the_bar_at_its_point_but_not_at_its_low_end_rarely_wins(
     verdict = recommend(frame, resamples=table)
     assert verdict["role"].to_list() == ["recommended", "avoid"]
     won = dict(verdict.select("config_id", "won_share").rows())
-    # A new log: its deviation from this one's point spread by sqrt(2), read at its low end.
-    shifted = float(np.mean(0.97 + np.sqrt(2) * (values - 0.97) - (0.97 - low) >= 0.95))
+    # A new log: its deviation from this one's point spread by 2, read at its low end.
+    shifted = float(np.mean(0.97 + 2.0 * (values - 0.97) - (0.97 - low) >= 0.95))
     assert won["c1"] == pytest.approx(shifted)
     assert won["c0"] == pytest.approx(1 - shifted)
     assert won["c1"] < 0.5  # read at each resample's point it would win most of them:
@@ -1192,3 +1192,39 @@ def test_a_pick_every_resample_repeats_is_almost_always_not_a_certainty():
         "A new log of this size would pick it almost always (99% or more; the rule applied "
         "again in each bootstrap resample of the problems)."
     )
+
+
+@pytest.mark.parametrize("distance", [0.0, 1.0, 2.0, 3.0])
+def test_the_stated_share_is_within_15_points_of_how_often_the_pick_repeats(distance):
+    """The two-way choice the confidence is calibrated for: a faster config is picked where its
+    low end clears the bar. Its true low end sits `distance` standard errors above the bar, so a
+    log picks it with probability Φ(distance). Over 150 independent logs (each its point and a
+    normal bootstrap around it), the mean stated share of each log's pick is within 15 points
+    of how often the other logs make the same pick away from the bar (17 at it). Under the
+    flat-prior spread √2 it is 21 points over at the bar and 16 at half a standard error."""
+    rng = np.random.default_rng(11)
+    se, z, bar = 0.01, 1.6449, 0.95
+    truth = bar + (z + distance) * se
+    picks, stated = [], []
+    for _ in range(150):
+        point = truth + se * rng.standard_normal()
+        values = point + se * rng.standard_normal(400)
+        low = float(np.quantile(values, 0.05))
+        frame = summary(OFF, {**kept(point, low), "forecast/solve_minutes_vs_off": -0.5})
+        table = resamples(
+            {
+                "c0": [(1.0, 1.0, 0.0, 0.0)] * len(values),
+                "c1": [(float(v), 1.0, -0.5, 0.0) for v in values],
+            }
+        )
+        verdict = recommend(frame, resamples=table)
+        (pick,) = verdict.filter(pl.col("role") == "recommended").rows(named=True)
+        picks.append(pick["config_id"])
+        stated.append(pick.get("set_share") or pick["won_share"])
+    picks = np.array(picks)
+    repeat = np.mean([(np.sum(picks == p) - 1) / (len(picks) - 1) for p in picks])
+    # At the bar itself no share that favours the pick can be calibrated: the pick repeats half
+    # the time, and the spread that bounds the error elsewhere states about 65% there (the
+    # two-way normal model's minimum worst case is 14.5 points; 16 measured on these logs).
+    tolerance = 0.17 if distance == 0 else 0.15
+    assert abs(np.mean(stated) - repeat) <= tolerance, (np.mean(stated), repeat)

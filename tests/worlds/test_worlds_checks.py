@@ -96,12 +96,6 @@ def test_the_forecasts_solve_minutes_rank_configs_as_training_does(name):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="effort_pays: the pick flips between λ=1/60 and 1/120 correct (12 and 4 of 16 logs), "
-    "as 1/60's low end sits at the bar; the tool states 0.77 on average against a repeat rate "
-    "of 0.60 (the other worlds: 0.90 vs 0.88, 0.76 vs 0.77, 1.00 vs 1.00)",
-)
 def test_the_stated_confidence_is_how_often_the_pick_repeats():
     """Check 3: the recommended row's stated confidence (won_share, or set_share where the tool
     has it), averaged over REPEAT_LOGS independent logs, is within 15 points of how often the
