@@ -732,7 +732,8 @@ FORECAST_INTERVALS = (
     "forecast/fail_minutes_vs_off",
 )
 """The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget
-check, the same at half and twice the budget (`_half`, `_twice`)."""
+check, the same at half and twice the budget (`_half`, `_twice`) and after half and twice the
+steps (`_half_steps`, `_twice_steps`)."""
 TRAINER = [
     Metric(
         "time_efficiency/minutes/mean", "minutes", "mean agent minutes (trainer metric)", "minutes"
@@ -866,6 +867,23 @@ SHORT = {
 """Terminal headers of the metrics whose labels are too long for a narrow table."""
 
 
+CHECKS = (
+    ("half", "at half the step budget"),
+    ("twice", "at twice the step budget"),
+    ("half_steps", "after half the steps"),
+    ("twice_steps", "after twice the steps"),
+)
+"""The forecast's checks of the verdict: the rule's numbers again at half and twice the step
+budget, and after half and twice the horizon T (column suffix, words)."""
+
+
+def at_check(name: str, check: str) -> str:
+    """A horizon number's column under one of `CHECKS` (`check`: 'half', 'twice', 'half_steps',
+    'twice_steps'): `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
+    base, at, scope = name.partition("@")
+    return f"{base}_{check}{at}{scope}"
+
+
 def _build() -> dict[str, Metric]:
     out: dict[str, Metric] = {}
 
@@ -912,17 +930,13 @@ def _build() -> dict[str, Metric]:
         for scoped_m in (m, long):
             for b in _bounds(scoped_m, ""):
                 add(b)
-            for budget, words in (
-                ("half", "at half the step budget"),
-                ("twice", "at twice the step budget"),
-            ):
+            for check, words in CHECKS:
                 for x in (scoped_m, *_bounds(scoped_m, "")):
-                    base, at, scope = x.name.partition("@")
                     add(
                         replace(
                             x,
-                            name=f"{base}_{budget}{at}{scope}",
-                            label=f"{x.label} ({budget} budget)",
+                            name=at_check(x.name, check),
+                            label=f"{x.label} ({check.replace('_', ' ')})",
                             description=f"{x.description}, {words}",
                             hazard=None,
                         )
@@ -1059,13 +1073,6 @@ F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, "@long")
 F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, "@long")
 
 
-def at_budget(name: str, budget: str) -> str:
-    """A horizon number's column at another step budget (`budget`: 'half' or 'twice'):
-    `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
-    base, at, scope = name.partition("@")
-    return f"{base}_{budget}{at}{scope}"
-
-
 def metric(name: str) -> Metric:
     """The catalogue's entry for a column (a plain number for a column it does not know)."""
     return CATALOGUE.get(name) or Metric(name, name, name)
@@ -1128,7 +1135,8 @@ FAMILIES = (
         FORECAST,
         (
             "also `@long`; resolve_vs_off, solve_minutes_vs_off and fail_minutes_vs_off also "
-            "`_low`, `_high` (interval ends) and `_half`, `_twice` (at half and twice the budget)"
+            "`_low`, `_high` (interval ends) and `_half`, `_twice`, `_half_steps`, `_twice_steps` "
+            "(at half and twice the budget and the steps)"
         ),
     ),
 )

@@ -610,30 +610,43 @@ def _scarcity(rows: list[Row], rule: Rule) -> str | None:
     )
 
 
-DERIVED_BUDGETS = ("half", "twice")
-
-
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
     """Whether the recommendation holds when the forecast runs at half and at twice the step
-    budget (None without those forecasts): the rule applied again to the outcome at T at those
-    budgets. Where its intervals there are too wide to decide (`_scarcity`), it says so: that is
-    no config failing the rule."""
+    budget, and after half and twice the horizon T where the forecast ran those (None without
+    the budgets' forecasts): the rule applied again to the outcome at those settings. Where its
+    intervals there are too wide to decide (`_scarcity`), it says so: that is no config failing
+    the rule."""
+    steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
+    where = {
+        "half": "at half the step budget",
+        "twice": "at twice the step budget",
+        "half_steps": f"after {max(1, steps // 2)} steps",
+        "twice_steps": f"after {2 * steps} steps",
+    }
+    ran = [
+        check
+        for check, _ in C.CHECKS
+        if all(C.at_check(name, check) in summary.columns for name in RULE_READS)
+    ]
+    if not {"half", "twice"} <= set(ran):
+        return None
     moved = []
-    for words in DERIVED_BUDGETS:
-        columns = {C.at_budget(name, words): name for name in RULE_READS}
-        if any(c not in summary.columns for c in columns):
-            return None
+    for check in ran:
+        columns = {C.at_check(name, check): name for name in RULE_READS}
         alt = summary.with_columns(pl.col(c).alias(name) for c, name in columns.items())
         table = recommend(alt, rule, check_budgets=False)
         first = table.filter(pl.col("role") == "recommended")
         other = first.row(0, named=True) if first.height else None
         if other is None and (table["role"] == "unrated").any():
-            moved.append(f"at {words} the step budget there is not enough data to decide")
+            moved.append(f"{where[check]} there is not enough data to decide")
         elif other is None:
-            moved.append(f"at {words} the step budget no config passes the rule")
+            moved.append(f"{where[check]} no config passes the rule")
         elif other[S.CONFIG_ID] != best_id:
-            moved.append(f"at {words} the step budget the rule would pick '{other['label']}'")
-    return "; ".join(moved) or "the verdict holds at half and at twice the step budget"
+            moved.append(f"{where[check]} the rule would pick '{other['label']}'")
+    held = "the verdict holds at half and at twice the step budget"
+    if {"half_steps", "twice_steps"} <= set(ran):
+        held += f" and after {max(1, steps // 2)} and {2 * steps} steps"
+    return "; ".join(moved) or held
 
 
 def _tradeable(row: dict[str, Any], failed: list[Criterion], is_off: bool, rule: Rule) -> bool:

@@ -150,12 +150,14 @@ def print_forecast(report: Report) -> None:
         if sampled < verdict.rule.min_problems
         else ""
     )
-    typer.echo(f"Forecast (horizon T = {steps} steps, {sample}):")
+    budget = row.get(C.FORECAST_BUDGET)
+    size = "" if budget is None else f", a step budget of KL {float(budget):g} per step"
+    typer.echo(f"Forecast (horizon T = {steps} steps{size}, {sample}):")
     typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.{few}")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
     checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
     if checked.len() and checked[0]:
-        typer.echo(f"  Budget: {checked[0]}.")
+        typer.echo(f"  Checks: {checked[0]}.")
 
 
 def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:

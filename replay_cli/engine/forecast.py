@@ -432,9 +432,12 @@ def _simulate(
     budget: float,
     seed: int,
     refused: dict[int, str] | None = None,
+    start: np.ndarray | None = None,
+    kept: dict[int, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort,
-    and (runs, seeds, problems, levels): each run's effort after the last step. Every run draws
+    """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort
+    (or from `start`, (runs, seeds, problems, levels)), and each run's effort after the last
+    step; `kept` gets the efforts after the steps it names as keys. Every run draws
     with the same random numbers (common random numbers: a config and its shaping-off twin
     differ by their policies, not by luck). A run whose estimator refuses the simulated groups
     (OpenRLHF's one group size after a filter dropped rows) stops there: `refused` gets its
@@ -442,7 +445,8 @@ def _simulate(
     refused = {} if refused is None else refused
     n_runs = len(runs)
     seeds, problems, levels = world.pi.shape
-    pi = np.broadcast_to(world.pi, (n_runs, seeds, problems, levels)).copy()
+    begin = world.pi if start is None else start
+    pi = np.broadcast_to(begin, (n_runs, seeds, problems, levels)).copy()
     sizes = world.size.ravel()
     problem = np.repeat(np.arange(seeds * problems), sizes)
     rows = _Rows(
@@ -466,6 +470,8 @@ def _simulate(
         eta = solve_eta(now, direction, budget, tol=ETA_TOL)
         pi = stepped_effort(now, direction, eta)
         out[t] = _metrics(pi, world.rate, world.m, world.bucket, world.weight)
+        if kept is not None and t in kept:
+            kept[t] = pi
     return out, pi
 
 
@@ -497,16 +503,29 @@ def forecast(
     twin_of = [
         len(configs) + keys.index(raw_key(c) if batchable(c) else c.config_id) for c in configs
     ]
-    scales = (1.0, 0.5, 2.0) if settings.check_budgets else (1.0,)
-    frames, columns = [], {c.config_id: {} for c in configs}
+    steps, seed = settings.steps, settings.seed
+    refused: dict[int, str] = {}
+    halfway = max(1, steps // 2)
+    kept: dict[int, np.ndarray] = {halfway: world.pi} if settings.check_budgets else {}
+    sim, last = _simulate(world, runs, steps, budget, seed, refused, kept=kept)
+    frames = [_table(sim, configs, twin_of, budget)]
+    outcomes: list[tuple[str, World, np.ndarray]] = [("", world, last)]
+    if settings.check_budgets:
+        # The checks read the rule's numbers at their end only: half the seeds serve them. After
+        # twice the steps is the same run continued for T more steps (fresh draws).
+        half = world.first(max(1, settings.seeds // 2))
+        for check, scale in (("half", 0.5), ("twice", 2.0)):
+            sim, end = _simulate(half, runs, steps, budget * scale, seed, refused)
+            frames.append(_table(sim, configs, twin_of, budget * scale))
+            outcomes.append((check, half, end))
+        outcomes.append(("half_steps", world, kept[halfway]))
+        start = last[:, : half.pi.shape[0]]
+        _, longer = _simulate(half, runs, steps, budget, seed + 1, refused, start=start)
+        outcomes.append(("twice_steps", half, longer))
+    columns: dict[str, dict] = {c.config_id: {} for c in configs}
     resamples = pl.DataFrame()
-    for scale in scales:
-        # The budget check reads the rule's numbers at T only: half the seeds serve it.
-        sub = world if scale == 1.0 else world.first(max(1, settings.seeds // 2))
-        refused: dict[int, str] = {}
-        sim, last = _simulate(sub, runs, settings.steps, budget * scale, settings.seed, refused)
-        frames.append(_table(sim, configs, twin_of, budget * scale))
-        point, boot = horizon(sub, last, twin_of, intervals)
+    for check, sub, end in outcomes:
+        point, boot = horizon(sub, end, twin_of, intervals)
         for k in range(len(configs)):
             why = refused.get(k) or refused.get(twin_of[k])
             if why is None:
@@ -516,15 +535,12 @@ def forecast(
             for name in boot:
                 boot[name][:, k] = np.nan
             columns[configs[k].config_id][REFUSED] = why
-        other = "" if scale == 1.0 else ("half" if scale < 1 else "twice")
         for k, cfg in enumerate(configs):
             mine = {name: v[k] for name, v in point.items()}
-            if other:
-                mine = {
-                    C.at_budget(name, other): v for name, v in mine.items() if _base(name) in RULED
-                }
+            if check:
+                mine = {C.at_check(n, check): v for n, v in mine.items() if _base(n) in RULED}
             columns[cfg.config_id] |= mine
-        if scale == 1.0 and boot:
+        if not check and boot:
             b = next(iter(boot.values())).shape[0]
             resamples = pl.DataFrame(
                 {

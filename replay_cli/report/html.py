@@ -335,7 +335,8 @@ def _decision(report: Report) -> str:
 
 def _forecast(report: Report, directory: Path) -> str:
     """What T steps of training under each config do, beside shaping off: a table per config
-    at the last step, whether the verdict holds at half and twice the budget, and the chart."""
+    at the last step, whether the verdict holds at half and twice the budget and the horizon, and
+    the chart."""
     summary = report.summary
     settings = report.manifest.get("forecast") or {}
     row = summary.row(0, named=True)
@@ -344,10 +345,12 @@ def _forecast(report: Report, directory: Path) -> str:
     roles = report.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
+    budget = row.get(C.FORECAST_BUDGET)
+    size = "" if budget is None else f" (KL {float(budget):g} per step, the step budget)"
     total = int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0)
     intro = (
         f"<p>The outcome the rule reads: {steps} simulated training steps (the horizon T, "
-        f"--steps) of a fixed-size step, {settings.get('seeds', '?')} seeds, each on "
+        f"--steps) of a fixed-size step{size}, {settings.get('seeds', '?')} seeds, each on "
         f"{sampled:,} of the input's {total:,} problems (a sample stratified by length bucket); "
         "each level keeps its logged success rate, effort moves. Intervals: a paired bootstrap "
         "over the problems; the chart's bands are the seeds' range "
@@ -356,7 +359,7 @@ def _forecast(report: Report, directory: Path) -> str:
         f"{escape(C.show(C.F_RESOLVE_OFF_LONG, off))} resolved.</p>"
     )
     if checked and checked[0]:
-        intro += f'<p class="muted">Budget: {escape(checked[0])}.</p>'
+        intro += f'<p class="muted">Checks: {escape(checked[0])}.</p>'
     columns = [c for c in L.FORECAST if c in summary.columns]
     rows = []
     for r in summary.iter_rows(named=True):

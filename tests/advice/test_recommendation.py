@@ -1114,7 +1114,7 @@ def budgets(row: dict, half: dict | None = None, twice: dict | None = None) -> d
     out = dict(row)
     for suffix, changes in (("_half", half or {}), ("_twice", twice or {})):
         at = {**full, **changes}
-        out |= {C.at_budget(name, suffix.lstrip("_")): at[name] for name in RULE_READS}
+        out |= {C.at_check(name, suffix.lstrip("_")): at[name] for name in RULE_READS}
     return out
 
 
@@ -1158,7 +1158,7 @@ def test_the_budget_check_says_where_no_config_passes_and_needs_both_budgets():
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
     assert check == "at half the step budget no config passes the rule"
     # Without the forecasts at both other budgets there is nothing to check.
-    half_only = rows.drop([C.at_budget(name, "twice") for name in RULE_READS])
+    half_only = rows.drop([C.at_check(name, "twice") for name in RULE_READS])
     assert recommend(half_only)["budget_check"].to_list() == [None, None]
 
 
@@ -1228,3 +1228,22 @@ def test_the_stated_share_is_within_15_points_of_how_often_the_pick_repeats(dist
     # two-way normal model's minimum worst case is 14.5 points; 16 measured on these logs).
     tolerance = 0.17 if distance == 0 else 0.15
     assert abs(np.mean(stated) - repeat) <= tolerance, (np.mean(stated), repeat)
+
+
+def test_the_check_names_the_horizon_where_the_pick_moves_and_both_where_it_holds():
+    def checked(row: dict, twice_steps: dict | None = None) -> dict:
+        out, full = budgets(row), {**GOOD, **row}
+        for check, changes in (("half_steps", {}), ("twice_steps", twice_steps or {})):
+            at = {**full, **changes}
+            out |= {C.at_check(name, check): at[name] for name in RULE_READS}
+        return out | {C.FORECAST_STEPS: 50.0}
+
+    faster = {"forecast/solve_minutes_vs_off": -0.8}
+    rows = summary(checked(OFF), checked(faster), checked({}))
+    (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
+    assert check == (
+        "the verdict holds at half and at twice the step budget and after 25 and 100 steps"
+    )
+    rows = summary(checked(OFF), checked(faster, twice_steps=SLIPS), checked({}))
+    (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
+    assert check == "after 100 steps the rule would pick 'config 2'"

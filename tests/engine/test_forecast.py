@@ -11,6 +11,8 @@ import polars as pl
 import pytest
 
 import replay_cli as rc
+from replay_cli import catalogue as C
+from replay_cli.advice.recommendation import RULE_READS
 from replay_cli.config import ForecastSettings
 from replay_cli.engine.forecast import Pool, World, _simulate
 from replay_cli.rollouts.synth import synth_rollouts
@@ -222,7 +224,7 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
     assert f"from {row['forecast/fail_minutes_start@long']:.1f} to " in text
     assert f"{row['forecast/fail_minutes@long']:.1f} minutes" in text
     checked = result.recommendation.filter(pl.col("role") == "recommended")["budget_check"][0]
-    assert checked.startswith(("the verdict holds", "at half", "at twice"))
+    assert checked.startswith(("the verdict holds", "at half", "at twice", "after "))
 
 
 # ---- the summary reads the table; the parts that build them, by hand ----------------------------
@@ -502,3 +504,24 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
     assert (
         "the forecast could not train it (dr-grpo needs groups of one size" in verdict["reasons"][0]
     )
+
+
+def test_the_horizon_checks_read_the_run_at_half_its_steps_and_continue_it_to_twice():
+    """After half the steps is the same run read at step T/2: equal to a forecast whose horizon
+    is T/2 (common random numbers), on all seeds. After twice the steps continues the run on
+    half the seeds: its own numbers, each inside its own interval."""
+    configs = list(SHAPED[:2])
+    full = ForecastSettings(steps=8, seeds=2, check_budgets=True)
+    short = ForecastSettings(steps=4, seeds=2, check_budgets=False)
+    rollouts = demo_rollouts(4)
+    checked = rc.forecast(rollouts, configs, full).summary.row(1, named=True)
+    halfway = rc.forecast(rollouts, configs, short).summary.row(1, named=True)
+    for name in RULE_READS:
+        assert checked[C.at_check(name, "half_steps")] == pytest.approx(halfway[name], rel=1e-12)
+    twice = C.at_check(C.F_RESOLVE_VS_OFF_LONG, "twice_steps")
+    assert checked[twice] != checked[C.F_RESOLVE_VS_OFF_LONG]
+    low, high = (
+        C.at_check(C.bound(C.F_RESOLVE_VS_OFF, end, "@long"), "twice_steps")
+        for end in ("low", "high")
+    )
+    assert checked[low] <= checked[twice] <= checked[high]
