@@ -17,6 +17,24 @@ if profile:
     settings.load_profile(profile)
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`replay-cli demo` run once for the session as the README shows it (its default output
+    directory, in a fresh working directory, 160 columns): (working directory, CLI result)."""
+    from typer.testing import CliRunner
+
+    from replay_cli.cli.app import app
+
+    cwd = tmp_path_factory.mktemp("demo")
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, ["demo"], env={"COLUMNS": "160"})
+    finally:
+        os.chdir(here)
+    return cwd, result
+
+
 @pytest.fixture
 def synth_path(tmp_path):
     """A small synthetic rollout Parquet file with validation rows."""

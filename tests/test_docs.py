@@ -115,9 +115,8 @@ def test_the_guides_worked_example_recommends_what_its_prose_reads():
 
 
 @pytest.mark.slow
-def test_readme_demo_output_is_real(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["demo"], env={"COLUMNS": "160"})
+def test_readme_demo_output_is_real(demo_run):
+    _, result = demo_run
     assert result.exit_code == 0, result.output
     shown = re.search(r"\$ uv run replay-cli demo\n(.*?)```", README, re.DOTALL).group(1)
     strip = lambda text: [line.rstrip() for line in text.strip().splitlines()]

@@ -1,6 +1,7 @@
 """Tests for replay_cli.cli.app through typer's CliRunner: exit codes, messages and the written reports."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -223,18 +224,24 @@ def test_synth_writes_parquet(tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_writes_report_and_charts(tmp_path):
-    out = tmp_path / "demo"
-    result = run("demo", "--out", out)
+def test_demo_writes_report_and_charts(demo_run, monkeypatch):
+    cwd, result = demo_run
     assert result.exit_code == 0, result.output
+    out = cwd / "replay-demo"
     charts = sorted(p.name for p in (out / "charts").iterdir())
     assert len(charts) >= 3
     assert pl.read_parquet(out / "summary.parquet").height == len(
         set(pl.read_parquet(out / "summary.parquet")["config_id"])
     )
-    assert str(out) in result.output
-    # Running it again replaces its own earlier report.
-    assert run("demo", "--out", out).exit_code == 0
+    assert "replay-demo/index.html" in result.output
+    # Running it again replaces its own earlier report (in a copy: the session's stays as it is).
+    copy = cwd.parent / "demo-again"
+    shutil.copytree(out, copy / "replay-demo")
+    monkeypatch.chdir(copy)
+    assert run("demo").exit_code == 0
+    assert (copy / "replay-demo" / "summary.parquet").stat().st_mtime_ns > (
+        out / "summary.parquet"
+    ).stat().st_mtime_ns
 
 
 def test_demo_refuses_a_foreign_directory(tmp_path):
