@@ -39,7 +39,7 @@ def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> No
     """One sweep in this process: wall time, and the measure's parts timed by wrapping them."""
     from replay_cli import api
     from replay_cli.config import ForecastSettings, MeasureSettings
-    from replay_cli.engine import measure
+    from replay_cli.engine import first_step as measure
 
     parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0, "forecast": 0.0}
 

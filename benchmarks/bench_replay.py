@@ -204,8 +204,8 @@ def _configs(n: int) -> list:
 
 
 def _first_chunk(path: str):
+    from replay_cli.config import MeasureSettings
     from replay_cli.engine.allocator import keep_freed_memory
-    from replay_cli.engine.measure import MeasureSettings
     from replay_cli.engine.run import ChunkState, InputShape, plan, read_chunk
     from replay_cli.rollouts.validation import load_rollouts
 

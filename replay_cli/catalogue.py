@@ -1114,7 +1114,7 @@ def field_metadata(name: str) -> dict[str, str] | None:
 
 FAMILIES = (
     (
-        "the first step's direction (engine/measure.py; a diagnostic, not read by the rule)",
+        "the first step's direction (engine/first_step.py; a diagnostic, not read by the rule)",
         STEP,
         "also `@short`, `@medium`, `@long`; `_off`: shaping off's",
     ),

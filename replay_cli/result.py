@@ -33,7 +33,7 @@ class ReplayResult:
     top_groups: pl.DataFrame | None = None
     """`maths.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     resamples: pl.DataFrame | None = None
-    """The decision measure per bootstrap resample and config (engine/measure.RESAMPLED)."""
+    """The forecast's numbers the rule reads per bootstrap resample and config (engine/forecast.RESAMPLED): the confidence reads them."""
     forecast: pl.DataFrame | None = None
     """The forecast per config, budget, step, bucket and metric (engine/forecast.py); None
     unless asked for."""

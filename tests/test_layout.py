@@ -190,6 +190,11 @@ def test_public_entry_points_keep_working():
 
     assert run_replay is replay_cli.run_replay
     assert callable(replay_cli.findings)  # the function, not a module of that name
-    assert importlib.import_module("replay_cli.cli").main is not None
+    cli = importlib.import_module("replay_cli.cli")
+    assert cli.main is not None
+    # The CLI leaves `replay_cli.api` and its terminal half-imported (lazy, for --help); load
+    # them now, or the first test to touch them imports them inside a hypothesis draw.
+    assert importlib.import_module("replay_cli.cli.app").api.replay is not None
+    assert importlib.import_module("replay_cli.cli.app").terminal.print_findings is not None
     scripts = (PACKAGE.parent / "pyproject.toml").read_text()
     assert 'replay-cli = "replay_cli.cli:main"' in scripts

@@ -30,7 +30,7 @@ import numpy as np
 
 from replay_cli import catalogue as C
 from replay_cli.config import MeasureSettings, ReplayConfig
-from replay_cli.engine.step_measure import GroupLevels, Problems
+from replay_cli.engine.effort_levels import GroupLevels, Problems
 from replay_cli.maths.effort import P_EDGE
 
 World = Any

@@ -26,10 +26,10 @@ from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.calibrate import Calibration, calibrate, logged_drift, with_alpha
-from replay_cli.engine.measure import interval, summary_value
+from replay_cli.engine.effort_levels import GroupLevels, Problems
 from replay_cli.engine.row_plans import planned_rows, raw_key
-from replay_cli.engine.step_measure import GroupLevels, Problems
 from replay_cli.errors import EstimatorError
+from replay_cli.maths.bootstrap import interval, summary_value
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.effort import (
     Direction,

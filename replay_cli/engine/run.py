@@ -24,12 +24,7 @@ from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
-from replay_cli.engine.forecast import forecast
-from replay_cli.engine.measure import measure
-from replay_cli.engine.pushes import length_edges
-from replay_cli.engine.row_batch import RowBatch
-from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
-from replay_cli.engine.step_measure import (
+from replay_cli.engine.effort_levels import (
     ChunkLevels,
     ConfigLevels,
     GroupLevels,
@@ -37,6 +32,11 @@ from replay_cli.engine.step_measure import (
     config_levels,
     effort_levels,
 )
+from replay_cli.engine.first_step import measure
+from replay_cli.engine.forecast import forecast
+from replay_cli.engine.pushes import length_edges
+from replay_cli.engine.row_batch import RowBatch
+from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect
 from replay_cli.maths import torch_grpo

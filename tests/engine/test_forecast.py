@@ -416,7 +416,7 @@ def test_the_pool_draws_the_problems_own_cell_then_its_buckets_then_the_fallback
 
 
 def test_each_seed_draws_its_own_problems_up_to_the_bucket_limit():
-    from replay_cli.engine.step_measure import forecast_keys
+    from replay_cli.engine.effort_levels import forecast_keys
 
     medians = pl.LazyFrame({"pid": list(range(30)), "_bucket": [0] * 12 + [1] * 15 + [2] * 3})
     keys = forecast_keys(medians, ["pid"], per_bucket=5, seeds=3, seed=0)

@@ -1,4 +1,4 @@
-"""Tests for the decision measure (engine/measure.py, maths/effort.py, engine/bootstrap.py): equal
+"""Tests for the decision measure (engine/first_step.py, maths/effort.py, maths/effort_step.py, maths/bootstrap.py): equal
 to a slow loop-by-loop reference, invariant to what should not matter (the rewards' scale, the
 guard's flavour, float32 against float64, a rounding-sized λ), and its bootstrap reweighting
 equal to weighting each problem by hand."""
@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from replay_cli import api
 from replay_cli.advice.verdict import Decision
-from replay_cli.engine.bootstrap import measures, sums
-from replay_cli.engine.measure import point_measures
-from replay_cli.engine.step_measure import Steps, take_steps
+from replay_cli.engine.first_step import point_measures
+from replay_cli.maths.bootstrap import measures, sums
 from replay_cli.maths.effort import EffortModel, solve_eta
+from replay_cli.maths.effort_step import Steps, take_steps
 from replay_cli.rollouts.synth import synth_rollouts
 from replay_cli.rollouts.validation import rollouts_from_frame
 
@@ -335,7 +335,7 @@ def test_the_bootstrap_reweights_each_problem_as_weighting_it_by_hand():
 def test_the_base_sums_weight_each_problem_by_its_groups():
     """A pooled problem (an instance id seen at several steps) weighs as many groups as drew
     it. With every weight 1, as elsewhere, a sum that drops the weight would be the same."""
-    from replay_cli.engine.bootstrap import PER_CONFIG
+    from replay_cli.maths.bootstrap import PER_CONFIG
 
     rng = np.random.default_rng(6)
     n = 24
@@ -433,7 +433,7 @@ def test_solve_eta_with_a_shared_model_equals_one_model_per_config():
 
 
 def test_steps_fields_are_what_the_bootstrap_sums():
-    from replay_cli.engine.bootstrap import PER_CONFIG
+    from replay_cli.maths.bootstrap import PER_CONFIG
 
     assert set(PER_CONFIG) <= set(Steps.__dataclass_fields__)
 
@@ -454,7 +454,7 @@ def test_log_rates_share_one_softplus_and_stay_finite():
 
 
 def test_groups_of_one_instance_pool_into_one_problem():
-    from replay_cli.engine.step_measure import GroupLevels, Problems
+    from replay_cli.engine.effort_levels import GroupLevels, Problems
 
     levels = 3
     rng = np.random.default_rng(4)
@@ -502,7 +502,7 @@ def test_the_time_limit_window_is_two_percent_of_the_longest_and_at_least_a_minu
 def test_a_rollout_exactly_at_the_window_start_counts_toward_the_time_limit(second, limit):
     """400 rollouts, the longest at 100 min: the log has a time limit when 0.5% of them (2) end
     within its window, [98, 100] min. The second longest at exactly 98 min is one of them."""
-    from replay_cli.engine.step_measure import effort_levels
+    from replay_cli.engine.effort_levels import effort_levels
 
     times = [6000.0, second] + [600.0 + k for k in range(398)]
     frame = rollouts(group_id=[k // 4 for k in range(400)], openhands_run_time=times)

@@ -1,12 +1,9 @@
-"""The decision measure of a replay: per config, what one step of fixed size (maths/effort.py)
-does to the resolve rate and to the minutes of successes and failures, beside the same step from
-the shaping-off advantages of the same rows, with paired bootstrap intervals over problems.
-
-The replay gathers, chunk by chunk, each training group's logged rollouts per effort level
-(`GroupLevels`, config-independent) and each config's advantages summed per level
-(`ConfigLevels`); `measure` builds the effort model of every problem once, takes each config's
-step and its shaping-off twin's, and resamples problems by reweighting their sums (engine/
-bootstrap.py), never by replaying again.
+"""Each rollout's effort level and the problems' effort model, gathered from a replay chunk by
+chunk: each training group's logged rollouts per level (`GroupLevels`, config-independent) and
+each config's advantages summed per level (`ConfigLevels`), and the problems they make up
+(`Problems`, the effort model of maths/effort.py). The first-step diagnostic
+(engine/first_step.py) and the forecast (engine/forecast.py) start from them, never replaying
+again.
 """
 
 from __future__ import annotations
@@ -24,22 +21,13 @@ from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
 from replay_cli.maths.effort import (
-    Direction,
     EffortLevels,
     EffortModel,
-    kl,
     limit_of,
-    outcome_sums,
-    solve_eta,
-    stepped,
-    success,
     window_start,
 )
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
-
-CONFIG_BLOCK = 8
-"""Configs whose steps are computed together ((configs, problems, levels) arrays)."""
 
 
 def forecast_keys(
@@ -294,45 +282,3 @@ class Problems:
             return x
         summed = self.runs.sum(np.moveaxis(x[self.order], 0, -1))
         return np.moveaxis(summed, -1, 0) / self.runs.lengths[:, None]
-
-
-@dataclass(frozen=True)
-class Steps:
-    """One step per config (or shaping-off twin) on every problem: per problem the change of the
-    resolve probability P, of the minutes-weighted success and failure probabilities PM and FM,
-    of the resolve probability with only the effort moved (Pe), the step's KL, and its
-    first-order P (failures summed directly: where they are rare, M − PM would cancel)."""
-
-    kl: np.ndarray
-    d_p: np.ndarray
-    d_pm: np.ndarray
-    d_fm: np.ndarray
-    d_pe: np.ndarray
-    first_p: np.ndarray
-    eta: np.ndarray
-    new: dict[str, np.ndarray]
-    """Per problem after the step: P, PM, F (failure probability) and FM, summed directly (the
-    point estimate's ratios then need no difference of nearly equal sums)."""
-
-
-def take_steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
-    """The fixed-KL step of each config (rows of a, ay: (configs, problems, levels))."""
-    direction = Direction.of(model, a, ay)
-    eta = solve_eta(model, direction, budget)
-    pi2, z2 = stepped(model, direction, eta)
-    p2 = np.where(eta[:, None, None] == 0, model.p, success(z2))  # no step: p as it was
-    pi, p = model.pi, model.p
-    old = model.outcomes
-    mean_d = (pi * direction.d).sum(-1, keepdims=True)
-    first = (pi * (direction.d - mean_d) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
-    new = outcome_sums(pi2, p2, model.m)
-    return Steps(
-        kl=kl(model, pi2, z2),
-        d_p=new["p"] - old["p"],
-        d_pm=new["pm"] - old["pm"],
-        d_fm=new["fm"] - old["fm"],
-        d_pe=(pi2 * p).sum(-1) - old["p"],
-        first_p=eta[:, None] * first,
-        eta=eta,
-        new=new,
-    )

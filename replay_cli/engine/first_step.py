@@ -1,4 +1,6 @@
-"""The decision measure's summary columns and bootstrap table from a replay's gathered levels.
+"""The first step's direction, a diagnostic the rule does not read: its summary columns and
+bootstrap intervals from a replay's gathered levels (engine/effort_levels.py), one step of fixed
+size (maths/effort_step.py) per config beside its shaping-off twin's.
 
 Per config and scope (all problems, then each length bucket), each per step of the fixed budget:
 `step/resolve` (change of the resolve probability), its effort part `step/resolve_effort`,
@@ -12,7 +14,6 @@ shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import fields
 
@@ -21,17 +22,14 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import MeasureSettings
-from replay_cli.engine.bootstrap import measures, sums
-from replay_cli.engine.step_measure import (
-    CONFIG_BLOCK,
-    ConfigLevels,
-    Problems,
-    Steps,
-    take_steps,
-)
+from replay_cli.engine.effort_levels import ConfigLevels, Problems
+from replay_cli.maths.bootstrap import interval, measures, summary_value, sums
 from replay_cli.maths.effort import Direction, EffortModel
+from replay_cli.maths.effort_step import Steps, take_steps
 from replay_cli.maths.scopes import SCOPES
 
+CONFIG_BLOCK = 8
+"""Configs whose steps are computed together ((configs, problems, levels) arrays)."""
 RESOLVE_EPS = 1e-12
 """A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
 RESAMPLED = (
@@ -209,18 +207,3 @@ def measure(
         row["step/kl_budget"] = budget
         columns[cid] = row
     return columns, table
-
-
-def interval(x: np.ndarray, q: float) -> np.ndarray:
-    """Per config, the q-quantile of a measure over the resamples where it is defined (NaN
-    where it never is): an interval end of the step measure and of the forecast's horizon."""
-    x = np.where(np.isfinite(x), x, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a config whose measure is never defined
-        return np.nanquantile(x, q, axis=0)
-
-
-def summary_value(x: float) -> float | None:
-    """A measure as a summary value: None where it is undefined (NaN)."""
-    x = float(x)
-    return None if not np.isfinite(x) else x

@@ -10,12 +10,13 @@ problems), and every quantity is a ratio of reweighted sums.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from replay_cli.engine.step_measure import Steps
 from replay_cli.maths.effort import EffortModel
+from replay_cli.maths.effort_step import Steps
 from replay_cli.maths.scopes import SCOPES
 
 BLOCK = 1 << 16
@@ -102,3 +103,18 @@ def measures(s: Sums, budget: float, point: bool) -> dict[str, np.ndarray]:
             "solve_minutes": solve,
             "fail_minutes": fail,
         }
+
+
+def interval(x: np.ndarray, q: float) -> np.ndarray:
+    """Per config, the q-quantile of a measure over the resamples where it is defined (NaN
+    where it never is): an interval end of the step measure and of the forecast's horizon."""
+    x = np.where(np.isfinite(x), x, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a config whose measure is never defined
+        return np.nanquantile(x, q, axis=0)
+
+
+def summary_value(x: float) -> float | None:
+    """A measure as a summary value: None where it is undefined (NaN)."""
+    x = float(x)
+    return None if not np.isfinite(x) else x
