@@ -32,6 +32,7 @@ from replay_cli.engine.run import (
     replay_batch,
     unique_configs,
 )
+from replay_cli.engine.stages import outcomes
 from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
@@ -175,8 +176,6 @@ def run_replay_ray(
         keep_rows=False,
         group_sink=group_sink,
         edges=shape.length_edges,
-        settings=settings,
-        forecast=forecast,
     )
     pending, fed, done = list(refs), 0, 0
     tick = phase(progress, "replay", len(chunks) * len(unique))
@@ -197,7 +196,9 @@ def run_replay_ray(
             fed += 1
         if tick is not None:
             tick(done, len(chunks) * len(unique))
-    return acc.finish(progress=progress), [p for p in parts if p is not None and p.exists()]
+    result, gathered = acc.tables()
+    result = outcomes(result, gathered, unique, settings, forecast, progress)
+    return result, [p for p in parts if p is not None and p.exists()]
 
 
 def merge_parts(parts: Sequence[Path], out: Path) -> None:

@@ -32,11 +32,10 @@ from replay_cli.engine.effort_levels import (
     config_levels,
     effort_levels,
 )
-from replay_cli.engine.first_step import measure
-from replay_cli.engine.forecast import forecast
 from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
+from replay_cli.engine.stages import Gathered, outcomes
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
 from replay_cli.frames import collect
 from replay_cli.maths import torch_grpo
@@ -245,14 +244,10 @@ class Accumulator:
         keep_rows: bool,
         group_sink: RowSink | None = None,
         edges: tuple[float, float] = (0.0, 0.0),
-        settings: MeasureSettings | None = None,
-        forecast: ForecastSettings | None = None,
     ) -> None:
         self.configs = configs
         self.labels = unique_labels(configs)
         self.edges = edges
-        self.settings = settings or MeasureSettings()
-        self.forecast = forecast
         self.keep_rows = keep_rows
         self.group_sink = group_sink  # groups go out as they come; only their counts stay
         self.rows: list[pl.DataFrame] = []
@@ -294,35 +289,20 @@ class Accumulator:
             ),
         }
 
-    def finish(
-        self, computed_by: list[str] | None = None, progress: Progress | None = None
-    ) -> ReplayResult:
+    def tables(self, computed_by: list[str] | None = None) -> tuple[ReplayResult, Gathered]:
+        """The replay's own tables (rows, groups, steps, the summary of its diagnostics) and the
+        effort levels it gathered for the stages."""
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
         inputs |= length_inputs(self.edges)
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
         groups = [p.levels for p in self.inputs]
-        problems = Problems.of(groups)
-        phase(progress, "decision measure")
-        steps_measure, _ = measure(
-            problems,
+        gathered = Gathered(
+            groups,
+            Problems.of(groups),
             {c.config_id: [p.effort for p in self.pieces[c.config_id]] for c in self.configs},
-            self.settings,
         )
-        for row in summaries:
-            row |= steps_measure[row[S.CONFIG_ID]]
-        forecast_table = None
-        # The verdict's confidence reads the forecast's resamples; the one-step measure's
-        # bootstrap gives its own (diagnostic) intervals only.
-        resamples = None
-        if self.forecast is not None and problems is not None:
-            phase(progress, "forecast")
-            forecast_table, ahead, resamples = forecast(
-                problems, groups, self.configs, self.forecast, self.settings.step_kl, self.settings
-            )
-            for row in summaries:
-                row |= ahead[row[S.CONFIG_ID]]
         groups_all, steps_all = [], []
         advantages, deductions = {}, {}
         for cfg in self.configs:
@@ -339,7 +319,7 @@ class Accumulator:
         else:  # the groups were streamed: the top of the chunks' tops
             tops = [p.top for cfg in self.configs for p in self.pieces[cfg.config_id]]
             top = top_groups(pl.concat(tops, how="diagonal_relaxed")) if tops else None
-        return ReplayResult(
+        result = ReplayResult(
             rows=pl.concat(self.rows, how="diagonal_relaxed") if self.keep_rows else None,
             groups=all_groups,
             steps=pl.concat(steps_all, how="diagonal_relaxed"),
@@ -349,10 +329,9 @@ class Accumulator:
             deductions=deductions,
             minutes=pl.concat([p.minutes for p in self.inputs]),
             top_groups=top,
-            resamples=resamples,
-            forecast=forecast_table,
             computed_by=computed_by or [],
         )
+        return result, gathered
 
 
 def batches(configs: Sequence[ReplayConfig], size: int) -> list[list[ReplayConfig]]:
@@ -466,8 +445,6 @@ def run_replay(
         keep_rows=row_sink is None and with_rows,
         group_sink=group_sink,
         edges=shape.length_edges,
-        settings=settings,
-        forecast=forecast,
     )
     total, done = len(chunks) * len(unique), 0
     tick = phase(progress, "replay", total)
@@ -487,4 +464,6 @@ def run_replay(
                 done += len(batch)
                 if tick is not None:
                     tick(done, total)
-    return acc.finish(torch_notes, progress)
+    # The stages after the replay proper: the first step's diagnostic and the forecast.
+    result, gathered = acc.tables(torch_notes)
+    return outcomes(result, gathered, unique, settings, forecast, progress)
