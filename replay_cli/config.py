@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from replay_cli.defaults import DEFAULT_CHUNK_ROWS, lambda_text  # noqa: F401 (re-exported)
 from replay_cli.errors import ConfigError
 
 INTERNAL_ITEMS = (1, 2, 3, 4, 5, 8)
@@ -23,9 +24,6 @@ ITEM_DESCRIPTIONS = {
 }
 
 INTERNAL_CALL_BONUS_REF = 56.0
-
-DEFAULT_CHUNK_ROWS = 1_000_000
-"""Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
 
 
 SHAPE, ADV, OUT = "Shaping", "Advantages", "Output"
@@ -448,16 +446,6 @@ def _value_text(name: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
-
-
-def lambda_text(value: float) -> str:
-    """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
-    minutes, else 4 significant digits."""
-    if value != 0:
-        k = round(1 / abs(value))
-        if 1 < k <= 100_000 and 1 / k == abs(value):
-            return f"{'-' if value < 0 else ''}1/{k}"
-    return f"{value:.4g}"
 
 
 def _extra(field: Any) -> dict[str, Any]:

@@ -133,3 +133,9 @@ def test_architecture_doc_names_the_three_files():
     section = re.search(r"## Where to change what(.*?)(\n## |\Z)", doc, re.DOTALL).group(1)
     assert "config.py" in section
     assert "test_parameters.py" in section
+
+
+def test_the_snapshot_holds_the_fields_of_config():
+    # --help reads param_snapshot.py instead of building the pydantic models: after a change to
+    # config.py's fields, rerun `python -m replay_cli.parameters` (then `ruff format`).
+    assert P.registry() == P.derived_registry()

@@ -421,7 +421,7 @@ class RunOptions:
 
 def _option_types() -> dict[str, tuple[Any, Any]]:
     """Annotation and default of every injected option."""
-    from replay_cli.config import DEFAULT_CHUNK_ROWS
+    from replay_cli.defaults import DEFAULT_CHUNK_ROWS
 
     return {
         "force": (ForceOpt, False),

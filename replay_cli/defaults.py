@@ -1,0 +1,20 @@
+"""Defaults and number formats shared by the config and the CLI's help, without pydantic:
+`--help` reads them before any model is built."""
+
+from __future__ import annotations
+
+DEFAULT_CHUNK_ROWS = 1_000_000
+"""Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
+
+
+def lambda_text(value: float) -> str:
+    """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
+    minutes, else 4 significant digits."""
+    if value != 0:
+        k = round(1 / abs(value))
+        if 1 < k <= 100_000 and 1 / k == abs(value):
+            return f"{'-' if value < 0 else ''}1/{k}"
+    return f"{value:.4g}"
+
+
+__all__ = ["DEFAULT_CHUNK_ROWS", "lambda_text"]
