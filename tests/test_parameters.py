@@ -137,5 +137,6 @@ def test_architecture_doc_names_the_three_files():
 
 def test_the_snapshot_holds_the_fields_of_config():
     # --help reads param_snapshot.py instead of building the pydantic models: after a change to
-    # config.py's fields, rerun `python -m replay_cli.parameters` (then `ruff format`).
+    # config.py's fields, rerun `python -m replay_cli.parameters` (it formats the file too).
+    assert P.config_sha256() == P.param_snapshot.CONFIG_SHA256
     assert P.registry() == P.derived_registry()
