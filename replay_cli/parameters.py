@@ -480,6 +480,8 @@ def expand(
 
 if __name__ == "__main__":
     import subprocess
+    import sys
 
     Path(param_snapshot.__file__).write_text(snapshot_source())
-    subprocess.run(["ruff", "format", param_snapshot.__file__], check=False)
+    # Formatted as the rest of the tree (ruff is a dev dependency; unformatted is still right).
+    subprocess.run([sys.executable, "-m", "ruff", "format", param_snapshot.__file__], check=False)
