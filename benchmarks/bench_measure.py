@@ -57,10 +57,10 @@ def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> No
 
     timed(measure, "_steps", "steps")
     timed(measure, "sums", "bootstrap")
-    from replay_cli.engine import run
+    from replay_cli.engine import stages
 
-    timed(run, "measure", "measure")
-    timed(run, "forecast", "forecast")
+    timed(stages, "measure", "measure")
+    timed(stages, "forecast", "forecast")
     start = time.perf_counter()
     api.replay_to_report(
         [path],

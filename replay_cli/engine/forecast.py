@@ -345,8 +345,13 @@ def _drawn(
     (runs, rollouts) or flattened: the same random numbers `u` for every run."""
     u_level, u_outcome, u_row = u
     n, levels = len(pi), pi.shape[-1]
-    cdf = np.cumsum(pi.reshape(n, -1, levels), axis=-1)[:, rows.problem]
-    level = np.minimum((u_level[:, None] > cdf).sum(-1), levels - 1)
+    cdf = np.cumsum(pi.reshape(n, -1, levels), axis=-1)
+    # A rollout's level is how many of its problem's cumulative shares its draw exceeds (the
+    # last level takes the rest): one gather and comparison per level, no (runs, rollouts,
+    # levels) array reduced over its short last axis.
+    level = np.zeros((n, len(rows.problem)), np.int64)
+    for k in range(levels - 1):
+        level += u_level > cdf[:, :, k][:, rows.problem]
     cell = rows.problem * levels + level
     outcome = u_outcome < rows.p_cells.take(cell)
     drawn = world.pool.draw(
