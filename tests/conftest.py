@@ -20,12 +20,17 @@ if profile:
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """`replay-cli demo` run once for the session as the README shows it (its default output
-    directory, in a fresh working directory, 160 columns): (working directory, CLI result)."""
+    directory, in a fresh working directory, 160 columns), over an earlier report it replaces
+    (a manifest and a file of its own): (working directory, CLI result)."""
     from typer.testing import CliRunner
 
     from replay_cli.cli.app import app
 
     cwd = tmp_path_factory.mktemp("demo")
+    earlier = cwd / "replay-demo"
+    earlier.mkdir()
+    (earlier / "manifest.json").write_text("{}")
+    (earlier / "earlier.txt").write_text("from an earlier report")
     here = os.getcwd()
     os.chdir(cwd)
     try:

@@ -9,9 +9,13 @@ from hypothesis import strategies as st
 from replay_cli.engine.diagnostics import quantiles
 from replay_cli.engine.pushes import length_bucket, length_edges
 from replay_cli.engine.run import run_replay
+from replay_cli.report.options import ReportOptions
 from replay_cli.rollouts.validation import rollouts_from_frame
 
 from factories import config, replay_rows, rollouts
+
+NO_FORECAST = ReportOptions(forecast=None)
+"""The tables' tests read the rows, groups and diagnostics: the forecast is not theirs to pay for."""
 
 
 def one_group():
@@ -235,7 +239,7 @@ def test_summary_quantiles_are_those_of_trainable_advantages_and_finite_run_time
 
     from factories import config
 
-    result = api.replay(load_rollouts([synth_path]), [config({"apply_to": "correct"})])
+    result = api.replay(load_rollouts([synth_path]), [config({"apply_to": "correct"})], NO_FORECAST)
     summary = result.summary.row(0, named=True)
     rows = result.rows
     trainable = rows.filter((pl.col("split") != "validation") & ~pl.col("masked") & pl.col("kept"))[
@@ -469,7 +473,7 @@ def test_row_diagnostics_recomputed_from_the_rows(synth_path, shaping, advantage
     from replay_cli import api
     from replay_cli.rollouts.validation import load_rollouts
 
-    result = api.replay(load_rollouts([synth_path]), [config(shaping, advantage)])
+    result = api.replay(load_rollouts([synth_path]), [config(shaping, advantage)], NO_FORECAST)
     rows, summary = result.rows, result.summary.row(0, named=True)
     t = (
         (rows["split"] == "train")
@@ -501,7 +505,7 @@ def test_std_at_max_is_the_std_of_the_rows_at_the_groups_largest_unclipped_advan
     from replay_cli.rollouts.validation import load_rollouts
 
     cfg = config({"lambda_time": 1 / 5}, {"clip_low": -3.0, "clip_high": 3.0})
-    result = api.replay(load_rollouts([synth_path]), [cfg])
+    result = api.replay(load_rollouts([synth_path]), [cfg], NO_FORECAST)
     rows = result.rows.filter(
         (pl.col("split") == "train") & ~pl.col("masked") & pl.col("kept")
     ).with_columns(pl.col("advantage_unclipped").abs().alias("u"))
