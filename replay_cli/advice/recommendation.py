@@ -617,11 +617,12 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     intervals there are too wide to decide (`_scarcity`), it says so: that is no config failing
     the rule."""
     steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
+    halfway, twice = max(1, steps // 2), 2 * steps  # as the forecast reads them
     where = {
         "half": "at half the step budget",
         "twice": "at twice the step budget",
-        "half_steps": f"after {max(1, steps // 2)} steps",
-        "twice_steps": f"after {2 * steps} steps",
+        "half_steps": f"after {halfway} steps",
+        "twice_steps": f"after {twice} steps",
     }
     ran = [
         check
@@ -645,7 +646,7 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
             moved.append(f"{where[check]} the rule would pick '{other['label']}'")
     held = "the verdict holds at half and at twice the step budget"
     if {"half_steps", "twice_steps"} <= set(ran):
-        held += f" and after {max(1, steps // 2)} and {2 * steps} steps"
+        held += f" and after {halfway} and {twice} steps"
     return "; ".join(moved) or held
 
 

@@ -365,11 +365,11 @@ def _drawn(
 
 
 def _batched_advantages(
-    runs: Sequence[ReplayConfig], drawn: dict[str, np.ndarray], groups: Runs
+    runs: Sequence[ReplayConfig], drawn: dict[str, np.ndarray], groups: Runs, tiled: Runs
 ) -> tuple[np.ndarray, np.ndarray]:
     """(trained advantage, trainable) of batchable runs sharing a `raw_key` over their drawn
-    rollouts, back to back (`groups` tiled per run): each run shaped by its own settings, then
-    one GRPO call over every group, which is per group as the replay's."""
+    rollouts, back to back (`tiled`: one run's `groups` repeated per run): each run shaped by
+    its own settings, then one GRPO call over every group, which is per group as the replay's."""
     n = len(drawn["reward"]) // len(runs)
     shaped = np.concatenate(
         [
@@ -383,7 +383,6 @@ def _batched_advantages(
     a, mask_flagged = raw_key(runs[0])
     masked = drawn["mask_sample"].astype(bool) & mask_flagged
     valid = ~masked if a.exclude_masked else np.ones(len(masked), bool)
-    tiled = Runs.of_lengths(np.tile(groups.lengths, len(runs)))
     return grpo(shaped, valid, tiled, a).advantage.astype(np.float64), ~masked
 
 
@@ -412,16 +411,16 @@ def _step_sums(
         for first in range(0, len(members), block):
             mine = members[first : first + block]
             cell, outcome, drawn = _drawn(world, rows, pi[mine], u)
+            tiled = Runs.of_lengths(np.tile(rows.groups.lengths, len(mine)))
             if batchable(runs[mine[0]]):
                 chosen = [runs[r] for r in mine]
-                advantage, trainable = _batched_advantages(chosen, drawn, rows.groups)
+                advantage, trainable = _batched_advantages(chosen, drawn, rows.groups, tiled)
             else:
                 try:
                     advantage, trainable = advantages(runs[mine[0]], drawn, rows.groups)
                 except EstimatorError as exc:
                     refused[mine[0]] = str(exc).split("\n")[0]
                     continue
-            tiled = Runs.of_lengths(np.tile(rows.groups.lengths, len(mine)))
             trained = with_signal(advantage, trainable, tiled)
             weight = trained / tiled.rows(np.maximum(tiled.sum(trainable), 1))
             where = (cell + np.asarray(mine)[:, None] * rows.cells).ravel()
@@ -495,7 +494,7 @@ def forecast(
     resample, the `RESAMPLED` columns) the verdict's confidence reads."""
     intervals = intervals or MeasureSettings()
     world = World.of(problems, groups, settings.seeds)
-    calibration = Calibration(1.0, why="calibration off")
+    calibration: Calibration | None = None
     if settings.calibrate:
         drift = logged_drift(problems, groups, intervals)
         calibration = calibrate(
@@ -562,7 +561,7 @@ def forecast(
         C.FORECAST_PROBLEMS_SAMPLED: float(len(np.unique(world.index))),
         C.FORECAST_BUDGET: budget,
         # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
-        **(calibration.columns() if settings.calibrate else {}),
+        **(calibration.columns() if calibration is not None else {}),
     }
     for where in (ALL, LONG):
         b, scope = SCOPES.index(where), where.suffix
@@ -589,7 +588,7 @@ INTERVALS = (
 )
 """The horizon's numbers given an interval (`_low`, `_high`), in every scope."""
 RULED = (*INTERVALS, *(C.bound(n, end) for n in INTERVALS for end in ("low", "high")))
-"""What the budget check re-reads at half and twice the budget (`_half`, `_twice`)."""
+"""What the checks re-read at half and twice the budget and the steps (`catalogue.CHECKS`)."""
 
 
 def _base(name: str) -> str:
