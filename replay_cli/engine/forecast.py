@@ -39,6 +39,7 @@ from replay_cli.maths.effort import (
     stepped_effort,
 )
 from replay_cli.maths.grpo_arrays import grpo
+from replay_cli.maths.level_axis import level_cumsum
 from replay_cli.maths.scopes import ALL, LONG, SCOPES
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import shape_arrays
@@ -345,7 +346,7 @@ def _drawn(
     (runs, rollouts) or flattened: the same random numbers `u` for every run."""
     u_level, u_outcome, u_row = u
     n, levels = len(pi), pi.shape[-1]
-    cdf = np.cumsum(pi.reshape(n, -1, levels), axis=-1)
+    cdf = level_cumsum(pi.reshape(n, -1, levels))
     # A rollout's level is how many of its problem's cumulative shares its draw exceeds (the
     # last level takes the rest): one gather and comparison per level, no (runs, rollouts,
     # levels) array reduced over its short last axis.

@@ -26,6 +26,8 @@ from functools import cached_property
 
 import numpy as np
 
+from replay_cli.maths.level_axis import level_max, level_sum
+
 EFFORT_PRIOR = 1.0
 """Pseudo-rollouts of the bucket's level mix added to a problem's logged mix (so a level the
 problem never logged keeps a little probability, as a softmax must)."""
@@ -120,10 +122,10 @@ def outcome_sums(pi: np.ndarray, p: np.ndarray, m: np.ndarray) -> dict[str, np.n
     probability F and the minutes-weighted failure FM (failures summed directly: where they are
     rare, 1 − P would cancel)."""
     return {
-        "p": (pi * p).sum(-1),
-        "pm": (pi * p * m).sum(-1),
-        "f": (pi * (1 - p)).sum(-1),
-        "fm": (pi * (1 - p) * m).sum(-1),
+        "p": level_sum(pi * p),
+        "pm": level_sum(pi * p * m),
+        "f": level_sum(pi * (1 - p)),
+        "fm": level_sum(pi * (1 - p) * m),
     }
 
 
@@ -147,16 +149,16 @@ class Direction:
     def second_order_kl(self, model: EffortModel) -> np.ndarray:
         """½ · Fisher quadratic form per unit η² (configs, problems): KL ≈ η² times this."""
         pi, p = model.pi, model.p
-        mean = (pi * self.d).sum(-1, keepdims=True)
-        effort = (pi * (self.d - mean) ** 2).sum(-1)
-        outcome = (pi * p * (1 - p) * self.e**2).sum(-1)
+        mean = level_sum(pi * self.d, keepdims=True)
+        effort = level_sum(pi * (self.d - mean) ** 2)
+        outcome = level_sum(pi * p * (1 - p) * self.e**2)
         return 0.5 * (effort + outcome)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(-1, keepdims=True)
+    z = logits - level_max(logits, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
+    return e / level_sum(e, keepdims=True)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -200,7 +202,7 @@ def success(logits: np.ndarray) -> np.ndarray:
 def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
     """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0).sum(-1)
+        return level_sum(np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0))
 
 
 def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -212,7 +214,7 @@ def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
     outcome = q * (log_q - log_q0) + (1 - q) * (log_not_q - log_not_q0)
     with np.errstate(divide="ignore", invalid="ignore"):
         level = np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0)
-    return (level + pi * outcome).sum(-1)
+    return level_sum(level + pi * outcome)
 
 
 def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:

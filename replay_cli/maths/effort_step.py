@@ -17,6 +17,7 @@ from replay_cli.maths.effort import (
     stepped,
     success,
 )
+from replay_cli.maths.level_axis import level_sum
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,15 @@ def take_steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float)
     p2 = np.where(eta[:, None, None] == 0, model.p, success(z2))  # no step: p as it was
     pi, p = model.pi, model.p
     old = model.outcomes
-    mean_d = (pi * direction.d).sum(-1, keepdims=True)
-    first = (pi * (direction.d - mean_d) * p).sum(-1) + (pi * p * (1 - p) * direction.e).sum(-1)
+    mean_d = level_sum(pi * direction.d, keepdims=True)
+    first = level_sum(pi * (direction.d - mean_d) * p) + level_sum(pi * p * (1 - p) * direction.e)
     new = outcome_sums(pi2, p2, model.m)
     return Steps(
         kl=kl(model, pi2, z2),
         d_p=new["p"] - old["p"],
         d_pm=new["pm"] - old["pm"],
         d_fm=new["fm"] - old["fm"],
-        d_pe=(pi2 * p).sum(-1) - old["p"],
+        d_pe=level_sum(pi2 * p) - old["p"],
         first_p=eta[:, None] * first,
         eta=eta,
         new=new,
