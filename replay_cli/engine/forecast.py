@@ -111,9 +111,21 @@ class Pool:
         outcome: np.ndarray,
         u: np.ndarray,
     ) -> dict[str, np.ndarray]:
-        """The logged values of one rollout per draw: the problem's own of that level and outcome,
-        else its bucket's, else one of the bucket's at that level with the other outcome (then
-        with the bucket's mean reward of the drawn outcome)."""
+        """The logged values of one rollout per draw (see `choose`)."""
+        index, reward = self.choose(problem, bucket, level, outcome, u)
+        return self.values(index, reward, level, outcome)
+
+    def choose(
+        self,
+        problem: np.ndarray,
+        bucket: np.ndarray,
+        level: np.ndarray,
+        outcome: np.ndarray,
+        u: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(pool row, reward) of one rollout per draw: the problem's own of that level and
+        outcome, else its bucket's, else one of the bucket's at that level with the other outcome
+        (then with the bucket's mean reward of the drawn outcome)."""
         o = outcome.astype(np.int64)
         levels = self.count.shape[1]
         # Flat cells: one gather per array instead of numpy's three-index fancy indexing.
@@ -135,13 +147,54 @@ class Pool:
             )
         ]
         index = np.clip(np.where(own > 0, pick, from_bucket), 0, len(self.rows["reward"]) - 1)
-        out = {k: v[index] for k, v in self.rows.items() if k not in ("level", "resolved")}
+        reward = self.rows["reward"][index]
         missing = (own == 0) & (side != o)
+        if missing.any():
+            reward = np.where(missing, self.fallback_reward[bucket, o], reward)
+        return index, reward
+
+    def values(
+        self, index: np.ndarray, reward: np.ndarray, level: np.ndarray, outcome: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The drawn rollouts' logged values: the pool's rows `index` with their `reward`,
+        `level` and `outcome`."""
+        out = {
+            k: reward if k == "reward" else v.take(index)
+            for k, v in self.rows.items()
+            if k not in ("level", "resolved")
+        }
         out["resolved"] = outcome.astype(bool)
         out["level"] = level
-        if missing.any():
-            out["reward"] = np.where(missing, self.fallback_reward[bucket, o], out["reward"])
         return out
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """A step's draws decided up to each run's (level, outcome): for every rollout of the step
+    and each of its levels × 2 outcomes, the pool row and reward it takes (runs share the random
+    numbers, so they share these; a run then gathers by its own level and outcome)."""
+
+    index: np.ndarray
+    reward: np.ndarray
+    base: np.ndarray  # each rollout's first entry
+
+    @classmethod
+    def of(cls, pool: Pool, local: np.ndarray, bucket: np.ndarray, u: np.ndarray) -> _Choices:
+        levels = pool.count.shape[1]
+        ways = levels * 2
+        n = len(local)
+        level = np.tile(np.repeat(np.arange(levels), 2), n)
+        outcome = np.tile(np.array([False, True]), n * levels)
+        spread = [np.repeat(x, ways) for x in (local, bucket, u)]
+        index, reward = pool.choose(spread[0], spread[1], level, outcome, spread[2])
+        return cls(index, reward, np.arange(n) * ways)
+
+    def values(self, pool: Pool, level: np.ndarray, outcome: np.ndarray) -> dict[str, np.ndarray]:
+        """`Pool.draw`'s values for runs' `level` and `outcome`, (runs, rollouts) each."""
+        at = (self.base + level * 2 + outcome).ravel()
+        return pool.values(
+            self.index.take(at), self.reward.take(at), level.ravel(), outcome.ravel()
+        )
 
 
 def off_twin(cfg: ReplayConfig) -> ReplayConfig:
@@ -340,10 +393,11 @@ class _Rows:
 
 
 def _drawn(
-    world: World, rows: _Rows, pi: np.ndarray, u: np.ndarray
+    world: World, rows: _Rows, pi: np.ndarray, u: np.ndarray, choices: _Choices | None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(cell, outcome, logged values) of a block of runs with efforts `pi` (runs, S, P, L), each
-    (runs, rollouts) or flattened: the same random numbers `u` for every run."""
+    (runs, rollouts) or flattened: the same random numbers `u` (and so the same `choices` of
+    pool rows, where the step made them) for every run."""
     u_level, u_outcome, u_row = u
     n, levels = len(pi), pi.shape[-1]
     cdf = level_cumsum(pi.reshape(n, -1, levels))
@@ -355,13 +409,10 @@ def _drawn(
         level += u_level > cdf[:, :, k][:, rows.problem]
     cell = rows.problem * levels + level
     outcome = u_outcome < rows.p_cells.take(cell)
-    drawn = world.pool.draw(
-        np.tile(rows.local, n),
-        np.tile(rows.bucket, n),
-        level.ravel(),
-        outcome.ravel(),
-        np.tile(u_row, n),
-    )
+    if choices is not None:
+        return cell, outcome, choices.values(world.pool, level, outcome)
+    tiled = [np.tile(x, n) for x in (rows.local, rows.bucket, u_row)]
+    drawn = world.pool.draw(tiled[0], tiled[1], level.ravel(), outcome.ravel(), tiled[2])
     return cell, outcome, drawn
 
 
@@ -408,10 +459,16 @@ def _step_sums(
         if r not in refused:
             batches.setdefault(raw_key(cfg) if batchable(cfg) else r, []).append(r)
     block = max(1, BLOCK_ROWS // max(len(rows.problem), 1))
+    # A block of more runs than a rollout has (level, outcome) cells chooses every cell's pool
+    # row once for the step; a smaller one draws for each run.
+    widest = max((min(len(m), block) for m in batches.values()), default=0)
+    choices = (
+        _Choices.of(world.pool, rows.local, rows.bucket, u[2]) if widest > 2 * levels else None
+    )
     for members in batches.values():
         for first in range(0, len(members), block):
             mine = members[first : first + block]
-            cell, outcome, drawn = _drawn(world, rows, pi[mine], u)
+            cell, outcome, drawn = _drawn(world, rows, pi[mine], u, choices)
             tiled = Runs.of_lengths(np.tile(rows.groups.lengths, len(mine)))
             if batchable(runs[mine[0]]):
                 chosen = [runs[r] for r in mine]

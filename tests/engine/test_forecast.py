@@ -525,3 +525,40 @@ def test_the_horizon_checks_read_the_run_at_half_its_steps_and_continue_it_to_tw
         for end in ("low", "high")
     )
     assert checked[low] <= checked[twice] <= checked[high]
+
+
+def test_a_steps_shared_choices_draw_what_each_run_would_draw_alone():
+    # A block of many runs gathers from the step's choices per (rollout, level, outcome); each
+    # run drawing on its own must get the same rows, rewards and fallbacks.
+    from replay_cli.engine.forecast import _Choices
+
+    rng = np.random.default_rng(3)
+    n = 400
+    rows = {
+        "level": rng.integers(0, 3, n),
+        "resolved": rng.random(n) < 0.4,
+        "reward": rng.random(n),
+        "minutes": rng.random(n) * 30,
+        "calls": rng.integers(0, 50, n),
+        "mask_sample": rng.random(n) < 0.1,
+        "zeroed": rng.random(n) < 0.05,
+    }
+    problem = rng.integers(0, 20, n)
+    bucket_of = rng.integers(0, 3, 20)
+    pool = Pool.of(rows, problem, bucket_of, 3, 20)
+    local = rng.integers(0, 20, 50)
+    u = rng.random(50)
+    choices = _Choices.of(pool, local, bucket_of[local], u)
+    level = rng.integers(0, 3, (7, 50))
+    outcome = rng.random((7, 50)) < 0.5
+    shared = choices.values(pool, level, outcome)
+    alone = pool.draw(
+        np.tile(local, 7),
+        np.tile(bucket_of[local], 7),
+        level.ravel(),
+        outcome.ravel(),
+        np.tile(u, 7),
+    )
+    assert shared.keys() == alone.keys()
+    for k in alone:
+        np.testing.assert_array_equal(shared[k], alone[k], err_msg=k)
