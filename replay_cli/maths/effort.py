@@ -149,10 +149,14 @@ class Direction:
     def second_order_kl(self, model: EffortModel) -> np.ndarray:
         """½ · Fisher quadratic form per unit η² (configs, problems): KL ≈ η² times this."""
         pi, p = model.pi, model.p
-        mean = level_sum(pi * self.d, keepdims=True)
-        effort = level_sum(pi * (self.d - mean) ** 2)
         outcome = level_sum(pi * p * (1 - p) * self.e**2)
-        return 0.5 * (effort + outcome)
+        return 0.5 * (_effort_quadratic(pi, self.d) + outcome)
+
+
+def _effort_quadratic(pi: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """The effort's Fisher quadratic form: the variance of d under pi."""
+    mean = level_sum(pi * d, keepdims=True)
+    return level_sum(pi * (d - mean) ** 2)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -188,10 +192,14 @@ def stepped(
 
 def stepped_effort(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """pi' after a step of size eta on the effort softmax alone (the success rates stay)."""
+    return _stepped_effort(model.pi, model.log_pi, direction.d, eta)
+
+
+def _stepped_effort(pi: np.ndarray, log_pi: np.ndarray, d: np.ndarray, eta: np.ndarray):
     eta = np.asarray(eta, dtype=np.float64)[..., None, None]
     with np.errstate(over="ignore", invalid="ignore"):
-        pi = softmax(model.log_pi + eta * direction.d)
-    return np.where(eta == 0, model.pi, pi)  # no step: the policy as it was, not its rounding
+        new = softmax(log_pi + eta * d)
+    return np.where(eta == 0, pi, new)  # no step: the policy as it was, not its rounding
 
 
 def success(logits: np.ndarray) -> np.ndarray:
@@ -201,8 +209,12 @@ def success(logits: np.ndarray) -> np.ndarray:
 
 def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
     """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
+    return _effort_kl(pi, model.log_pi)
+
+
+def _effort_kl(pi: np.ndarray, log_pi: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return level_sum(np.where(pi > 0, pi * (np.log(pi) - model.log_pi), 0.0))
+        return level_sum(np.where(pi > 0, pi * (np.log(pi) - log_pi), 0.0))
 
 
 def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -246,12 +258,32 @@ def solve_eta(
     # A model shared by every config (the decision measure's) is read as it is, its logarithms
     # computed once; one per config (the forecast's) is flattened and taken row by row.
     shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
-    one = model
-    if not shared:
-        pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
-        one = EffortModel(pi, p, model.m, model.bucket, flat(model.weight, (n_p,)))
-    w = one.weight
-    quad = (Direction(d, e).second_order_kl(one) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
+    if not e.any():  # an effort-only step (the forecast's): only pi, log pi and weights move
+        pi, log_pi, w = model.pi, model.log_pi, model.weight
+        if not shared:
+            pi, w = flat(model.pi, (n_p, n_k)), flat(model.weight, (n_p,))
+            with np.errstate(divide="ignore"):
+                log_pi = np.log(pi)
+        quad = 0.5 * _effort_quadratic(pi, d)
+
+        def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
+            p_, log_p_, w_ = (pi, log_pi, w) if shared else (pi[rows], log_pi[rows], w[rows])
+            kl_ = _effort_kl(_stepped_effort(p_, log_p_, d[rows], eta), log_p_)
+            return (kl_ * w_).sum(-1) / np.maximum(w_.sum(-1), 1e-300)
+
+    else:
+        one = model
+        if not shared:
+            pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
+            one = EffortModel(pi, p, model.m, model.bucket, flat(model.weight, (n_p,)))
+        w = one.weight
+        quad = Direction(d, e).second_order_kl(one)
+
+        def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
+            sub = one if shared else one.take(rows)
+            return mean_kl(sub, Direction(d[rows], e[rows]), eta)
+
+    quad = (quad * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
     moving = quad > 0
     x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
     x0 = x
@@ -260,8 +292,7 @@ def solve_eta(
     def f(log_eta: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """log mean KL − log budget of the configs `rows` (KL ≥ 0: rounding can leave a tiny
         negative where the step barely moves anything)."""
-        sub = one if shared else one.take(rows)
-        kl_ = mean_kl(sub, Direction(d[rows], e[rows]), np.exp(log_eta[rows]))
+        kl_ = mean_kl_of(rows, np.exp(log_eta[rows]))
         return np.log(np.maximum(kl_, 1e-300)) - target
 
     every = np.flatnonzero(moving)
