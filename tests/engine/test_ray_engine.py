@@ -20,6 +20,9 @@ pytestmark = pytest.mark.slow  # a Ray cluster per test: `-m "not slow"` skips i
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data_samples" / "rollouts_small.parquet"
 TABLES = ("rollouts", "groups", "steps", "summary")
+SHORT = ForecastSettings(steps=5, seeds=2, check_budgets=False)
+"""A short forecast: the engines differ in how the rows are replayed, not in the forecast, and
+TRL's configs train through the polars plans step by step."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -37,8 +40,10 @@ def same_reports(a: Path, b: Path) -> None:
 
 def test_bundled_sample(tmp_path):
     configs = [config(), config({"semantics": "internal"}, metrics_by="batch")]
-    api.replay_to_report([SAMPLE], configs, tmp_path / "local", chunk_rows=9)
-    api.replay_to_report([SAMPLE], configs, tmp_path / "ray", chunk_rows=9, engine="ray")
+    for engine in ("local", "ray"):
+        api.replay_to_report(
+            [SAMPLE], configs, tmp_path / engine, chunk_rows=9, engine=engine, forecast=SHORT
+        )
     same_reports(tmp_path / "local", tmp_path / "ray")
 
 
@@ -51,24 +56,29 @@ def test_synthetic_sweep_in_many_tasks(synth_path, tmp_path):
             "estimator": ["grpo", "trl-grpo"],
         },
     )
-    # A short forecast: the engines differ in how the rows are replayed, not in the forecast,
-    # and TRL's configs train through the polars plans step by step.
-    short = ForecastSettings(steps=5, seeds=2, check_budgets=False)
     for engine in ("local", "ray"):
         api.replay_to_report(
-            [synth_path], configs, tmp_path / engine, chunk_rows=30, engine=engine, forecast=short
+            [synth_path], configs, tmp_path / engine, chunk_rows=30, engine=engine, forecast=SHORT
         )
     same_reports(tmp_path / "local", tmp_path / "ray")
     assert not (tmp_path / "ray" / "_parts").exists()
 
 
 def test_rows_sample_and_none(synth_path, tmp_path):
-    api.replay_to_report([synth_path], [config()], tmp_path / "local", rows="sample", chunk_rows=30)
-    api.replay_to_report(
-        [synth_path], [config()], tmp_path / "ray", rows="sample", chunk_rows=30, engine="ray"
-    )
+    for engine in ("local", "ray"):
+        api.replay_to_report(
+            [synth_path],
+            [config()],
+            tmp_path / engine,
+            rows="sample",
+            chunk_rows=30,
+            engine=engine,
+            forecast=SHORT,
+        )
     same_reports(tmp_path / "local", tmp_path / "ray")
-    api.replay_to_report([synth_path], [config()], tmp_path / "none", rows="none", engine="ray")
+    api.replay_to_report(
+        [synth_path], [config()], tmp_path / "none", rows="none", engine="ray", forecast=SHORT
+    )
     assert not (tmp_path / "none" / "rollouts.parquet").exists()
 
 
@@ -116,8 +126,10 @@ def test_worker_killed_mid_task_is_retried(synth_path, tmp_path, monkeypatch):
 
     monkeypatch.setattr(ray_engine, "_task", dies_once)
     configs = [config(), config({"lambda_time": 1 / 60})]
-    api.replay_to_report([synth_path], configs, tmp_path / "local", chunk_rows=30)
-    api.replay_to_report([synth_path], configs, tmp_path / "ray", chunk_rows=30, engine="ray")
+    for engine in ("local", "ray"):
+        api.replay_to_report(
+            [synth_path], configs, tmp_path / engine, chunk_rows=30, engine=engine, forecast=SHORT
+        )
     assert marker.exists()  # a worker did die
     same_reports(tmp_path / "local", tmp_path / "ray")
 
@@ -152,5 +164,5 @@ def test_task_dying_on_every_try_is_one_readable_error(synth_path, tmp_path, mon
     monkeypatch.setattr(ray_engine, "_task", always_dies)
     out = tmp_path / "report"
     with pytest.raises(TaskFailedError, match=r"Ray task for steps \d+-\d+ x configs"):
-        api.replay_to_report([synth_path], [config()], out, engine="ray")
+        api.replay_to_report([synth_path], [config()], out, engine="ray", forecast=SHORT)
     assert not out.exists()
