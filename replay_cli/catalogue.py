@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from replay_cli.maths.spec import EXPLOSION
+
 Unit = Literal[
     "share",
     "ratio",
@@ -228,9 +230,6 @@ def _explosions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str
     return "warn", "bounded by the clip"
 
 
-EXPLOSION = 3.0
-"""|unclipped advantage| above this is an explosion (the PR's recommended clip);
-maths/thresholds.EXPLOSION reads it from here."""
 TIME_ONLY_CELL = 0.25
 """Share of the step spent on time alone above which the summary table marks the cell."""
 SIGN_FLIP_CELL = 0.05
