@@ -1,9 +1,10 @@
 """Every metric of the report in one place: its name, a short label, what it means, its unit, how
 a person reads it, which direction is better, and the hazard test that marks it.
 
-The engine writes the names; the page, the terminal, TensorBoard, the Parquet field metadata and
-docs/report.md's metric table read them from here (a test fails when a metric name is spelled
-outside this module and the code that computes it). Machine tables keep fractions and seconds;
+Each name is written once, here: the engine names what it computes with these constants and
+helpers, and the page, the terminal, TensorBoard, the Parquet field metadata and docs/report.md's
+metric table read them from here (tests/test_catalogue.py fails when a metric name is spelled
+outside this module, or twice in it). Machine tables keep fractions and seconds;
 every human surface shows one unit per quantity: shares and ratios in %, times in minutes,
 probability changes in percentage points, and values within a quantity's rounding as 0.
 """
@@ -14,6 +15,8 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from replay_cli.maths.spec import EXPLOSION
 
 Unit = Literal[
     "share",
@@ -187,6 +190,233 @@ def _digits(x: float) -> str:
     return f"{x:.4g}"
 
 
+# ---- the names ---------------------------------------------------------------------------
+# Each metric's name is written once, here: the entries below, the engine that computes the
+# metrics and every surface that reads them take it from these constants and helpers
+# (tests/test_catalogue.py fails on a second spelling, here or anywhere else).
+
+
+def scoped(name: str, scope: str) -> str:
+    """A scoped metric's column: `scope` is '' or '@short', '@medium', '@long'."""
+    return f"{name}{scope}"
+
+
+def _suffixed(name: str, suffix: str, scope: str = "") -> str:
+    """`name` with `suffix` before its scope, then `scope`: `step/resolve_vs_off@long`, `_low`
+    -> `step/resolve_vs_off_low@long`."""
+    base, at, own = name.partition("@")
+    return f"{base}{suffix}{at}{own}{scope}"
+
+
+def bound(name: str, end: str, scope: str = "") -> str:
+    """An interval's end column of a metric (scoped or not): `end` is 'low' or 'high'."""
+    return _suffixed(name, f"_{end}", scope)
+
+
+def off(name: str, scope: str = "") -> str:
+    """A metric's shaping-off twin column (the metric scoped or not)."""
+    return _suffixed(name, "_off", scope)
+
+
+def at_check(name: str, check: str) -> str:
+    """A horizon number's column under one of `CHECKS` (`check`: 'half', 'twice', 'half_steps',
+    'twice_steps'): `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
+    return _suffixed(name, f"_{check}")
+
+
+# The first step's direction (engine/first_step.py).
+RESOLVE = "step/resolve"
+RESOLVE_OFF = off(RESOLVE)
+RESOLVE_EFFORT = "step/resolve_effort"
+SOLVE_MINUTES = "step/solve_minutes"
+FAIL_MINUTES = "step/fail_minutes"
+RESOLVE_VS_OFF = "step/resolve_vs_off"
+SOLVE_VS_OFF = "step/solve_minutes_vs_off"
+FAIL_VS_OFF = "step/fail_minutes_vs_off"
+TIME_ONLY_SHARE = "step/time_only_share"
+FIRST_ORDER_GAP = "step/first_order_gap"
+ETA = "step/eta"
+KL_BUDGET = "step/kl_budget"
+
+# Inversions and floor ties.
+INTRODUCED = "inversion/introduced_group_rate"
+INVERSIONS = "inversion/group_rate"
+INVERSIONS_OFF = off(INVERSIONS)
+INVERTED_PAIRS = "inversion/pair_rate"
+FLOOR_TIES = "floor/tie_group_rate"
+FLOOR_TIES_MIXED = "floor/tie_mixed_rate"
+
+# The advantages.
+ABS_MAX = "adv/abs_max"
+EXPLOSION_TRAINED = "adv/explosion_trained_frac"
+EXPLOSION_UNCLIPPED = "adv/explosion_frac"
+EXPLOSION_CERTAIN = "adv/explosion_certain_frac"
+EXPLOSION_POSSIBLE = "adv/explosion_possible_frac"
+ABS_MAX_LOW = "adv/abs_max_low"
+ABS_MAX_HIGH = "adv/abs_max_high"
+CLIP_FRAC = "adv/clip_frac"
+FRAGILE_STD = "adv/fragile_std_frac"
+SIGN_FLIPS = "adv/sign_flip_frac"
+ADV_DISTRIBUTION = {
+    q: f"adv/{q}" for q in ("mean", "std", "min", "max", "p01", "p05", "p50", "p95", "p99")
+}
+"""The trained advantages' mean, std, extremes and quantiles (after the clip), by statistic."""
+ADV_BANDS = {q: name for q, name in ADV_DISTRIBUTION.items() if q not in ("mean", "std")}
+"""The advantage distribution's extremes and quantiles (the distribution chart's bands)."""
+ADV_RESOLVED = "adv/resolved_mean"
+ADV_UNRESOLVED = "adv/unresolved_mean"
+MASKED_SHIFT = "baseline/masked_shift"
+
+# Signal, group patterns and the filter.
+SIGNAL = "signal/group_rate"
+SIGNAL_RAW = "signal/group_rate_raw"
+TIME_ONLY_GROUPS = "signal/time_only_rate"
+UNCHARGED_ONLY = "signal/uncharged_only_rate"
+GAINED = "signal/gained_rate"
+LOST = "signal/lost_rate"
+UNCHARGED_BY_CAUSE = {
+    kind: f"signal/uncharged_only_{kind}_rate" for kind in ("masked", "reset", "gate")
+}
+"""Per kind of uncharged row (schema.UNCHARGED_CAUSES), the share of groups whose only signal
+comes from uncharged rows, among them that kind."""
+UNCHARGED_MASKED = UNCHARGED_BY_CAUSE["masked"]
+UNCHARGED_RESET = UNCHARGED_BY_CAUSE["reset"]
+UNCHARGED_GATE = UNCHARGED_BY_CAUSE["gate"]
+PATTERN_SHARES = {k: f"groups/{k}" for k in ("all_fail", "mixed", "all_pass")}
+"""Per resolved pattern of a group (schema.ALL_FAIL, MIXED, ALL_PASS), the share of groups with
+it."""
+GROUP_SHARES = tuple(PATTERN_SHARES.values())
+KEPT_ROWS = "filter/kept_rows_frac"
+KEPT_GROUPS = "filter/kept_groups_frac"
+PHANTOM_GROUPS = "filter/phantom_groups_frac"
+
+# The trainer's curves: its reward and advantages, validation, and its time_efficiency/*
+# metrics (NeMo-RL's names, then the internal implementation's).
+TOTAL_REWARD = "total_reward/mean"
+ADVANTAGES_MEAN = "advantages/mean"
+ADVANTAGES_MAX = "advantages/max"
+ADVANTAGES_MIN = "advantages/min"
+VALIDATION_ACCURACY = "validation/accuracy"
+VALIDATION_REWARD = "validation/total_reward/mean"
+MINUTES_MEAN = "time_efficiency/minutes/mean"
+MINUTES_MAX = "time_efficiency/minutes/max"
+DEDUCTION_MEAN = "time_efficiency/deduction/mean"
+DEDUCTION_MAX = "time_efficiency/deduction/max"
+CALLS_MEAN = "time_efficiency/calls/mean"
+BONUS_MEAN = "time_efficiency/bonus/mean"
+SECONDS_PER_CALL = "time_efficiency/seconds_per_call"
+BONUS_SATURATED = "time_efficiency/bonus_saturated_frac"
+FLOORED = "time_efficiency/floored_frac"
+GROUP_HAS_SIGNAL = "time_efficiency/group_has_signal"
+MINUTES_MEAN_INTERNAL = "time_efficiency/minutes_mean"
+MINUTES_MAX_INTERNAL = "time_efficiency/minutes_max"
+DEDUCTION_MEAN_INTERNAL = "time_efficiency/deduction_mean"
+DEDUCTION_MAX_INTERNAL = "time_efficiency/deduction_max"
+INTERNAL_NAMES = {
+    MINUTES_MEAN_INTERNAL: MINUTES_MEAN,
+    MINUTES_MAX_INTERNAL: MINUTES_MAX,
+    DEDUCTION_MEAN_INTERNAL: DEDUCTION_MEAN,
+    DEDUCTION_MAX_INTERNAL: DEDUCTION_MAX,
+}
+"""The internal implementation's metric names (spec §3.3 item 5) and the PR's for the same."""
+
+# The input.
+ROWS = "input/rows"
+GROUPS = "input/groups"
+STEPS = "input/steps"
+VALIDATION_ROWS = "input/validation_rows"
+VALIDATION_CHARGED = "input/validation_charged"
+VALIDATION_CHANGED = "input/validation_changed"
+MASKED_FRAC = "input/masked_frac"
+RESOLVED_FRAC = "input/resolved_frac"
+RUN_TIME_STATS = {q: f"input/run_time_{q}" for q in ("p50", "p90", "p99", "max")}
+"""The finite run times' quantiles and maximum, by statistic."""
+RUN_TIMES = tuple(RUN_TIME_STATS.values())
+LENGTH_SHORT_MAX = "input/length_short_max_minutes"
+LENGTH_LONG_MIN = "input/length_long_min_minutes"
+RUN_TIME_INVALID = "input/run_time_invalid"
+RUN_TIME_NULL = "input/run_time_null"
+RUN_TIME_NEGATIVE = "input/run_time_negative"
+BAD_RUN_TIMES = (RUN_TIME_NULL, RUN_TIME_INVALID, RUN_TIME_NEGATIVE)
+NEGATIVE_CHARGED = "quirk/negative_reward_charged"
+
+# The first-order pushes (engine/pushes.py).
+PUSH_NAMES = {
+    k: f"push/{k}"
+    for k in (
+        "resolve",
+        "minutes_fail",
+        "minutes_pass",
+        "minutes_between",
+        "calls_fail",
+        "calls_pass",
+        "calls_between",
+    )
+}
+"""Per push of engine/pushes.PUSHES, its metric: the mean over the groups."""
+RESOLVE_PUSH = PUSH_NAMES["resolve"]
+FAIL_PUSH = PUSH_NAMES["minutes_fail"]
+SOLVE_PUSH = PUSH_NAMES["minutes_pass"]
+SCOPED_PUSHES = (RESOLVE_PUSH, FAIL_PUSH, SOLVE_PUSH)
+"""The pushes also reported per problem-length bucket (`@short`, `@medium`, `@long`)."""
+RESOLVE_PUSH_VS_OFF = "push/resolve_vs_off"
+
+# The outcome at the horizon T (engine/forecast.py).
+F_RESOLVE_VS_OFF = "forecast/resolve_vs_off"
+F_RESOLVE = "forecast/resolve"
+F_RESOLVE_OFF = off(F_RESOLVE)
+F_RESOLVE_START = "forecast/resolve_start"
+F_SOLVE_VS_OFF = "forecast/solve_minutes_vs_off"
+F_SOLVE = "forecast/solve_minutes"
+F_SOLVE_OFF = off(F_SOLVE)
+F_FAIL_VS_OFF = "forecast/fail_minutes_vs_off"
+F_FAIL = "forecast/fail_minutes"
+F_FAIL_OFF = off(F_FAIL)
+F_FAIL_START = "forecast/fail_minutes_start"
+F_GIVE_UP_VS_OFF = "forecast/give_up_vs_off"
+FORECAST_STEPS = "forecast/steps"
+FORECAST_PROBLEMS = "forecast/problems"
+FORECAST_PROBLEMS_SAMPLED = "forecast/problems_sampled"
+FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
+FORECAST_BUDGET = "forecast/budget"
+FORECAST_ALPHA = "forecast/alpha"
+FORECAST_ALPHA_LOW = bound(FORECAST_ALPHA, "low")
+FORECAST_ALPHA_HIGH = bound(FORECAST_ALPHA, "high")
+FORECAST_DRIFT_LOGGED = "forecast/drift_logged"
+FORECAST_DRIFT_MODEL = "forecast/drift_model"
+FORECAST_DRIFT_STEPS = "forecast/drift_steps"
+FORECAST_INTERVALS = (F_RESOLVE_VS_OFF, F_SOLVE_VS_OFF, F_FAIL_VS_OFF)
+"""The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget
+check, the same at half and twice the budget (`_half`, `_twice`) and after half and twice the
+steps (`_half_steps`, `_twice_steps`)."""
+
+# Scoped and bound names the readers use.
+RESOLVE_VS_OFF_LOW = bound(RESOLVE_VS_OFF, "low")
+RESOLVE_VS_OFF_HIGH = bound(RESOLVE_VS_OFF, "high")
+RESOLVE_VS_OFF_LONG = scoped(RESOLVE_VS_OFF, "@long")
+RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", "@long")
+RESOLVE_LONG = scoped(RESOLVE, "@long")
+SOLVE_VS_OFF_LONG = scoped(SOLVE_VS_OFF, "@long")
+FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, "@long")
+
+F_RESOLVE_VS_OFF_LOW = bound(F_RESOLVE_VS_OFF, "low")
+F_RESOLVE_VS_OFF_LONG = scoped(F_RESOLVE_VS_OFF, "@long")
+F_RESOLVE_VS_OFF_LOW_LONG = bound(F_RESOLVE_VS_OFF, "low", "@long")
+F_RESOLVE_LONG = scoped(F_RESOLVE, "@long")
+F_RESOLVE_OFF_LONG = scoped(F_RESOLVE_OFF, "@long")
+F_RESOLVE_START_LONG = scoped(F_RESOLVE_START, "@long")
+F_FAIL_LONG = scoped(F_FAIL, "@long")
+F_FAIL_START_LONG = scoped(F_FAIL_START, "@long")
+F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, "@long")
+F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, "@long")
+
+# Columns beside the metrics.
+FORECAST_REFUSED = "forecast/refused"
+"""Not a metric: why the forecast could not train a config (its numbers are then null)."""
+TRAINED_DIGEST = "trained_digest"
+"""Not a metric: a hash of what a config trains on (rows, shaped rewards, advantages)."""
+
+
 # ---- hazard tests ------------------------------------------------------------------------
 
 
@@ -215,7 +445,7 @@ def _fail_faster(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, st
 def _inversions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
     if value <= 0:
         return None
-    if (row.get("inversion/introduced_group_rate") or 0.0) > 0:
+    if (row.get(INTRODUCED) or 0.0) > 0:
         return "hazard", "some introduced by shaping"
     return "warn", "present with shaping off too"
 
@@ -223,14 +453,11 @@ def _inversions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str
 def _explosions(value: float, row: dict[str, Any], bars: Bars) -> tuple[str, str] | None:
     if value <= 0:
         return None
-    if (row.get("adv/explosion_trained_frac") or 0.0) > 0:
+    if (row.get(EXPLOSION_TRAINED) or 0.0) > 0:
         return "hazard", "not all bounded by the clip"
     return "warn", "bounded by the clip"
 
 
-EXPLOSION = 3.0
-"""|unclipped advantage| above this is an explosion (the PR's recommended clip);
-maths/thresholds.EXPLOSION reads it from here."""
 TIME_ONLY_CELL = 0.25
 """Share of the step spent on time alone above which the summary table marks the cell."""
 SIGN_FLIP_CELL = 0.05
@@ -254,7 +481,7 @@ def _scoped(m: Metric) -> Iterator[Metric]:
         short = m.short and m.short + ("" if not suffix else f" {suffix[1:]}")
         yield replace(
             m,
-            name=m.name + suffix,
+            name=scoped(m.name, suffix),
             label=label,
             short=short,
             description=m.description + words,
@@ -262,10 +489,9 @@ def _scoped(m: Metric) -> Iterator[Metric]:
 
 
 def _twin_off(m: Metric) -> Metric:
-    base, at, scope = m.name.partition("@")
     return replace(
         m,
-        name=f"{base}_off{at}{scope}",
+        name=off(m.name),
         label=m.label + " (off)",
         description=m.description + ", from the shaping-off advantages of the same rows",
         hazard=None,
@@ -273,44 +499,42 @@ def _twin_off(m: Metric) -> Metric:
     )
 
 
-def _bounds(m: Metric, level: str) -> Iterator[Metric]:
-    base, _, scope = m.name.partition("@")
-    suffix = f"@{scope}" if scope else ""
-    for end, words in (("low", "low"), ("high", "high")):
+def _bounds(m: Metric) -> Iterator[Metric]:
+    for end in ("low", "high"):
         yield replace(
             m,
-            name=f"{base}_{end}{suffix}",
-            label=f"{m.label} ({words})",
-            short=m.short and f"{m.short} {words}",
-            description=f"{words} end of the bootstrap interval of: {m.description}",
+            name=bound(m.name, end),
+            label=f"{m.label} ({end})",
+            short=m.short and f"{m.short} {end}",
+            description=f"{end} end of the bootstrap interval of: {m.description}",
             hazard=None,
         )
 
 
 STEP = [
     Metric(
-        "step/resolve",
+        RESOLVE,
         "resolve Δ/step",
         "change of the resolve probability after one step of the fixed budget",
         "points_per_step",
         "higher",
     ),
     Metric(
-        "step/resolve_effort",
+        RESOLVE_EFFORT,
         "from effort",
         "the part of step/resolve that comes from moving effort between run-time levels (the "
         "rest is resolving more at the same effort)",
         "points_per_step",
     ),
     Metric(
-        "step/solve_minutes",
+        SOLVE_MINUTES,
         "solve min Δ",
         "change of the mean minutes of a resolved rollout after one step",
         "minutes_per_step",
         "lower",
     ),
     Metric(
-        "step/fail_minutes",
+        FAIL_MINUTES,
         "fail min Δ",
         "change of the mean minutes of a failed rollout after one step",
         "minutes_per_step",
@@ -318,7 +542,7 @@ STEP = [
 ]
 STEP_VS_OFF = [
     Metric(
-        "step/resolve_vs_off",
+        RESOLVE_VS_OFF,
         "first step: resolve vs off",
         "the first step's resolve change as a share of shaping off's (a diagnostic of the "
         "step's direction, not read by the rule; null where shaping off makes none)",
@@ -326,7 +550,7 @@ STEP_VS_OFF = [
         "higher",
     ),
     Metric(
-        "step/solve_minutes_vs_off",
+        SOLVE_VS_OFF,
         "first step: solve Δ vs off",
         "the first step's change of a success's mean minutes minus shaping off's (negative: "
         "shaping makes successes faster)",
@@ -334,7 +558,7 @@ STEP_VS_OFF = [
         "lower",
     ),
     Metric(
-        "step/fail_minutes_vs_off",
+        FAIL_VS_OFF,
         "first step: fail Δ vs off",
         "the first step's change of a failure's mean minutes minus shaping off's (negative: "
         "failures are taught to give up sooner)",
@@ -343,7 +567,7 @@ STEP_VS_OFF = [
 ]
 OTHER = [
     Metric(
-        "step/time_only_share",
+        TIME_ONLY_SHARE,
         "time-only step",
         "share of the step's KL spent in groups whose outcomes are all equal (shaping off "
         "gives them no signal): update about time alone",
@@ -352,16 +576,16 @@ OTHER = [
         _above(TIME_ONLY_CELL, "warn", "over a quarter of the step is about time alone"),
     ),
     Metric(
-        "step/first_order_gap",
+        FIRST_ORDER_GAP,
         "first-order gap",
         "|exact − first-order| resolve change of the step, relative to the exact one",
         "share",
         "lower",
     ),
-    Metric("step/eta", "η", "the step size that spends the budget", "number"),
-    Metric("step/kl_budget", "budget", "the step's budget: mean KL per problem (nats)", "number"),
+    Metric(ETA, "η", "the step size that spends the budget", "number"),
+    Metric(KL_BUDGET, "budget", "the step's budget: mean KL per problem (nats)", "number"),
     Metric(
-        "inversion/introduced_group_rate",
+        INTRODUCED,
         "inv. added",
         "share of groups where shaping puts a resolved rollout below an unresolved one that "
         "shaping off kept in order",
@@ -370,7 +594,7 @@ OTHER = [
         _above(0.0, "hazard", "shaping puts resolved rollouts below unresolved ones"),
     ),
     Metric(
-        "inversion/group_rate",
+        INVERSIONS,
         "inversions",
         "share of groups with a resolved rollout's shaped reward below an unresolved one's",
         "share",
@@ -378,31 +602,29 @@ OTHER = [
         _inversions,
     ),
     Metric(
-        "inversion/group_rate_off",
+        INVERSIONS_OFF,
         "inversions (off)",
         "the same with shaping off (the input's own rewards)",
         "share",
     ),
     Metric(
-        "inversion/pair_rate",
+        INVERTED_PAIRS,
         "inverted pairs",
         "share of (resolved, unresolved) pairs inverted",
         "share",
         "lower",
     ),
     Metric(
-        "floor/tie_group_rate",
+        FLOOR_TIES,
         "floor ties",
         "share of groups where a resolved and an unresolved rollout both end on the floor",
         "share",
         "lower",
         _above(0.0, "hazard", "successes tie failures on the floor"),
     ),
+    Metric(FLOOR_TIES_MIXED, "floor ties (mixed)", "the same, of mixed groups", "share", "lower"),
     Metric(
-        "floor/tie_mixed_rate", "floor ties (mixed)", "the same, of mixed groups", "share", "lower"
-    ),
-    Metric(
-        "adv/abs_max",
+        ABS_MAX,
         "max |adv|",
         "largest trained |advantage| (after the clip)",
         "advantage",
@@ -410,7 +632,7 @@ OTHER = [
         _above(EXPLOSION, "hazard", "trained |advantage| above {t:g} (after the clip)"),
     ),
     Metric(
-        "adv/explosion_trained_frac",
+        EXPLOSION_TRAINED,
         "|adv|>3 trained",
         "share of trained rows with |advantage| > 3 after the clip",
         "share",
@@ -418,7 +640,7 @@ OTHER = [
         _above(0.0, "hazard", f"trained |advantage| above {EXPLOSION:g}: no clip bounds them"),
     ),
     Metric(
-        "adv/explosion_frac",
+        EXPLOSION_UNCLIPPED,
         "|adv|>3 unclipped",
         "share of rows with |unclipped advantage| > 3",
         "share",
@@ -426,34 +648,34 @@ OTHER = [
         _explosions,
     ),
     Metric(
-        "adv/explosion_certain_frac",
+        EXPLOSION_CERTAIN,
         "|adv|>3 every platform",
         "share of trained rows beyond 3 on every float32 platform",
         "share",
         "lower",
     ),
     Metric(
-        "adv/explosion_possible_frac",
+        EXPLOSION_POSSIBLE,
         "|adv|>3 some platform",
         "share of trained rows beyond 3 on some float32 platform",
         "share",
         "lower",
     ),
     Metric(
-        "adv/abs_max_low",
+        ABS_MAX_LOW,
         "max |adv| (low platform)",
         "the smallest max |advantage| any float32 platform gives",
         "advantage",
     ),
     Metric(
-        "adv/abs_max_high",
+        ABS_MAX_HIGH,
         "max |adv| (high platform)",
         "the largest max |advantage| any float32 platform gives",
         "advantage",
     ),
-    Metric("adv/clip_frac", "clipped", "share of trained rows the clip changes", "share"),
+    Metric(CLIP_FRAC, "clipped", "share of trained rows the clip changes", "share"),
     Metric(
-        "adv/fragile_std_frac",
+        FRAGILE_STD,
         "fragile std",
         "share of rows normalised by a rounding-sized std (platform-dependent)",
         "share",
@@ -461,7 +683,7 @@ OTHER = [
         _above(0.0, "warn", "rows normalised by a rounding-sized std"),
     ),
     Metric(
-        "adv/sign_flip_frac",
+        SIGN_FLIPS,
         "sign flips",
         "share of rows whose advantage sign differs from shaping off's",
         "share",
@@ -469,30 +691,28 @@ OTHER = [
         _above(SIGN_FLIP_CELL, "warn", "over 5% of rows flip sign vs shaping off"),
     ),
     *(
-        Metric(f"adv/{q}", f"adv {q}", f"advantage distribution: {q} (after the clip)", "advantage")
-        for q in ("mean", "std", "min", "max", "p01", "p05", "p50", "p95", "p99")
+        Metric(name, f"adv {q}", f"advantage distribution: {q} (after the clip)", "advantage")
+        for q, name in ADV_DISTRIBUTION.items()
     ),
-    Metric("adv/resolved_mean", "adv (resolved)", "mean advantage of resolved rows", "advantage"),
+    Metric(ADV_RESOLVED, "adv (resolved)", "mean advantage of resolved rows", "advantage"),
+    Metric(ADV_UNRESOLVED, "adv (unresolved)", "mean advantage of unresolved rows", "advantage"),
     Metric(
-        "adv/unresolved_mean", "adv (unresolved)", "mean advantage of unresolved rows", "advantage"
-    ),
-    Metric(
-        "baseline/masked_shift",
+        MASKED_SHIFT,
         "masked shift",
         "mean |baseline with masked rows voting − without|",
         "reward",
     ),
-    Metric("signal/group_rate", "signal", "share of groups with any |advantage| > 1e-6", "share"),
-    Metric("signal/group_rate_raw", "signal (off)", "the same with shaping off", "share"),
+    Metric(SIGNAL, "signal", "share of groups with any |advantage| > 1e-6", "share"),
+    Metric(SIGNAL_RAW, "signal (off)", "the same with shaping off", "share"),
     Metric(
-        "signal/time_only_rate",
+        TIME_ONLY_GROUPS,
         "time-only groups",
         "share of groups with signal only because shaping breaks their reward ties",
         "share",
         "lower",
     ),
     Metric(
-        "signal/uncharged_only_rate",
+        UNCHARGED_ONLY,
         "uncharged-only",
         "share of groups whose only signal is uncharged rows differing from charged siblings",
         "share",
@@ -500,13 +720,13 @@ OTHER = [
         _above(0.0, "warn", "signal only from uncharged rows"),
     ),
     Metric(
-        "signal/gained_rate",
+        GAINED,
         "signal gained",
         "share of groups that gain signal against shaping off",
         "share",
     ),
     Metric(
-        "signal/lost_rate",
+        LOST,
         "signal lost",
         "share of groups that lose shaping off's signal",
         "share",
@@ -515,56 +735,56 @@ OTHER = [
     ),
     *(
         Metric(
-            f"groups/{k}",
+            name,
             k.replace("_", " "),
             f"share of groups that are {k.replace('_', ' ')}",
             "share",
         )
-        for k in ("all_fail", "mixed", "all_pass")
+        for k, name in PATTERN_SHARES.items()
     ),
     Metric(
-        "filter/kept_rows_frac",
+        KEPT_ROWS,
         "kept rows",
         "share of rows the dynamic-sampling filter keeps",
         "share",
     ),
-    Metric("filter/kept_groups_frac", "kept groups", "share of groups the filter keeps", "share"),
+    Metric(KEPT_GROUPS, "kept groups", "share of groups the filter keeps", "share"),
     Metric(
-        "filter/phantom_groups_frac",
+        PHANTOM_GROUPS,
         "phantom groups",
         "share of groups kept with no signal",
         "share",
     ),
     Metric(
-        "total_reward/mean",
+        TOTAL_REWARD,
         "reward",
         "mean shaped reward of training rows (trainer metric)",
         "reward",
     ),
-    Metric("advantages/mean", "adv mean", "mean advantage (trainer metric)", "advantage"),
-    Metric("advantages/max", "adv max", "largest advantage (trainer metric)", "advantage"),
-    Metric("advantages/min", "adv min", "smallest advantage (trainer metric)", "advantage"),
-    Metric("validation/accuracy", "val. accuracy", "mean raw reward of validation rows", "reward"),
+    Metric(ADVANTAGES_MEAN, "adv mean", "mean advantage (trainer metric)", "advantage"),
+    Metric(ADVANTAGES_MAX, "adv max", "largest advantage (trainer metric)", "advantage"),
+    Metric(ADVANTAGES_MIN, "adv min", "smallest advantage (trainer metric)", "advantage"),
+    Metric(VALIDATION_ACCURACY, "val. accuracy", "mean raw reward of validation rows", "reward"),
     Metric(
-        "validation/total_reward/mean",
+        VALIDATION_REWARD,
         "val. reward",
         "mean shaped reward of validation rows",
         "reward",
     ),
-    Metric("input/rows", "rollouts", "rollouts in the input", "count"),
-    Metric("input/groups", "groups", "training groups", "count"),
-    Metric("input/steps", "steps", "training steps", "count"),
-    Metric("input/validation_rows", "validation rollouts", "validation rollouts", "count"),
-    Metric("input/validation_charged", "validation charged", "validation rows charged", "count"),
+    Metric(ROWS, "rollouts", "rollouts in the input", "count"),
+    Metric(GROUPS, "groups", "training groups", "count"),
+    Metric(STEPS, "steps", "training steps", "count"),
+    Metric(VALIDATION_ROWS, "validation rollouts", "validation rollouts", "count"),
+    Metric(VALIDATION_CHARGED, "validation charged", "validation rows charged", "count"),
     Metric(
-        "input/validation_changed",
+        VALIDATION_CHANGED,
         "validation changed",
         "charged validation rows whose shaped reward differs from the raw one",
         "count",
     ),
     *(
         Metric(
-            f"signal/uncharged_only_{kind}_rate",
+            UNCHARGED_BY_CAUSE[kind],
             f"uncharged-only: {words}",
             f"share of groups with signal only from uncharged rows, among them {words}",
             "share",
@@ -575,38 +795,34 @@ OTHER = [
             ("gate", "rows the correct gate skipped"),
         )
     ),
-    Metric("input/masked_frac", "masked", "loss-masked share of training rows", "share"),
-    Metric("input/resolved_frac", "resolved", "resolved share of training rows", "share"),
+    Metric(MASKED_FRAC, "masked", "loss-masked share of training rows", "share"),
+    Metric(RESOLVED_FRAC, "resolved", "resolved share of training rows", "share"),
     *(
-        Metric(
-            f"input/run_time_{q}", f"run time {q}", f"run time {q} over finite run times", "seconds"
-        )
-        for q in ("p50", "p90", "p99", "max")
+        Metric(name, f"run time {q}", f"run time {q} over finite run times", "seconds")
+        for q, name in RUN_TIME_STATS.items()
     ),
     Metric(
-        "input/length_short_max_minutes",
+        LENGTH_SHORT_MAX,
         "short ≤",
         "longest median run time of a short problem",
         "minutes",
     ),
     Metric(
-        "input/length_long_min_minutes",
+        LENGTH_LONG_MIN,
         "long >",
         "shortest median run time of a long problem",
         "minutes",
     ),
     Metric(
-        "input/run_time_invalid",
+        RUN_TIME_INVALID,
         "NaN/inf run times",
         "NaN or infinite run times (0 minutes)",
         "count",
     ),
-    Metric("input/run_time_null", "missing run times", "null run times (0 minutes)", "count"),
+    Metric(RUN_TIME_NULL, "missing run times", "null run times (0 minutes)", "count"),
+    Metric(RUN_TIME_NEGATIVE, "negative run times", "negative run times (0 minutes)", "count"),
     Metric(
-        "input/run_time_negative", "negative run times", "negative run times (0 minutes)", "count"
-    ),
-    Metric(
-        "quirk/negative_reward_charged",
+        NEGATIVE_CHARGED,
         "negative rewards charged",
         "rows with a negative reward the correct gate charges (spec §3.2 quirk)",
         "count",
@@ -614,7 +830,7 @@ OTHER = [
 ]
 FORECAST = [
     Metric(
-        "forecast/resolve_vs_off",
+        F_RESOLVE_VS_OFF,
         "resolve vs off at T",
         "resolve rate after T training steps as a share of shaping off's after T steps (the "
         "rule reads its interval's low end)",
@@ -622,13 +838,11 @@ FORECAST = [
         "higher",
         _below(lambda b: b.resolve, "warn", "below {p} of shaping off after T steps"),
     ),
-    Metric("forecast/resolve", "resolve at T", "resolve rate after T steps", "share", "higher"),
-    Metric("forecast/resolve_off", "resolve at T (off)", "the same under shaping off", "share"),
+    Metric(F_RESOLVE, "resolve at T", "resolve rate after T steps", "share", "higher"),
+    Metric(F_RESOLVE_OFF, "resolve at T (off)", "the same under shaping off", "share"),
+    Metric(F_RESOLVE_START, "resolve at start", "resolve rate of the logged effort", "share"),
     Metric(
-        "forecast/resolve_start", "resolve at start", "resolve rate of the logged effort", "share"
-    ),
-    Metric(
-        "forecast/solve_minutes_vs_off",
+        F_SOLVE_VS_OFF,
         "solve Δ at T",
         "mean minutes of a resolved rollout after T steps minus shaping off's (negative: faster; "
         "the rule ranks by it)",
@@ -636,19 +850,19 @@ FORECAST = [
         "lower",
     ),
     Metric(
-        "forecast/solve_minutes",
+        F_SOLVE,
         "solve min at T",
         "mean minutes of a resolved rollout after T steps",
         "minutes",
     ),
     Metric(
-        "forecast/solve_minutes_off",
+        F_SOLVE_OFF,
         "solve min at T (off)",
         "the same under shaping off",
         "minutes",
     ),
     Metric(
-        "forecast/fail_minutes_vs_off",
+        F_FAIL_VS_OFF,
         "fail Δ at T",
         "mean minutes of a failed rollout after T steps minus shaping off's (negative: failures "
         "give up sooner)",
@@ -657,148 +871,136 @@ FORECAST = [
         _fail_faster,
     ),
     Metric(
-        "forecast/fail_minutes",
+        F_FAIL,
         "fail min at T",
         "mean minutes of a failed rollout after T steps",
         "minutes",
     ),
     Metric(
-        "forecast/fail_minutes_off",
+        F_FAIL_OFF,
         "fail min at T (off)",
         "the same under shaping off",
         "minutes",
     ),
     Metric(
-        "forecast/fail_minutes_start",
+        F_FAIL_START,
         "fail min at start",
         "mean minutes of a failed rollout under the logged effort",
         "minutes",
     ),
     Metric(
-        "forecast/give_up_vs_off",
+        F_GIVE_UP_VS_OFF,
         "giving up Δ at T",
         "share of effort at the lowest level after T steps minus shaping off's",
         "share",
         "lower",
     ),
-    Metric("forecast/steps", "horizon T", "T, the training steps forecast (--steps)", "count"),
+    Metric(FORECAST_STEPS, "horizon T", "T, the training steps forecast (--steps)", "count"),
     Metric(
-        "forecast/problems",
+        FORECAST_PROBLEMS,
         "forecast problems",
         "problems the forecast sampled per seed (stratified by length bucket)",
         "count",
     ),
     Metric(
-        "forecast/problems_sampled",
+        FORECAST_PROBLEMS_SAMPLED,
         "problems resampled",
         "distinct problems in the forecast's samples: the bootstrap's units",
         "count",
     ),
-    Metric("forecast/problems_total", "problems", "problems in the input", "count"),
+    Metric(FORECAST_PROBLEMS_TOTAL, "problems", "problems in the input", "count"),
     Metric(
-        "forecast/budget",
+        FORECAST_BUDGET,
         "step budget",
         "the forecast's step size: the mean KL (nats) of the problems' efforts per step "
         "(--step-kl; the log's drift cannot separate it from the causal share)",
         "number",
     ),
     Metric(
-        "forecast/alpha",
+        FORECAST_ALPHA,
         "causal share α",
         "share of each problem's success differences between run-time levels the forecast "
         "reads as bought by effort, calibrated so that shaping off drifts over the log's steps "
         "as the log does (1: as logged, 0: effort buys nothing)",
         "number",
     ),
-    Metric("forecast/alpha_low", "α low", "low end of the causal share's interval", "number"),
-    Metric("forecast/alpha_high", "α high", "high end of the causal share's interval", "number"),
+    Metric(FORECAST_ALPHA_LOW, "α low", "low end of the causal share's interval", "number"),
+    Metric(FORECAST_ALPHA_HIGH, "α high", "high end of the causal share's interval", "number"),
     Metric(
-        "forecast/drift_logged",
+        FORECAST_DRIFT_LOGGED,
         "logged drift",
         "minutes per rollout per step within problems over the log's steps",
         "minutes_per_step",
     ),
     Metric(
-        "forecast/drift_model",
+        FORECAST_DRIFT_MODEL,
         "model drift (α = 1)",
         "the same forecast under shaping off over as many steps, success as logged",
         "minutes_per_step",
     ),
-    Metric("forecast/drift_steps", "drift steps", "steps the calibration's drift spans", "count"),
+    Metric(FORECAST_DRIFT_STEPS, "drift steps", "steps the calibration's drift spans", "count"),
 ]
-FORECAST_INTERVALS = (
-    "forecast/resolve_vs_off",
-    "forecast/solve_minutes_vs_off",
-    "forecast/fail_minutes_vs_off",
-)
-"""The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget
-check, the same at half and twice the budget (`_half`, `_twice`) and after half and twice the
-steps (`_half_steps`, `_twice_steps`)."""
 TRAINER = [
+    Metric(MINUTES_MEAN, "minutes", "mean agent minutes (trainer metric)", "minutes"),
     Metric(
-        "time_efficiency/minutes/mean", "minutes", "mean agent minutes (trainer metric)", "minutes"
-    ),
-    Metric(
-        "time_efficiency/minutes/max",
+        MINUTES_MAX,
         "minutes max",
         "largest agent minutes (trainer metric)",
         "minutes",
     ),
+    Metric(DEDUCTION_MEAN, "deduction", "mean deduction (trainer metric)", "reward"),
     Metric(
-        "time_efficiency/deduction/mean", "deduction", "mean deduction (trainer metric)", "reward"
-    ),
-    Metric(
-        "time_efficiency/deduction/max",
+        DEDUCTION_MAX,
         "deduction max",
         "largest deduction (trainer metric)",
         "reward",
     ),
-    Metric("time_efficiency/calls/mean", "calls", "mean tool calls (trainer metric)", "calls"),
-    Metric("time_efficiency/bonus/mean", "bonus", "mean call bonus (trainer metric)", "reward"),
+    Metric(CALLS_MEAN, "calls", "mean tool calls (trainer metric)", "calls"),
+    Metric(BONUS_MEAN, "bonus", "mean call bonus (trainer metric)", "reward"),
     Metric(
-        "time_efficiency/seconds_per_call",
+        SECONDS_PER_CALL,
         "s per call",
         "agent seconds per tool call (trainer metric)",
         "number",
     ),
     Metric(
-        "time_efficiency/bonus_saturated_frac",
+        BONUS_SATURATED,
         "bonus saturated",
         "share of rows at the bonus's cap (trainer metric)",
         "share",
     ),
     Metric(
-        "time_efficiency/floored_frac",
+        FLOORED,
         "floored",
         "share of rows clamped at the floor (trainer metric)",
         "share",
     ),
     Metric(
-        "time_efficiency/group_has_signal",
+        GROUP_HAS_SIGNAL,
         "group has signal",
         "share of groups whose deductions differ (trainer metric)",
         "share",
     ),
     Metric(
-        "time_efficiency/minutes_mean",
+        MINUTES_MEAN_INTERNAL,
         "minutes (internal)",
         "mean agent minutes (internal name)",
         "minutes",
     ),
     Metric(
-        "time_efficiency/minutes_max",
+        MINUTES_MAX_INTERNAL,
         "minutes max (internal)",
         "largest agent minutes (internal name)",
         "minutes",
     ),
     Metric(
-        "time_efficiency/deduction_mean",
+        DEDUCTION_MEAN_INTERNAL,
         "deduction (internal)",
         "mean deduction (internal name)",
         "reward",
     ),
     Metric(
-        "time_efficiency/deduction_max",
+        DEDUCTION_MAX_INTERNAL,
         "deduction max (internal)",
         "largest deduction (internal name)",
         "reward",
@@ -806,20 +1008,20 @@ TRAINER = [
 ]
 PUSHES = [
     Metric(
-        "push/resolve",
+        RESOLVE_PUSH,
         "resolve push",
         "first-order push toward resolving (advantage × probability per group)",
         "push",
         "higher",
     ),
     Metric(
-        "push/minutes_fail",
+        FAIL_PUSH,
         "fail-time push",
         "first-order push on failures' minutes (negative: fail faster)",
         "push",
     ),
     Metric(
-        "push/minutes_pass",
+        SOLVE_PUSH,
         "solve-time push",
         "first-order push on successes' minutes (negative: solve faster)",
         "push",
@@ -845,7 +1047,7 @@ PUSHES = [
     ),
 ]
 PUSH_VS_OFF = Metric(
-    "push/resolve_vs_off",
+    RESOLVE_PUSH_VS_OFF,
     "first-order push: resolve vs off",
     "first-order resolve push as a share of shaping off's (a push, not a resolve rate: not what "
     "the rule reads, and it grows with the update's size; can exceed 100%)",
@@ -854,15 +1056,15 @@ PUSH_VS_OFF = Metric(
 
 
 SHORT = {
-    "step/resolve_vs_off": "1st step",
-    "step/solve_minutes_vs_off": "1st solve Δ",
-    "step/fail_minutes_vs_off": "1st fail Δ",
-    "step/time_only_share": "time-only",
-    "forecast/resolve_vs_off": "resolve@T",
-    "forecast/resolve_vs_off@long": "long@T",
-    "forecast/solve_minutes_vs_off": "solve Δ@T",
-    "forecast/fail_minutes_vs_off": "fail Δ@T",
-    "adv/explosion_trained_frac": "|adv|>3",
+    RESOLVE_VS_OFF: "1st step",
+    SOLVE_VS_OFF: "1st solve Δ",
+    FAIL_VS_OFF: "1st fail Δ",
+    TIME_ONLY_SHARE: "time-only",
+    F_RESOLVE_VS_OFF: "resolve@T",
+    F_RESOLVE_VS_OFF_LONG: "long@T",
+    F_SOLVE_VS_OFF: "solve Δ@T",
+    F_FAIL_VS_OFF: "fail Δ@T",
+    EXPLOSION_TRAINED: "|adv|>3",
 }
 """Terminal headers of the metrics whose labels are too long for a narrow table."""
 
@@ -875,13 +1077,6 @@ CHECKS = (
 )
 """The forecast's checks of the verdict: the rule's numbers again at half and twice the step
 budget, and after half and twice the horizon T (column suffix, words)."""
-
-
-def at_check(name: str, check: str) -> str:
-    """A horizon number's column under one of `CHECKS` (`check`: 'half', 'twice', 'half_steps',
-    'twice_steps'): `forecast/resolve_vs_off_low@long` -> `forecast/resolve_vs_off_low_half@long`."""
-    base, at, scope = name.partition("@")
-    return f"{base}_{check}{at}{scope}"
 
 
 def _build() -> dict[str, Metric]:
@@ -897,15 +1092,15 @@ def _build() -> dict[str, Metric]:
     for m in STEP_VS_OFF:
         for s in _scoped(replace(m, short=SHORT.get(m.name, ""))):
             add(s)
-            for b in _bounds(s, ""):
+            for b in _bounds(s):
                 add(b)
     for m in (*OTHER, *TRAINER):
         add(replace(m, short=SHORT.get(m.name, "")))
     for m in PUSHES:
         add(m)
         add(_twin_off(m))
-    for name in ("resolve", "minutes_fail", "minutes_pass"):
-        base = next(m for m in PUSHES if m.name == f"push/{name}")
+    for name in SCOPED_PUSHES:
+        base = next(m for m in PUSHES if m.name == name)
         for s in list(_scoped(base))[1:]:
             add(s)
             add(_twin_off(s))
@@ -919,19 +1114,19 @@ def _build() -> dict[str, Metric]:
         words = m.description + " on long problems"
         long = replace(
             m,
-            name=f"{m.name}@long",
+            name=scoped(m.name, "@long"),
             label=f"{m.label}, long",
-            short=SHORT.get(f"{m.name}@long", ""),
+            short=SHORT.get(scoped(m.name, "@long"), ""),
             description=words,
         )
         add(long)
         if m.name not in FORECAST_INTERVALS:
             continue
         for scoped_m in (m, long):
-            for b in _bounds(scoped_m, ""):
+            for b in _bounds(scoped_m):
                 add(b)
             for check, words in CHECKS:
-                for x in (scoped_m, *_bounds(scoped_m, "")):
+                for x in (scoped_m, *_bounds(scoped_m)):
                     add(
                         replace(
                             x,
@@ -946,131 +1141,6 @@ def _build() -> dict[str, Metric]:
 
 CATALOGUE: dict[str, Metric] = _build()
 """Every metric of the summary, step and group tables, by name."""
-
-# Names the readers use: the computing code may spell them, every other module imports these.
-RESOLVE = "step/resolve"
-RESOLVE_OFF = "step/resolve_off"
-RESOLVE_VS_OFF = "step/resolve_vs_off"
-SOLVE_VS_OFF = "step/solve_minutes_vs_off"
-FAIL_VS_OFF = "step/fail_minutes_vs_off"
-TIME_ONLY_SHARE = "step/time_only_share"
-KL_BUDGET = "step/kl_budget"
-F_RESOLVE_VS_OFF = "forecast/resolve_vs_off"
-F_SOLVE_VS_OFF = "forecast/solve_minutes_vs_off"
-F_FAIL_VS_OFF = "forecast/fail_minutes_vs_off"
-F_RESOLVE = "forecast/resolve"
-F_RESOLVE_OFF = "forecast/resolve_off"
-F_RESOLVE_START = "forecast/resolve_start"
-F_SOLVE = "forecast/solve_minutes"
-F_SOLVE_OFF = "forecast/solve_minutes_off"
-F_FAIL = "forecast/fail_minutes"
-F_FAIL_OFF = "forecast/fail_minutes_off"
-F_FAIL_START = "forecast/fail_minutes_start"
-F_GIVE_UP_VS_OFF = "forecast/give_up_vs_off"
-FORECAST_STEPS = "forecast/steps"
-FORECAST_PROBLEMS = "forecast/problems"
-FORECAST_PROBLEMS_TOTAL = "forecast/problems_total"
-FORECAST_PROBLEMS_SAMPLED = "forecast/problems_sampled"
-FORECAST_REFUSED = "forecast/refused"
-FORECAST_BUDGET = "forecast/budget"
-FORECAST_ALPHA = "forecast/alpha"
-FORECAST_ALPHA_LOW = "forecast/alpha_low"
-FORECAST_ALPHA_HIGH = "forecast/alpha_high"
-FORECAST_DRIFT_LOGGED = "forecast/drift_logged"
-FORECAST_DRIFT_MODEL = "forecast/drift_model"
-FORECAST_DRIFT_STEPS = "forecast/drift_steps"
-"""Not a metric: why the forecast could not train a config (its numbers are then null)."""
-INTRODUCED = "inversion/introduced_group_rate"
-INVERSIONS = "inversion/group_rate"
-INVERSIONS_OFF = "inversion/group_rate_off"
-EXPLOSION_TRAINED = "adv/explosion_trained_frac"
-EXPLOSION_UNCLIPPED = "adv/explosion_frac"
-EXPLOSION_CERTAIN = "adv/explosion_certain_frac"
-ABS_MAX = "adv/abs_max"
-ABS_MAX_LOW = "adv/abs_max_low"
-ABS_MAX_HIGH = "adv/abs_max_high"
-CLIP_FRAC = "adv/clip_frac"
-FRAGILE_STD = "adv/fragile_std_frac"
-SIGN_FLIPS = "adv/sign_flip_frac"
-ADV_RESOLVED = "adv/resolved_mean"
-ADV_UNRESOLVED = "adv/unresolved_mean"
-DEDUCTION_MEAN = "time_efficiency/deduction/mean"
-UNCHARGED_ONLY = "signal/uncharged_only_rate"
-TIME_ONLY_GROUPS = "signal/time_only_rate"
-SIGNAL = "signal/group_rate"
-SIGNAL_RAW = "signal/group_rate_raw"
-GAINED = "signal/gained_rate"
-LOST = "signal/lost_rate"
-FLOOR_TIES = "floor/tie_group_rate"
-FLOOR_TIES_MIXED = "floor/tie_mixed_rate"
-VALIDATION_ACCURACY = "validation/accuracy"
-VALIDATION_REWARD = "validation/total_reward/mean"
-VALIDATION_CHARGED = "input/validation_charged"
-VALIDATION_CHANGED = "input/validation_changed"
-UNCHARGED_MASKED = "signal/uncharged_only_masked_rate"
-UNCHARGED_RESET = "signal/uncharged_only_reset_rate"
-UNCHARGED_GATE = "signal/uncharged_only_gate_rate"
-VALIDATION_ROWS = "input/validation_rows"
-MASKED_FRAC = "input/masked_frac"
-RESOLVED_FRAC = "input/resolved_frac"
-ROWS = "input/rows"
-GROUPS = "input/groups"
-STEPS = "input/steps"
-TOTAL_REWARD = "total_reward/mean"
-ADVANTAGES_MAX = "advantages/max"
-ADVANTAGES_MIN = "advantages/min"
-SOLVE_PUSH = "push/minutes_pass"
-FAIL_PUSH = "push/minutes_fail"
-RESOLVE_PUSH = "push/resolve"
-RESOLVE_PUSH_VS_OFF = "push/resolve_vs_off"
-GROUP_SHARES = ("groups/all_fail", "groups/mixed", "groups/all_pass")
-RUN_TIMES = tuple(f"input/run_time_{q}" for q in ("p50", "p90", "p99", "max"))
-BAD_RUN_TIMES = tuple(f"input/run_time_{k}" for k in ("null", "invalid", "negative"))
-ADV_BANDS = {q: f"adv/{q}" for q in ("min", "max", "p01", "p05", "p50", "p95", "p99")}
-"""The advantage distribution's extremes and quantiles (the distribution chart's bands)."""
-INTERNAL_NAMES = {
-    "time_efficiency/minutes_mean": "time_efficiency/minutes/mean",
-    "time_efficiency/minutes_max": "time_efficiency/minutes/max",
-    "time_efficiency/deduction_mean": "time_efficiency/deduction/mean",
-    "time_efficiency/deduction_max": "time_efficiency/deduction/max",
-}
-"""The internal implementation's metric names (spec §3.3 item 5) and the PR's for the same."""
-TRAINED_DIGEST = "trained_digest"
-"""Not a metric: a hash of what a config trains on (rows, shaped rewards, advantages)."""
-
-
-def scoped(name: str, scope: str) -> str:
-    """A scoped metric's column: `scope` is '' or '@short', '@medium', '@long'."""
-    return f"{name}{scope}"
-
-
-def bound(name: str, end: str, scope: str = "") -> str:
-    """An interval's end column of a metric: `end` is 'low' or 'high'."""
-    return f"{name}_{end}{scope}"
-
-
-def off(name: str, scope: str = "") -> str:
-    """A metric's shaping-off twin column."""
-    return f"{name}_off{scope}"
-
-
-RESOLVE_VS_OFF_LOW = bound(RESOLVE_VS_OFF, "low")
-RESOLVE_VS_OFF_HIGH = bound(RESOLVE_VS_OFF, "high")
-RESOLVE_VS_OFF_LONG = scoped(RESOLVE_VS_OFF, "@long")
-RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", "@long")
-RESOLVE_LONG = scoped(RESOLVE, "@long")
-FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, "@long")
-
-F_RESOLVE_VS_OFF_LOW = bound(F_RESOLVE_VS_OFF, "low")
-F_RESOLVE_VS_OFF_LONG = scoped(F_RESOLVE_VS_OFF, "@long")
-F_RESOLVE_VS_OFF_LOW_LONG = bound(F_RESOLVE_VS_OFF, "low", "@long")
-F_RESOLVE_LONG = scoped(F_RESOLVE, "@long")
-F_RESOLVE_OFF_LONG = scoped(F_RESOLVE_OFF, "@long")
-F_RESOLVE_START_LONG = scoped(F_RESOLVE_START, "@long")
-F_FAIL_LONG = scoped(F_FAIL, "@long")
-F_FAIL_START_LONG = scoped(F_FAIL_START, "@long")
-F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, "@long")
-F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, "@long")
 
 
 def metric(name: str) -> Metric:

@@ -1,8 +1,11 @@
 """Tests for replay_cli.catalogue: every metric a report writes has one entry, no other module
-spells a metric name, the docs' table is the catalogue's, and every human surface writes a
-quantity in one unit."""
+spells a metric name and the catalogue spells each once, the docs' table is the catalogue's, and
+every human surface writes a quantity in one unit."""
 
 import ast
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -18,8 +21,9 @@ from factories import config, replay_frame, rollouts
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "replay_cli"
-COMPUTING = ("catalogue.py", "engine/", "maths/")
-"""Where metric names may be spelled: the catalogue, and the code that computes the metrics."""
+SPELLER = "catalogue.py"
+"""The one module that spells metric names: the engine that computes them names them through its
+constants and helpers too."""
 NAMESPACES = {"validation/", "train/"}
 """Tag prefixes that are namespaces of a logger, not metric names."""
 
@@ -55,43 +59,103 @@ def test_the_summary_describes_its_metric_columns(report):
     assert schema.field("lambda_time").metadata is None  # a parameter, not a metric
 
 
-def _spelled(path: Path) -> list[str]:
-    """Metric names a module spells: string constants that are catalogue names, and f-string
-    heads that build one."""
+def _starts_a_name(text: object) -> bool:
+    """A piece of text that names a metric once something is added to it (`push/`,
+    `time_efficiency/`), not a logger's namespace."""
+    return (
+        isinstance(text, str)
+        and "/" in text
+        and text not in NAMESPACES
+        and any(k.startswith(text) and k != text for k in C.CATALOGUE)
+    )
+
+
+def _names(path: Path) -> list[tuple[int, str]]:
+    """(line, what) for each metric name a module writes: a string constant that is a catalogue
+    name (`'step/resolve'`), or the start of one, an f-string's head (`f'push/...'`) or a
+    prefix another name is joined to (`'push/...'`)."""
     found = []
     tree = ast.parse(path.read_text())
     pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and node.values:
             head = node.values[0]
-            if isinstance(head, ast.Constant) and isinstance(head.value, str):
-                prefix = head.value
-                if (
-                    "/" in prefix
-                    and prefix not in NAMESPACES
-                    and any(k.startswith(prefix) and k != prefix for k in C.CATALOGUE)
-                ):
-                    found.append(f"{path.name}:{node.lineno} f'{prefix}...'")
-        elif (
-            isinstance(node, ast.Constant) and node.value in C.CATALOGUE and id(node) not in pieces
-        ):
-            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+            if isinstance(head, ast.Constant) and _starts_a_name(head.value):
+                found.append((node.lineno, f"f'{head.value}...'"))
+        elif isinstance(node, ast.Constant) and id(node) not in pieces:
+            if node.value in C.CATALOGUE:
+                found.append((node.lineno, repr(node.value)))
+            elif _starts_a_name(node.value):
+                found.append((node.lineno, f"'{node.value}...'"))
     return found
 
 
-def test_no_module_but_the_catalogue_and_the_computing_code_spells_a_metric_name():
+def _spelled(path: Path) -> list[str]:
+    """Metric names a module spells (`_names`), where each is."""
+    return [f"{path.name}:{line} {what}" for line, what in _names(path)]
+
+
+def _spelled_twice(path: Path) -> list[str]:
+    """Metric names, and the heads of the f-strings that build a family of them, a module
+    writes more than once."""
+    counts = Counter(what for _, what in _names(path))
+    return sorted(what for what, n in counts.items() if n > 1)
+
+
+def test_no_module_but_the_catalogue_spells_a_metric_name():
+    """The engine that computes the metrics, the report and the advice all name them through the
+    catalogue's constants and helpers."""
     spelled = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        where = path.relative_to(PACKAGE).as_posix()
-        if not where.startswith(COMPUTING):
+        if path.relative_to(PACKAGE).as_posix() != SPELLER:
             spelled += _spelled(path)
     assert spelled == []
 
 
 def test_the_check_catches_a_planted_name(tmp_path):
     planted = tmp_path / "planted.py"
-    planted.write_text('x = row["step/resolve_vs_off"]\ny = f"push/resolve{scope}"\n')
-    assert len(_spelled(planted)) == 2
+    planted.write_text(
+        'x = row["step/resolve_vs_off"]\ny = f"push/resolve{scope}"\nTE = "time_efficiency/"\n'
+    )
+    assert len(_spelled(planted)) == 3
+
+
+def test_the_catalogue_writes_each_metric_name_once():
+    """One spelling per metric: the entries, the engine and the readers share one constant."""
+    catalogue = PACKAGE / SPELLER
+    assert _spelled_twice(catalogue) == []
+    assert len(_names(catalogue)) > 90  # it does write the names: the check reads them
+
+
+def test_the_check_catches_a_name_planted_twice_in_the_catalogue(tmp_path):
+    planted = tmp_path / SPELLER
+    planted.write_text(
+        (PACKAGE / SPELLER).read_text()
+        + '\nSTRAY = "forecast/resolve_vs_off"\nBANDS = {q: f"adv/{q}" for q in ("p50",)}\n'
+    )
+    assert _spelled_twice(planted) == ["'forecast/resolve_vs_off'", "f'adv/...'"]
+
+
+def test_an_interval_end_or_a_twin_goes_before_the_scope():
+    assert C.bound(C.F_RESOLVE_VS_OFF_LONG, "low") == C.F_RESOLVE_VS_OFF_LOW_LONG
+    assert C.bound(C.F_RESOLVE_VS_OFF, "low", "@long") == C.F_RESOLVE_VS_OFF_LOW_LONG
+    assert C.off(C.scoped(C.RESOLVE_PUSH, "@long")) == "push/resolve_off@long"
+    assert C.off(C.RESOLVE_PUSH, "@long") == "push/resolve_off@long"
+    assert (
+        C.at_check(C.F_RESOLVE_VS_OFF_LOW_LONG, "half") == "forecast/resolve_vs_off_low_half@long"
+    )
+
+
+def test_the_catalogue_loads_without_numpy():
+    """The CLI reads the catalogue where it prints; the spec's numbers it shares with the maths
+    (maths/spec.py) must not bring numpy or polars with them."""
+    code = (
+        "import sys\n"
+        "import replay_cli.catalogue\n"
+        "print(sorted(m for m in ('numpy', 'polars', 'pyarrow') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_the_docs_metric_table_is_the_catalogues():

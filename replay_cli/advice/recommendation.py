@@ -618,9 +618,9 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     the rule."""
     steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
     halfway, twice = max(1, steps // 2), 2 * steps  # as the forecast reads them
+    # The catalogue's words, and the step checks' with the step numbers they ran at.
     where = {
-        "half": "at half the step budget",
-        "twice": "at twice the step budget",
+        **dict(C.CHECKS),
         "half_steps": f"after {halfway} steps",
         "twice_steps": f"after {twice} steps",
     }

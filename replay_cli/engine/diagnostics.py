@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.engine.pushes import PUSHES
 from replay_cli.engine.row_batch import RowBatch
@@ -30,8 +31,8 @@ from replay_cli.maths.thresholds import (
 
 QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-LENGTH_PUSHES = ("resolve", "minutes_fail", "minutes_pass")
-"""The pushes reported per problem-length bucket."""
+LENGTH_PUSHES = tuple(k for k, name in C.PUSH_NAMES.items() if name in C.SCOPED_PUSHES)
+"""The pushes reported per problem-length bucket (the catalogue's `SCOPED_PUSHES`)."""
 PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in PUSHES for off in ("", "_off")]
 LENGTH_PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in LENGTH_PUSHES for off in ("", "_off")]
 
@@ -153,8 +154,8 @@ def input_statistics(run_times: pl.Series) -> dict[str, float | None]:
     """Quantiles and maximum of the input's finite run times (the same for every config)."""
     finite = run_times.filter(run_times.is_finite())
     return {
-        **{f"input/run_time_{k}": v for k, v in quantiles(finite, RUN_TIME_QUANTILES).items()},
-        "input/run_time_max": finite.max(),
+        **{C.RUN_TIME_STATS[k]: v for k, v in quantiles(finite, RUN_TIME_QUANTILES).items()},
+        C.RUN_TIME_STATS["max"]: finite.max(),
     }
 
 
@@ -178,39 +179,40 @@ def finish(
     # float32 for float32 configs; the std is taken over the exact float64 values (a transient
     # copy, freed before the quantiles take theirs: at 100M rows each is 400-800 MB).
     std = advantages.cast(pl.Float64).std()
+    adv = C.ADV_DISTRIBUTION
     out: dict[str, float | int | None] = {
         **group_diagnostics(group_parts),
-        "adv/mean": _ratio(p["sum_adv"], n),
-        "adv/std": std,
-        "adv/min": p["min_adv"],
-        "adv/max": p["max_adv"],
-        "adv/abs_max": None if n == 0 else max(abs(p["min_adv"]), abs(p["max_adv"])),
-        **{f"adv/{k}": v for k, v in quantiles(advantages, QUANTILES).items()},
-        "adv/clip_frac": _ratio(p["n_clipped"], n),
-        "adv/explosion_frac": _ratio(p["n_explosion"], n),
-        "adv/explosion_trained_frac": _ratio(p["n_explosion_trained"], n),
-        "adv/explosion_certain_frac": _ratio(p["n_explosion_certain"], n),
-        "adv/explosion_possible_frac": _ratio(p["n_explosion_possible"], n),
-        "adv/abs_max_low": None if n == 0 else p["abs_low"],
-        "adv/abs_max_high": None if n == 0 else p["abs_high"],
-        "adv/fragile_std_frac": _ratio(p["n_fragile"], n),
-        "adv/resolved_mean": _ratio(p["sum_adv_resolved"], p["n_resolved"]),
-        "adv/unresolved_mean": _ratio(p["sum_adv_unresolved"], p["n_unresolved"]),
-        "adv/sign_flip_frac": _ratio(p["n_flipped"], n),
-        "baseline/masked_shift": _ratio(p["sum_masked_shift"], n),
-        "input/rows": p["n_rows"],
-        "input/groups": int(group_parts["n_groups"].sum()),
-        "input/steps": steps,
-        "input/validation_rows": p["n_validation"],
-        "input/validation_charged": p["n_validation_charged"],
-        "input/validation_changed": p["n_validation_changed"],
-        "input/masked_frac": _ratio(p["n_train_masked"], p["n_train"]),
-        "input/resolved_frac": _ratio(p["n_train_resolved"], p["n_train"]),
+        adv["mean"]: _ratio(p["sum_adv"], n),
+        adv["std"]: std,
+        adv["min"]: p["min_adv"],
+        adv["max"]: p["max_adv"],
+        C.ABS_MAX: None if n == 0 else max(abs(p["min_adv"]), abs(p["max_adv"])),
+        **{adv[k]: v for k, v in quantiles(advantages, QUANTILES).items()},
+        C.CLIP_FRAC: _ratio(p["n_clipped"], n),
+        C.EXPLOSION_UNCLIPPED: _ratio(p["n_explosion"], n),
+        C.EXPLOSION_TRAINED: _ratio(p["n_explosion_trained"], n),
+        C.EXPLOSION_CERTAIN: _ratio(p["n_explosion_certain"], n),
+        C.EXPLOSION_POSSIBLE: _ratio(p["n_explosion_possible"], n),
+        C.ABS_MAX_LOW: None if n == 0 else p["abs_low"],
+        C.ABS_MAX_HIGH: None if n == 0 else p["abs_high"],
+        C.FRAGILE_STD: _ratio(p["n_fragile"], n),
+        C.ADV_RESOLVED: _ratio(p["sum_adv_resolved"], p["n_resolved"]),
+        C.ADV_UNRESOLVED: _ratio(p["sum_adv_unresolved"], p["n_unresolved"]),
+        C.SIGN_FLIPS: _ratio(p["n_flipped"], n),
+        C.MASKED_SHIFT: _ratio(p["sum_masked_shift"], n),
+        C.ROWS: p["n_rows"],
+        C.GROUPS: int(group_parts["n_groups"].sum()),
+        C.STEPS: steps,
+        C.VALIDATION_ROWS: p["n_validation"],
+        C.VALIDATION_CHARGED: p["n_validation_charged"],
+        C.VALIDATION_CHANGED: p["n_validation_changed"],
+        C.MASKED_FRAC: _ratio(p["n_train_masked"], p["n_train"]),
+        C.RESOLVED_FRAC: _ratio(p["n_train_resolved"], p["n_train"]),
         **inputs,
-        "input/run_time_invalid": p["n_run_time_invalid"],
-        "input/run_time_null": p["n_run_time_null"],
-        "input/run_time_negative": p["n_run_time_negative"],
-        "quirk/negative_reward_charged": p["n_negative_charged"],
+        C.RUN_TIME_INVALID: p["n_run_time_invalid"],
+        C.RUN_TIME_NULL: p["n_run_time_null"],
+        C.RUN_TIME_NEGATIVE: p["n_run_time_negative"],
+        C.NEGATIVE_CHARGED: p["n_negative_charged"],
     }
     return out
 
@@ -268,28 +270,29 @@ def group_diagnostics(partials: pl.DataFrame) -> dict[str, float | None]:
     p = partials.sum().row(0, named=True)
     n = p["n_groups"]
     return {
-        "signal/group_rate": _ratio(p["n_signal"], n),
-        "signal/group_rate_raw": _ratio(p["n_signal_raw"], n),
-        "signal/time_only_rate": _ratio(p["n_time_only"], n),
-        "signal/uncharged_only_rate": _ratio(p["n_uncharged_only"], n),
+        C.SIGNAL: _ratio(p["n_signal"], n),
+        C.SIGNAL_RAW: _ratio(p["n_signal_raw"], n),
+        C.TIME_ONLY_GROUPS: _ratio(p["n_time_only"], n),
+        C.UNCHARGED_ONLY: _ratio(p["n_uncharged_only"], n),
         **{
-            f"signal/uncharged_only_{name}_rate": _ratio(p[f"n_uncharged_{name}"], n)
+            C.UNCHARGED_BY_CAUSE[name]: _ratio(p[f"n_uncharged_{name}"], n)
             for name in S.UNCHARGED_CAUSES
         },
-        "groups/all_fail": _ratio(p["n_all_fail"], n),
-        "groups/mixed": _ratio(p["n_mixed"], n),
-        "groups/all_pass": _ratio(p["n_all_pass"], n),
-        "inversion/group_rate": _ratio(p["n_inverted"], n),
-        "inversion/pair_rate": _ratio(p["inverted_pairs"], p["pairs"]),
-        "filter/kept_rows_frac": _ratio(p["kept_rows"], p["group_rows"]),
-        "filter/kept_groups_frac": _ratio(p["n_kept_groups"], n),
-        "filter/phantom_groups_frac": _ratio(p["n_phantom"], n),
-        "inversion/introduced_group_rate": _ratio(p["n_inverted_introduced"], n),
-        "inversion/group_rate_off": _ratio(p["n_inverted_off"], n),
-        "signal/gained_rate": _ratio(p["n_gained"], n),
-        "signal/lost_rate": _ratio(p["n_lost"], n),
-        "floor/tie_group_rate": _ratio(p["n_floor_tie"], n),
-        "floor/tie_mixed_rate": _ratio(p["n_floor_tie_mixed"], p["n_mixed"]),
+        **{
+            C.PATTERN_SHARES[pattern]: _ratio(p[f"n_{pattern}"], n)
+            for pattern in (S.ALL_FAIL, S.MIXED, S.ALL_PASS)
+        },
+        C.INVERSIONS: _ratio(p["n_inverted"], n),
+        C.INVERTED_PAIRS: _ratio(p["inverted_pairs"], p["pairs"]),
+        C.KEPT_ROWS: _ratio(p["kept_rows"], p["group_rows"]),
+        C.KEPT_GROUPS: _ratio(p["n_kept_groups"], n),
+        C.PHANTOM_GROUPS: _ratio(p["n_phantom"], n),
+        C.INTRODUCED: _ratio(p["n_inverted_introduced"], n),
+        C.INVERSIONS_OFF: _ratio(p["n_inverted_off"], n),
+        C.GAINED: _ratio(p["n_gained"], n),
+        C.LOST: _ratio(p["n_lost"], n),
+        C.FLOOR_TIES: _ratio(p["n_floor_tie"], n),
+        C.FLOOR_TIES_MIXED: _ratio(p["n_floor_tie_mixed"], p["n_mixed"]),
         **_pushes(p, n, ""),
         **{
             key: value
@@ -305,9 +308,12 @@ def _pushes(p: dict[str, Any], n: int, where: str) -> dict[str, float | None]:
     names = PUSHES if not where else LENGTH_PUSHES
     out: dict[str, float | None] = {}
     for name in names:
-        for off in ("", "_off"):
-            out[f"push/{name}{off}{where}"] = _ratio(p[f"{S.G_PUSH}{name}{off}{where}"], n)
-    on, off = out[f"push/resolve{where}"], out[f"push/resolve_off{where}"]
+        push = C.PUSH_NAMES[name]
+        out[C.scoped(push, where)] = _ratio(p[f"{S.G_PUSH}{name}{where}"], n)
+        out[C.off(push, where)] = _ratio(p[f"{S.G_PUSH}{name}_off{where}"], n)
+    on, off = out[C.scoped(C.RESOLVE_PUSH, where)], out[C.off(C.RESOLVE_PUSH, where)]
     # A share of shaping off's push only where shaping off pushes toward resolving at all.
-    out[f"push/resolve_vs_off{where}"] = None if on is None or off is None or off <= 0 else on / off
+    out[C.scoped(C.RESOLVE_PUSH_VS_OFF, where)] = (
+        None if on is None or off is None or off <= 0 else on / off
+    )
     return out

@@ -20,6 +20,7 @@ from dataclasses import fields
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import MeasureSettings
 from replay_cli.engine.effort_levels import ConfigLevels, Problems
@@ -32,14 +33,9 @@ CONFIG_BLOCK = 8
 """Configs whose steps are computed together ((configs, problems, levels) arrays)."""
 RESOLVE_EPS = 1e-12
 """A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
-RESAMPLED = (
-    "step/resolve_vs_off",
-    "step/resolve_vs_off@long",
-    "step/solve_minutes_vs_off",
-    "step/fail_minutes_vs_off",
-)
+RESAMPLED = (C.RESOLVE_VS_OFF, C.RESOLVE_VS_OFF_LONG, C.SOLVE_VS_OFF, C.FAIL_VS_OFF)
 """The measures the bootstrap table holds per resample (what the rule reads)."""
-INTERVALS = (*RESAMPLED, "step/solve_minutes_vs_off@long", "step/fail_minutes_vs_off@long")
+INTERVALS = (*RESAMPLED, C.SOLVE_VS_OFF_LONG, C.FAIL_VS_OFF_LONG)
 """The measures given an interval in the summary (`_low`, `_high`)."""
 
 
@@ -52,7 +48,16 @@ def _concat_steps(parts: list[Steps]) -> Steps:
     return Steps(**{f.name: joined(f.name) for f in fields(Steps)})
 
 
-MEASURES = ("resolve", "resolve_effort", "solve_minutes", "fail_minutes")
+NAMES = {
+    "resolve": C.RESOLVE,
+    "resolve_effort": C.RESOLVE_EFFORT,
+    "solve_minutes": C.SOLVE_MINUTES,
+    "fail_minutes": C.FAIL_MINUTES,
+}
+"""Each measure of the step (`bootstrap.measures`' keys) and its summary column."""
+MEASURES = tuple(NAMES)
+VS_OFF = {"solve_minutes": C.SOLVE_VS_OFF, "fail_minutes": C.FAIL_VS_OFF}
+"""The minute measures also taken against shaping off's (a difference), and that column."""
 
 
 def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
@@ -125,13 +130,13 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
     for k, where in enumerate(SCOPES):
         scope = where.suffix
         for name, v in values.items():
-            out[f"step/{name}{scope}"] = v[..., k]
-            out[f"step/{name}_off{scope}"] = off[name][..., k]
-        out[f"step/resolve_vs_off{scope}"] = _ratio(
+            out[C.scoped(NAMES[name], scope)] = v[..., k]
+            out[C.off(NAMES[name], scope)] = off[name][..., k]
+        out[C.scoped(C.RESOLVE_VS_OFF, scope)] = _ratio(
             values["resolve"][..., k], off["resolve"][..., k]
         )
-        for name in ("solve_minutes", "fail_minutes"):
-            out[f"step/{name}_vs_off{scope}"] = values[name][..., k] - off[name][..., k]
+        for name, vs_off in VS_OFF.items():
+            out[C.scoped(vs_off, scope)] = values[name][..., k] - off[name][..., k]
     return out
 
 
@@ -185,11 +190,8 @@ def measure(
         lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
         bounds = {}
         for name in INTERVALS:
-            low, high = interval(resampled[name], lo_q), interval(resampled[name], hi_q)
-            base, _, scope = name.partition("@")
-            suffix = f"@{scope}" if scope else ""
-            bounds[f"{base}_low{suffix}"] = low
-            bounds[f"{base}_high{suffix}"] = high
+            bounds[C.bound(name, "low")] = interval(resampled[name], lo_q)
+            bounds[C.bound(name, "high")] = interval(resampled[name], hi_q)
         named |= bounds
         b = settings.resamples
         table = pl.DataFrame(
@@ -201,9 +203,9 @@ def measure(
         )
     for k, cid in enumerate(ids):
         row: dict[str, float | None] = {name: summary_value(v[k]) for name, v in named.items()}
-        row["step/time_only_share"] = float(share[k])
-        row["step/first_order_gap"] = summary_value(gap[k])
-        row["step/eta"] = float(steps.eta[k])
-        row["step/kl_budget"] = budget
+        row[C.TIME_ONLY_SHARE] = float(share[k])
+        row[C.FIRST_ORDER_GAP] = summary_value(gap[k])
+        row[C.ETA] = float(steps.eta[k])
+        row[C.KL_BUDGET] = budget
         columns[cid] = row
     return columns, table

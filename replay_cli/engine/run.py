@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import (
     DEFAULT_CHUNK_ROWS,
@@ -271,14 +272,14 @@ class Accumulator:
         """One config's summary row from its pieces."""
         pieces = self.pieces[cfg.config_id]
         steps = pl.concat([p.steps for p in pieces], how="diagonal_relaxed")
-        names = [*trainer_names(cfg.shaping), "advantages/mean", "advantages/max", "advantages/min"]
-        names += ["validation/accuracy", "validation/total_reward/mean"]
+        names = [*trainer_names(cfg.shaping), C.ADVANTAGES_MEAN, C.ADVANTAGES_MAX, C.ADVANTAGES_MIN]
+        names += [C.VALIDATION_ACCURACY, C.VALIDATION_REWARD]
         digest = hashlib.blake2b(b"".join(p.digest for p in pieces), digest_size=16)
         return {
             S.CONFIG_ID: cfg.config_id,
             "label": self.labels[cfg.config_id],
             **cfg.flat(),
-            "trained_digest": digest.hexdigest(),
+            C.TRAINED_DIGEST: digest.hexdigest(),
             **summarise_steps(steps, names),
             **finish_diagnostics(
                 pl.concat([p.partials for p in pieces]),
@@ -397,8 +398,8 @@ class InputShape:
 def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
     """The summary's record of the problem-length buckets, in minutes."""
     return {
-        "input/length_short_max_minutes": edges[0] / 60,
-        "input/length_long_min_minutes": edges[1] / 60,
+        C.LENGTH_SHORT_MAX: edges[0] / 60,
+        C.LENGTH_LONG_MIN: edges[1] / 60,
     }
 
 

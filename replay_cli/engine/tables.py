@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
 from replay_cli.engine.pushes import PUSHES, group_pushes, length_bucket
@@ -17,37 +18,29 @@ from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import charge_key
 from replay_cli.maths.thresholds import EXPLOSION, SIGNAL_EPS, above
 
-TE = "time_efficiency/"
-
-
-def te_names(internal: bool) -> dict[str, str]:
-    """Trainer names of the minutes/deduction metrics: the PR's, or the internal ones (item 5)."""
-    if internal:
-        return {
-            k: f"{TE}{k.replace('/', '_')}"
-            for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
-        }
-    return {
-        k: f"{TE}{k}" for k in ("minutes/mean", "minutes/max", "deduction/mean", "deduction/max")
-    }
+TRAINER_NAMES = (
+    C.MINUTES_MEAN,
+    C.MINUTES_MAX,
+    C.DEDUCTION_MEAN,
+    C.DEDUCTION_MAX,
+    C.CALLS_MEAN,
+    C.BONUS_MEAN,
+    C.SECONDS_PER_CALL,
+    C.BONUS_SATURATED,
+    C.FLOORED,
+    C.GROUP_HAS_SIGNAL,
+    C.TOTAL_REWARD,
+)
+"""The PR's trainer metrics, in report order."""
+INTERNAL_OF = {pr: internal for internal, pr in C.INTERNAL_NAMES.items()}
+"""The internal implementation's name of each PR metric it names otherwise (item 5)."""
 
 
 def trainer_names(p: ShapingParams) -> list[str]:
     """Names of the trainer metrics of one config, in report order."""
-    names = te_names(5 in p.items)
-    return [
-        names["minutes/mean"],
-        names["minutes/max"],
-        names["deduction/mean"],
-        names["deduction/max"],
-        f"{TE}calls/mean",
-        f"{TE}bonus/mean",
-        f"{TE}seconds_per_call",
-        f"{TE}bonus_saturated_frac",
-        f"{TE}floored_frac",
-        f"{TE}group_has_signal",
-        "total_reward/mean",
-    ]
+    if 5 in p.items:
+        return [INTERNAL_OF.get(name, name) for name in TRAINER_NAMES]
+    return list(TRAINER_NAMES)
 
 
 def trainer_metrics(
@@ -142,7 +135,7 @@ def _other_names(p: ShapingParams) -> list[str]:
     """Trainer names of the other naming (item 5), as null columns: every config's table then
     has one schema."""
     mine = trainer_names(p)
-    return [n for n in (*te_names(True).values(), *te_names(False).values()) if n not in mine]
+    return [n for n in (*C.INTERNAL_NAMES, *C.INTERNAL_NAMES.values()) if n not in mine]
 
 
 PATTERNS = pl.Series([S.ALL_FAIL, S.MIXED, S.ALL_PASS])
@@ -421,21 +414,21 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
         with np.errstate(divide="ignore", invalid="ignore"):
             explosion = explosions[k] / n_trainable[k]
         table = table.with_columns(
-            _nullable(explosion, n_trainable[k] == 0).alias("adv/explosion_frac"),
-            _nullable(adv_mean[k], no_adv).alias("advantages/mean"),
-            _nullable(adv_max[k], no_adv).alias("advantages/max"),
-            _nullable(adv_min[k], no_adv).alias("advantages/min"),
+            _nullable(explosion, n_trainable[k] == 0).alias(C.EXPLOSION_UNCLIPPED),
+            _nullable(adv_mean[k], no_adv).alias(C.ADVANTAGES_MEAN),
+            _nullable(adv_max[k], no_adv).alias(C.ADVANTAGES_MAX),
+            _nullable(adv_min[k], no_adv).alias(C.ADVANTAGES_MIN),
             pl.Series("rows", n_train, dtype=pl.UInt32).set(pl.Series(values=no_train), None),
         )
         rates = pl.DataFrame(
             {
                 S.STEP: by_step.first(g[S.STEP]),
                 "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
-                "signal/group_rate": by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
-                "inversion/group_rate": by_step.mean(g[S.G_INVERTED].to_numpy()),
-                "signal/time_only_rate": by_step.mean(g[S.G_TIME_ONLY_SIGNAL].to_numpy()),
+                C.SIGNAL: by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
+                C.INVERSIONS: by_step.mean(g[S.G_INVERTED].to_numpy()),
+                C.TIME_ONLY_GROUPS: by_step.mean(g[S.G_TIME_ONLY_SIGNAL].to_numpy()),
                 **{
-                    f"push/{name}": by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
+                    C.PUSH_NAMES[name]: by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
                     for name in STEP_PUSHES
                 },
             }
@@ -443,8 +436,8 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
         table = table.join(rates, on=S.STEP, how="left", maintain_order="left")
         tables.append(
             table.with_columns(
-                _nullable(accuracy, no_val).alias("validation/accuracy"),
-                _nullable(val_reward[k], no_val).alias("validation/total_reward/mean"),
+                _nullable(accuracy, no_val).alias(C.VALIDATION_ACCURACY),
+                _nullable(val_reward[k], no_val).alias(C.VALIDATION_REWARD),
             )
         )
     return tables

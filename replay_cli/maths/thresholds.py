@@ -1,16 +1,17 @@
 """Every threshold the diagnostics count with, in one place (the hazard marks of the summary
-table are the catalogue's, beside the metric they mark; the explosion threshold is shared)."""
+table are the catalogue's, beside the metric they mark; the explosion threshold, which both
+read, is the spec's: maths/spec.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from replay_cli import catalogue as C
+from replay_cli.maths import spec
 from replay_cli.maths.segments import Runs
 
 SIGNAL_EPS = 1e-6
 """|advantage| above this carries signal (spec §5)."""
-EXPLOSION = C.EXPLOSION
+EXPLOSION = spec.EXPLOSION
 """|unclipped advantage| above this is an explosion (the PR's recommended clip)."""
 FRAGILE_STD = 1e-3
 """A std below this normalises a row by a rounding-sized number (rows without a float32 bound)."""
