@@ -633,31 +633,31 @@ OTHER = [
     ),
     Metric(
         EXPLOSION_TRAINED,
-        "|adv|>3 trained",
-        "share of trained rows with |advantage| > 3 after the clip",
+        f"|adv|>{EXPLOSION:g} trained",
+        f"share of trained rows with |advantage| > {EXPLOSION:g} after the clip",
         "share",
         "lower",
         _above(0.0, "hazard", f"trained |advantage| above {EXPLOSION:g}: no clip bounds them"),
     ),
     Metric(
         EXPLOSION_UNCLIPPED,
-        "|adv|>3 unclipped",
-        "share of rows with |unclipped advantage| > 3",
+        f"|adv|>{EXPLOSION:g} unclipped",
+        f"share of rows with |unclipped advantage| > {EXPLOSION:g}",
         "share",
         "lower",
         _explosions,
     ),
     Metric(
         EXPLOSION_CERTAIN,
-        "|adv|>3 every platform",
-        "share of trained rows beyond 3 on every float32 platform",
+        f"|adv|>{EXPLOSION:g} every platform",
+        f"share of trained rows beyond {EXPLOSION:g} on every float32 platform",
         "share",
         "lower",
     ),
     Metric(
         EXPLOSION_POSSIBLE,
-        "|adv|>3 some platform",
-        "share of trained rows beyond 3 on some float32 platform",
+        f"|adv|>{EXPLOSION:g} some platform",
+        f"share of trained rows beyond {EXPLOSION:g} on some float32 platform",
         "share",
         "lower",
     ),
@@ -1064,7 +1064,7 @@ SHORT = {
     F_RESOLVE_VS_OFF_LONG: "long@T",
     F_SOLVE_VS_OFF: "solve Δ@T",
     F_FAIL_VS_OFF: "fail Δ@T",
-    EXPLOSION_TRAINED: "|adv|>3",
+    EXPLOSION_TRAINED: f"|adv|>{EXPLOSION:g}",
 }
 """Terminal headers of the metrics whose labels are too long for a narrow table."""
 
