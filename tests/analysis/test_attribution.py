@@ -31,7 +31,10 @@ def test_item_effects_add_up():
 
 def test_explain_command(synth_path, tmp_path):
     out = tmp_path / "attr"
-    result = CliRunner().invoke(app, ["explain", str(synth_path), "--out", str(out)])
+    # A wide terminal: at 80 columns (xdist's workers set COLUMNS=80) the row's text wraps.
+    result = CliRunner().invoke(
+        app, ["explain", str(synth_path), "--out", str(out)], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     assert "masked rows are charged" in result.output
     assert (out / "attribution.parquet").exists()
