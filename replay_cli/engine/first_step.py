@@ -29,8 +29,20 @@ from replay_cli.maths.effort import Direction, EffortModel
 from replay_cli.maths.effort_step import Steps, take_steps
 from replay_cli.maths.scopes import SCOPES
 
-CONFIG_BLOCK = 8
-"""Configs whose steps are computed together ((configs, problems, levels) arrays)."""
+BLOCK_VALUES = 1 << 18
+"""Values of a block's (configs, problems, levels) arrays: 2 MiB each, so that numpy's many
+temporaries stay in cache and in memory the allocator reuses (larger ones are mapped and zeroed
+afresh each time: at 625k problems, 8 configs at once took 2.4x as long as one at a time)."""
+MAX_BLOCK = 8
+"""Configs computed together at most (each evaluation of the step is a few dozen numpy calls)."""
+
+
+def config_block(rows: int, levels: int) -> int:
+    """Configs whose steps are computed together over `rows` problems (or groups): a config's
+    results do not depend on the others of its block, so this sets only the speed."""
+    return max(1, min(MAX_BLOCK, BLOCK_VALUES // max(rows * levels, 1)))
+
+
 RESOLVE_EPS = 1e-12
 """A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
 RESAMPLED = (C.RESOLVE_VS_OFF, C.RESOLVE_VS_OFF_LONG, C.SOLVE_VS_OFF, C.FAIL_VS_OFF)
@@ -87,10 +99,11 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
 
 def _steps(model: EffortModel, a: np.ndarray, ay: np.ndarray, budget: float) -> Steps:
     """take_steps over blocks of configs (bounded memory)."""
+    block = config_block(*model.pi.shape)
     return _concat_steps(
         [
-            take_steps(model, a[i : i + CONFIG_BLOCK], ay[i : i + CONFIG_BLOCK], budget)
-            for i in range(0, len(a), CONFIG_BLOCK)
+            take_steps(model, a[i : i + block], ay[i : i + block], budget)
+            for i in range(0, len(a), block)
         ]
     )
 
@@ -106,8 +119,9 @@ def _time_only_share(
     at = problems.of_group
     group_model = EffortModel(m.pi[at], m.p[at], m.m[at], m.bucket[at], np.ones(len(at)))
     out = []
-    for i in range(0, len(ids), CONFIG_BLOCK):
-        block = ids[i : i + CONFIG_BLOCK]
+    size = config_block(*group_model.pi.shape)
+    for i in range(0, len(ids), size):
+        block = ids[i : i + size]
         a = np.stack([gather("a", c) for c in block])
         ay = np.stack([gather("ay", c) for c in block])
         tied = np.stack([gather("off_tied", c) for c in block])

@@ -603,3 +603,21 @@ def test_the_time_only_share_of_pooled_problems_is_one_where_shaping_off_has_no_
     frame = frame.with_columns(instance_id=pl.format("t{}", pl.col("group_id")))
     result = replay_frame(frame, {"lambda_time": 1 / 60})
     assert result.summary["step/time_only_share"][0] == 1.0
+
+
+def test_a_configs_step_does_not_depend_on_the_configs_computed_beside_it(monkeypatch):
+    # The measure computes configs in blocks sized for the cache; the block changes only speed.
+    from replay_cli.engine import first_step
+
+    rng = np.random.default_rng(8)
+    count = rng.integers(0, 4, size=(60, 4)).astype(float)
+    success = np.minimum(count, rng.integers(0, 3, size=(60, 4)))
+    model = EffortModel.of_counts(count, success, count * 9.0, rng.integers(0, 3, 60), np.ones(60))
+    a = rng.normal(size=(7, 60, 4)) * (count > 0)
+    assert first_step.config_block(60, 4) == first_step.MAX_BLOCK  # all seven in one block
+    together = first_step._steps(model, a, a * 0.3, 0.002)
+    monkeypatch.setattr(first_step, "BLOCK_VALUES", 1)
+    assert first_step.config_block(60, 4) == 1
+    alone = first_step._steps(model, a, a * 0.3, 0.002)
+    for name in ("kl", "d_p", "d_pm", "d_fm", "d_pe", "first_p", "eta"):
+        np.testing.assert_array_equal(getattr(alone, name), getattr(together, name), err_msg=name)
