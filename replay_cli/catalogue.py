@@ -353,7 +353,8 @@ PUSH_NAMES = {
         "calls_between",
     )
 }
-"""Per push of engine/pushes.PUSHES, its metric: the mean over the groups."""
+"""Every first-order push, in report order (engine/pushes.PUSHES reads them), and its metric: the
+mean over the groups."""
 RESOLVE_PUSH = PUSH_NAMES["resolve"]
 FAIL_PUSH = PUSH_NAMES["minutes_fail"]
 SOLVE_PUSH = PUSH_NAMES["minutes_pass"]

@@ -639,11 +639,7 @@ RESAMPLED = (
     C.F_SOLVE_VS_OFF,
 )
 """The horizon's numbers the resample table holds (what the rule reads)."""
-INTERVALS = (
-    C.F_RESOLVE_VS_OFF,
-    C.F_SOLVE_VS_OFF,
-    C.F_FAIL_VS_OFF,
-)
+INTERVALS = C.FORECAST_INTERVALS
 """The horizon's numbers given an interval (`_low`, `_high`), in every scope."""
 RULED = (*INTERVALS, *(C.bound(n, end) for n in INTERVALS for end in ("low", "high")))
 """What the checks re-read at half and twice the budget and the steps (`catalogue.CHECKS`)."""

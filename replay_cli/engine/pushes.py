@@ -15,18 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from replay_cli import catalogue as C
 from replay_cli.maths.segments import Runs
 
-PUSHES = (
-    "resolve",
-    "minutes_fail",
-    "minutes_pass",
-    "minutes_between",
-    "calls_fail",
-    "calls_pass",
-    "calls_between",
-)
-"""Every push, in report order; group columns are `push_<name>` and `push_<name>_off`."""
+PUSHES = tuple(C.PUSH_NAMES)
+"""Every push, in report order (the catalogue's); group columns are `push_<name>` and
+`push_<name>_off`."""
 
 
 def _over(num: np.ndarray, den: np.ndarray) -> np.ndarray:
