@@ -195,7 +195,9 @@ def stepped_effort(model: EffortModel, direction: Direction, eta: np.ndarray) ->
     return _stepped_effort(model.pi, model.log_pi, direction.d, eta)
 
 
-def _stepped_effort(pi: np.ndarray, log_pi: np.ndarray, d: np.ndarray, eta: np.ndarray):
+def _stepped_effort(
+    pi: np.ndarray, log_pi: np.ndarray, d: np.ndarray, eta: np.ndarray
+) -> np.ndarray:
     eta = np.asarray(eta, dtype=np.float64)[..., None, None]
     with np.errstate(over="ignore", invalid="ignore"):
         new = softmax(log_pi + eta * d)
