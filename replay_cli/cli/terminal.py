@@ -276,13 +276,6 @@ def phases(description: str) -> Iterator[PhaseProgress]:
         yield report
 
 
-def _fmt(value: object) -> str:
-    """A signed table value, its minus U+2212 as in every other table ('-' where missing)."""
-    if value is None:
-        return "-"
-    return f"{value:+.4f}".replace("-", "−") if isinstance(value, float) else str(value)
-
-
 def print_deltas(deltas: pl.DataFrame) -> None:
     """Headline metrics of every config as changes from the reference config, in the units the
     sweep's table uses (shares as percentage points, minutes as minutes), as many columns as
@@ -333,26 +326,23 @@ def print_internal(joined: pl.DataFrame) -> None:
 
 
 def print_attribution(frame: pl.DataFrame) -> None:
-    """How each internal item changes the attributed metrics relative to nemo-rl."""
-    columns = [c for c in frame.columns if c.startswith("delta ")]
+    """How each internal item changes the attributed metrics relative to nemo-rl: the reference
+    row's values, then each item's changes, in the catalogue's labels and units."""
+    names = [c.removeprefix("delta ") for c in frame.columns if c.startswith("delta ")]
     table = Table(
         title="internal vs nemo-rl, one item at a time (change from nemo-rl)", title_justify="left"
     )
-    table.add_column("step")
+    table.add_column("step", no_wrap=True)
     table.add_column("what")
-    for column in columns:
-        table.add_column(column.removeprefix("delta "), justify="right")
+    for name in names:
+        table.add_column(C.metric(name).brief, justify="right")
     for i, row in enumerate(frame.iter_rows(named=True)):
         if i == 0:  # the reference row: absolute values
-            cells = [
-                "-"
-                if row[c.removeprefix("delta ")] is None
-                else f"{row[c.removeprefix('delta ')]:.4f}".replace("-", "−")
-                for c in columns
-            ]
+            cells = [C.show(name, row[name]) for name in names]
             table.add_row(row["step"], row["description"] + " (values)", *cells)
         else:
-            table.add_row(row["step"], row["description"], *(_fmt(row[c]) for c in columns))
+            cells = [C.show_change(C.metric(n).unit, row[f"delta {n}"]) for n in names]
+            table.add_row(row["step"], row["description"], *cells)
     _console().print(table)
 
 

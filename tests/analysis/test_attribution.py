@@ -3,6 +3,7 @@
 import pytest
 from typer.testing import CliRunner
 
+from replay_cli import catalogue as C
 from replay_cli.analysis.attribution import attribute
 from replay_cli.cli.app import app
 from replay_cli.rollouts.validation import rollouts_from_frame
@@ -37,4 +38,10 @@ def test_explain_command(synth_path, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "masked rows are charged" in result.output
+    # The catalogue's labels and units, as on every other surface: a share in %, no raw names.
+    header = next(line for line in result.output.splitlines() if " step " in line)
+    assert C.metric(C.SIGNAL).brief in header
+    assert C.SIGNAL not in result.output
+    reference = next(line for line in result.output.splitlines() if "(values)" in line)
+    assert "100.0%" in reference  # every group has signal (a fraction would read 1.0000)
     assert (out / "attribution.parquet").exists()
