@@ -89,7 +89,11 @@ DUMMY = """
 def test_a_new_parameter_touches_config_only(tmp_path):
     """Copy the package, declare one field in config.py (the only edit), and check that the CLI
     options, overrides, run config, grid parser, summary column and label all know it."""
-    shutil.copytree(ROOT / "replay_cli", tmp_path / "replay_cli")
+    # Without bytecode: another test worker may be writing a .pyc there (a temporary file that
+    # is renamed away while the copy lists the directory).
+    shutil.copytree(
+        ROOT / "replay_cli", tmp_path / "replay_cli", ignore=shutil.ignore_patterns("__pycache__")
+    )
     config = tmp_path / "replay_cli" / "config.py"
     text = config.read_text()
     anchor = "    validation_shaped: bool = param("
