@@ -233,12 +233,14 @@ def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """Per config, the weighted mean KL over problems of a step of size eta."""
-    w = model.weight
     if not direction.e.any():  # an effort-only step (the forecast's): no outcome term
-        pi = stepped_effort(model, direction, eta)
-        return (effort_kl(model, pi) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
-    pi, z = stepped(model, direction, eta)
-    return (kl(model, pi, z) * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
+        return _weighted_mean(effort_kl(model, stepped_effort(model, direction, eta)), model.weight)
+    return _weighted_mean(kl(model, *stepped(model, direction, eta)), model.weight)
+
+
+def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per config, the mean over problems (the last axis) of `values` weighted by `w`."""
+    return (values * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
 
 
 def solve_eta(
@@ -270,8 +272,7 @@ def solve_eta(
 
         def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
             p_, log_p_, w_ = (pi, log_pi, w) if shared else (pi[rows], log_pi[rows], w[rows])
-            kl_ = _effort_kl(_stepped_effort(p_, log_p_, d[rows], eta), log_p_)
-            return (kl_ * w_).sum(-1) / np.maximum(w_.sum(-1), 1e-300)
+            return _weighted_mean(_effort_kl(_stepped_effort(p_, log_p_, d[rows], eta), log_p_), w_)
 
     else:
         one = model
@@ -283,9 +284,10 @@ def solve_eta(
 
         def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
             sub = one if shared else one.take(rows)
-            return mean_kl(sub, Direction(d[rows], e[rows]), eta)
+            step = stepped(sub, Direction(d[rows], e[rows]), eta)  # e is known not all 0
+            return _weighted_mean(kl(sub, *step), sub.weight)
 
-    quad = (quad * w).sum(-1) / np.maximum(w.sum(-1), 1e-300)
+    quad = _weighted_mean(quad, w)
     moving = quad > 0
     x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
     x0 = x
