@@ -19,13 +19,8 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.recommendation import Rule
-from replay_cli.advice.words import (
-    NO_LONG_PROBLEMS,
-    minutes_text,
-    num,
-    pct,
-    sooner_than_off,
-)
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, sooner_than_off
+from replay_cli.catalogue.units import minutes_text, pct
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry

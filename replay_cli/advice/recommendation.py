@@ -42,13 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.words import (
-    NO_LONG_PROBLEMS,
-    num,
-    param_text,
-    pct,
-    sooner_than_off,
-)
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, param_text, sooner_than_off
+from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import EXPLOSION, MINUTES_EPS
 from replay_cli.parameters import registry
 
