@@ -356,3 +356,31 @@ def test_a_cells_mark_reads_the_rules_bars_handed_in():
         "warn",
         "failures end more than 0.4 min sooner than under shaping off",
     )
+
+
+def test_a_number_reads_one_way_in_sentences_and_tables():
+    """units serves every surface: a threshold with the digits it needs, a measured share to one
+    decimal, a change of a probability in signed points, a table cell to 4 digits."""
+    assert [C.pct(x) for x in (0.95, 0.043, 0.0005, 0.0)] == ["95%", "4.3%", "0.05%", "0%"]
+    assert C.percent(0.4781) == "47.8%"
+    assert [C.points(x) for x in (0.105, -0.008)] == ["+10.5", "−0.8"]
+    assert [C.fmt(x) for x in (0.0, 1234, 2.5e-4, 3.14159, None)] == [
+        "0",
+        "1,234",
+        "0.00025",
+        "3.142",
+        "-",
+    ]
+    assert C.minutes_text(-0.344) == "−0.34 min"
+    assert C.minutes_text(0.344, signed=False) == "0.34 min"
+    assert C.minutes_text(1e-12) == "0 min"
+
+
+def test_the_rules_bar_reads_on_the_page_as_in_the_rules_sentence(report):
+    """The frontier's line and its caption write the bar as the rule's sentence does (95%), not
+    as a measured ratio (95.0%)."""
+    page = (report / "index.html").read_text()
+    assert "at least 95% of shaping off" in page
+    assert ">rule 95%</text>" in page
+    assert "The dashed line is the rule's 95%;" in page
+    assert "rule 95.0%" not in page
