@@ -56,12 +56,16 @@ def inspect_input(
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
-) -> tuple[dict[str, object], list[str]]:
-    """Validate an input and describe it: (statistics, loading notes)."""
+) -> tuple[dict[str, object], list[str], list[str]]:
+    """Validate an input and describe it: (statistics, loading notes, hazards: the input's
+    values the trainer would coerce, each in words; an input with any is not valid for
+    shaping)."""
+    from replay_cli.advice.findings import input_findings
     from replay_cli.analysis.describe import describe_rollouts
 
     rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
-    return describe_rollouts(rollouts), rollouts.notes
+    hazards = [f"{f['severity']}: {f['text']}" for f in input_findings(rollouts.coerced)]
+    return describe_rollouts(rollouts), rollouts.notes, hazards
 
 
 def replay(
@@ -104,7 +108,7 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
             *inert_settings(rollouts, result.configs),
         ],
         input_notes=list(rollouts.notes),
-        verdict=judge(result.summary, result.top_groups, result.resamples, rule),
+        verdict=judge(result.summary, result.top_groups, result.resamples, rule, rollouts.coerced),
     )
 
 
