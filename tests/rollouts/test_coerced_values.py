@@ -118,3 +118,37 @@ def test_in_memory_replay_says_so(tmp_path):
     result = api.replay(rollouts_from_frame(frame))
     kinds = result.findings.filter(pl.col("kind") == INPUT_COERCED)
     assert kinds["text"].to_list()[0].startswith("Input: 1 of 2 values of 'openhands_run_time'")
+
+
+def test_import_table_counts_values_that_will_not_parse(twelve_m, tmp_path):
+    csv = tmp_path / "t.csv"
+    pl.read_parquet(twelve_m).write_csv(csv)
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["import", "table", str(csv), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Note: 672 of 4704 values of 'openhands_run_time' (14.3%) do not parse" in result.output
+    assert "--durations reads" in result.output
+
+
+def test_import_table_durations_reads_them_into_seconds(tmp_path):
+    csv = tmp_path / "t.csv"
+    written = ["12m", "1h02m", "00:12:00", "720s", "12:00", " 90 ", "soon", ""]
+    pl.DataFrame(
+        {"group_id": [1] * 8, "reward": [1.0] * 8, "openhands_run_time": written}
+    ).write_csv(csv)
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["import", "table", str(csv), "--out", str(out), "--durations"])
+    assert result.exit_code == 0, result.output
+    seconds = pl.read_parquet(out)["openhands_run_time"].to_list()
+    assert seconds == [720.0, 3720.0, 720.0, 720.0, 720.0, 90.0, None, None]
+    assert "2 of 8 values of 'openhands_run_time' (25.0%) are not durations" in result.output
+    assert "'soon'" in result.output
+    assert "--durations reads" not in result.output  # it was asked for
+
+
+def test_durations_is_in_the_help_and_the_guide():
+    help_text = runner.invoke(app, ["import", "--help"], env={"COLUMNS": "200"}).output
+    assert "--durations" in help_text
+    assert "'1h02m'" in help_text
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
+    assert "import table ... --durations" in guide
