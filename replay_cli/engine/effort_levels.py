@@ -16,6 +16,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.engine.pushes import length_bucket
 from replay_cli.engine.row_batch import RowBatch
+from replay_cli.forecasting.pool import LOGGED
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
 from replay_cli.maths.effort import (
@@ -142,16 +143,8 @@ def _kept_rows(
     local[pick] = np.arange(len(pick))
     row_run = c.run_of_row
     keep = kept_group[row_run] & c.train
-    rows = {
-        "group": local[row_run[keep]],
-        "level": levels[keep],
-        "resolved": c.resolved[keep],
-        "reward": c.reward[keep],
-        "minutes": c.minutes[keep],
-        "calls": c.calls[keep],
-        "mask_sample": c.mask_sample[keep],
-        "zeroed": c.zeroed[keep],
-    }
+    rows = {"group": local[row_run[keep]], "level": levels[keep]}
+    rows |= {k: getattr(c, k)[keep] for k in LOGGED if k not in rows}
     return bits, rows
 
 

@@ -85,15 +85,17 @@ class _Job:
     """What every run of one forecast shares."""
 
     world: World
-    simulated: list[ReplayConfig]
+    configs: Sequence[ReplayConfig]
+    simulated: list[ReplayConfig]  # the configs, then their shaping-off twins
     twin_of: list[int]
     settings: ForecastSettings
     budget: float
+    intervals: MeasureSettings
     replay: Replay
 
 
 def _simulated(
-    job: _Job, runs: Sequence[Run], configs: Sequence[ReplayConfig], refused: dict[int, str]
+    job: _Job, runs: Sequence[Run], refused: dict[int, str]
 ) -> tuple[dict[str, tuple[World, np.ndarray]], list[pl.DataFrame]]:
     """Each run in order: its world and the efforts at its end by name, and the long table's
     frames of the runs with `table`; `refused` gets every run's refusals."""
@@ -110,20 +112,12 @@ def _simulated(
             world = world.first(max(1, int(s.seeds * run.seeds)))
         start = None if run.start is None else ends[run.start][1][:, : world.pi.shape[0]]
         kept[run.name] = {r.length(s.steps): world.pi for r in runs if r.within == run.name}
-        budget = job.budget * run.budget
+        budget, steps, seed = job.budget * run.budget, run.length(s.steps), s.seed + run.seed
         sim, end = simulate(
-            world,
-            job.simulated,
-            run.length(s.steps),
-            budget,
-            s.seed + run.seed,
-            job.replay,
-            refused,
-            start=start,
-            kept=kept[run.name],
+            world, job.simulated, steps, budget, seed, job.replay, refused, start, kept[run.name]
         )
         if run.table:
-            frames.append(table(sim, configs, job.twin_of, budget))
+            frames.append(table(sim, job.configs, job.twin_of, budget))
         ends[run.name] = (world, end)
     return ends, frames
 
@@ -132,16 +126,15 @@ def _read(
     job: _Job,
     runs: Sequence[Run],
     ends: dict[str, tuple[World, np.ndarray]],
-    configs: Sequence[ReplayConfig],
     refused: dict[int, str],
-    intervals: MeasureSettings,
 ) -> tuple[dict[str, dict], pl.DataFrame]:
     """Per config its summary columns at the end of each run (none where its estimator or its
     twin's refused the simulated groups: the reason instead), and the main run's resamples."""
+    configs = job.configs
     columns: dict[str, dict] = {c.config_id: {} for c in configs}
     resamples = pl.DataFrame()
     for run in runs:
-        point, boot = horizon(*ends[run.name], job.twin_of, intervals)
+        point, boot = horizon(*ends[run.name], job.twin_of, job.intervals)
         for k, cfg in enumerate(configs):
             why = refused.get(k) or refused.get(job.twin_of[k])
             if why is not None:
@@ -219,11 +212,11 @@ def forecast(
             partial(simulate, replay=replay),
         )
         world = with_alpha(world, calibration.alpha)
-    job = _Job(world, *_twins(configs, replay), settings, budget, replay)
+    job = _Job(world, configs, *_twins(configs, replay), settings, budget, intervals, replay)
     runs = [r for r in RUNS if settings.check_budgets or r is MAIN]
     refused: dict[int, str] = {}
-    ends, frames = _simulated(job, runs, configs, refused)
-    columns, resamples = _read(job, runs, ends, configs, refused, intervals)
+    ends, frames = _simulated(job, runs, refused)
+    columns, resamples = _read(job, runs, ends, refused)
     sampled = _sampled(world, problems, settings, budget, calibration)
     for cid in columns:
         columns[cid] |= sampled

@@ -5,7 +5,7 @@ bucket, the expected resolve rate, the minutes of successes and failures, giving
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -61,19 +61,8 @@ class World:
 
     def first(self, seeds: int) -> World:
         """The world of the first `seeds` seeds."""
-        cut = slice(0, seeds)
-        return World(
-            pi=self.pi[cut],
-            p=self.p[cut],
-            rate=self.rate[cut],
-            m=self.m[cut],
-            bucket=self.bucket[cut],
-            weight=self.weight[cut],
-            size=self.size[cut],
-            local=self.local[cut],
-            pool=self.pool,
-            index=self.index[cut],
-        )
+        cut = {f.name: getattr(self, f.name)[:seeds] for f in fields(self) if f.name != "pool"}
+        return replace(self, **cut)
 
     @classmethod
     def of(cls, problems: Problems, groups: Sequence[GroupLevels], seeds: int) -> World:
