@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument(
         "--calibrate",
         action="store_true",
-        help="calibrate the causal share on each log's drift (engine/calibrate.py)",
+        help="calibrate the causal share on each log's drift (forecasting/calibrate.py)",
     )
     args = parser.parse_args()
     print(
