@@ -212,7 +212,7 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list, lis
     for kind in args.kinds:
         t0 = time.perf_counter()
         logs = [W.world_log(world, kind, 100 + i, args.log_groups) for i in range(args.logs)]
-        views = [K.ask_tool(log, configs, args.horizon, calibrate=args.calibrate) for log in logs]
+        views = [K.ask_tool(log, configs, args.horizon, fit=not args.no_fit) for log in logs]
         rows.append([*kind_row(world, kind, truth, views), f"{time.perf_counter() - t0:.0f}"])
         print("| " + " | ".join(rows[-1]) + " |", flush=True)
         if kind == "run48":
@@ -235,9 +235,9 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="*", default=kinds, choices=kinds)
     parser.add_argument("--detail", action="store_true", help="per config, truth and tool")
     parser.add_argument(
-        "--calibrate",
+        "--no-fit",
         action="store_true",
-        help="calibrate the causal share on each log's drift (forecasting/calibrate.py)",
+        help="the forecast without its fit to the log (forecasting/fit.py): the cautious reading",
     )
     args = parser.parse_args()
     args.logs = args.logs or (8 if args.quick else 16)

@@ -405,10 +405,12 @@ class ForecastSettings(_Frozen):
         "verdict hold?)",
     )
     seed: int = Field(0, description="seed of the problem samples and the draws")
-    calibrate: bool = Field(
+    fit: bool = Field(
         False,
-        description="calibrate the effort model's causal share on the log's own drift over its "
-        "steps (engine/calibrate.py; off by default: docs/testing.md, 'Run time as an outcome')",
+        description="fit what each effort level's success owes to the effort and skill to the "
+        "logged shaping-off trajectory where the log identifies them, and backtest the fit on "
+        "the log's last third (forecasting/fit.py; off by default: in effort_pays it reads "
+        "α ≈ 0.5 and moves the pick, docs/testing.md)",
     )
 
 

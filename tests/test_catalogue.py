@@ -34,6 +34,7 @@ VOCABULARY = {
     *COLUMNS,
     C.LONG,
     C.FORECAST_REFUSED,
+    *C.FIT_TEXT,
 }
 """Names of columns and values beside the metrics that the catalogue writes too: the long
 forecast table's `metric` values, the recommendation table's columns, the `@long` scope."""
@@ -74,7 +75,7 @@ def report(tmp_path_factory):
 
 
 def test_every_metric_column_of_a_report_has_an_entry(report):
-    known = {*registry(), "config_id", "label", C.TRAINED_DIGEST}
+    known = {*registry(), "config_id", "label", C.TRAINED_DIGEST, *C.FIT_TEXT}
     summary = pl.read_parquet(report / "summary.parquet")
     missing = [c for c in summary.columns if c not in known and c not in C.CATALOGUE]
     assert missing == []

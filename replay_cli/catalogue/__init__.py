@@ -26,7 +26,10 @@ from replay_cli.catalogue.trainer import *
 from replay_cli.catalogue.units import *
 
 CATALOGUE: dict[str, Metric] = {
-    m.name: m for m in chain(step.entries(), OTHER, TRAINER, push.entries(), forecast.entries())
+    m.name: m
+    for m in chain(
+        step.entries(), OTHER, TRAINER, push.entries(), forecast.entries(), forecast.fit_entries()
+    )
 }
 """Every metric of the summary, step and group tables, by name."""
 
@@ -70,7 +73,7 @@ def field_metadata(name: str) -> dict[str, str] | None:
     return {"description": m.description, "unit": m.unit, "unit_text": UNIT_TEXT[m.unit]}
 
 
-FAMILIES = (STEP, STEP_VS_OFF, OTHER, TRAINER, PUSHES, FORECAST)
+FAMILIES = (STEP, STEP_VS_OFF, OTHER, TRAINER, PUSHES, FORECAST, FIT)
 """The catalogue as docs/report.md's metric table shows it: families of base names."""
 
 

@@ -12,6 +12,7 @@ from replay_cli.catalogue.metric import (
     LONG,
     Family,
     Metric,
+    _suffixed,
     at_check,
     below,
     bound,
@@ -140,35 +141,7 @@ FORECAST_BUDGET = FORECAST(
     "forecast/budget",
     "step budget",
     "the forecast's step size: the mean KL (nats) of the problems' efforts per step "
-    "(--step-kl; the log's drift cannot separate it from the causal share)",
-)
-FORECAST_ALPHA = FORECAST(
-    "forecast/alpha",
-    "causal share α",
-    "share of each problem's success differences between run-time levels the forecast "
-    "reads as bought by effort, calibrated so that shaping off drifts over the log's steps "
-    "as the log does (1: as logged, 0: effort buys nothing)",
-)
-FORECAST_ALPHA_LOW = FORECAST(
-    bound(FORECAST_ALPHA, "low"), "α low", "low end of the causal share's interval", "number"
-)
-FORECAST_ALPHA_HIGH = FORECAST(
-    bound(FORECAST_ALPHA, "high"), "α high", "high end of the causal share's interval", "number"
-)
-FORECAST_DRIFT_LOGGED = FORECAST(
-    "forecast/drift_logged",
-    "logged drift",
-    "minutes per rollout per step within problems over the log's steps",
-    "minutes_per_step",
-)
-FORECAST_DRIFT_MODEL = FORECAST(
-    "forecast/drift_model",
-    "model drift (α = 1)",
-    "the same forecast under shaping off over as many steps, success as logged",
-    "minutes_per_step",
-)
-FORECAST_DRIFT_STEPS = FORECAST(
-    "forecast/drift_steps", "drift steps", "steps the calibration's drift spans", "count"
+    "(--step-kl, as configured: the fit does not read it)",
 )
 FORECAST_INTERVALS = (F_RESOLVE_VS_OFF, F_SOLVE_VS_OFF, F_FAIL_VS_OFF)
 """The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget
@@ -182,6 +155,84 @@ CHECKS = (
 )
 """The forecast's checks of the verdict: the rule's numbers again at half and twice the step
 budget, and after half and twice the horizon T (column suffix, words)."""
+FIT = Family(
+    "the forecast's start, its fit to the logged run and the backtest (forecasting/fit.py, "
+    "forecasting/backtest.py)",
+    "`_low`, `_high` (interval ends or the backtest's band), `_logged` (the backtest's logged "
+    "value)",
+)
+FORECAST_START_STEPS = FIT(
+    "forecast/start_steps",
+    "start steps",
+    "W, the log's first distinct steps the forecast starts from (max(min(L, 4), ceil(L / 4)))",
+    "count",
+)
+FORECAST_FIT_STEPS = FIT(
+    "forecast/fit_steps", "logged steps", "L, the log's distinct training steps", "count"
+)
+FORECAST_ALPHA = FIT(
+    "forecast/alpha",
+    "causal share α (long runs)",
+    "share of the longest succeeding level's extra success the forecast reads as bought by "
+    "effort, fitted to the logged shaping-off trajectory (1: as logged, the cautious reading; "
+    "0: effort buys nothing)",
+    "share",
+)
+FORECAST_SKILL = FIT(
+    "forecast/skill",
+    "skill",
+    "success at fixed effort per step, fitted to the logged resolve drift left after the "
+    "shares' (0: no skill, the cautious reading)",
+    "points_per_step",
+)
+FORECAST_BACKTEST_RESOLVE = FIT(
+    "forecast/backtest_resolve",
+    "backtest resolve",
+    "resolve rate the fit on the log's first two thirds forecasts for shaping off over the "
+    "held-out last third (the same groups' problems; `_logged`: what the run logged)",
+    "share",
+)
+FORECAST_BACKTEST_RESOLVE_LONG = FIT(
+    scoped(FORECAST_BACKTEST_RESOLVE, LONG),
+    "backtest resolve, long",
+    "the same on long problems",
+    "share",
+)
+FORECAST_BACKTEST_MINUTES = FIT(
+    "forecast/backtest_minutes",
+    "backtest minutes",
+    "mean minutes of a rollout the backtest forecasts over the held-out steps",
+    "minutes",
+)
+FORECAST_BACKTEST_SHARE_GAP = FIT(
+    "forecast/backtest_share_gap",
+    "backtest share gap",
+    "the largest gap of one effort level's share between the backtest and the log (`_high`: "
+    "its band's half width)",
+    "share",
+)
+FORECAST_BACKTEST_PASS = FIT(
+    "forecast/backtest_pass",
+    "backtest passes",
+    "1 where every logged value of the held-out steps lies in the backtest's band, 0 where one "
+    "does not (the forecast then decides on the cautious reading), blank without a backtest",
+    "count",
+)
+FORECAST_FIT = "forecast/fit"
+"""Not a metric: the fit in one line (what it read, or which assumption drives the forecast)."""
+FORECAST_BACKTEST = "forecast/backtest"
+"""Not a metric: the backtest in one line."""
+FORECAST_ALPHA_LEVELS = "forecast/alpha_levels"
+"""Not a metric: the causal share of every effort level, lowest first."""
+FIT_TEXT = (FORECAST_FIT, FORECAST_BACKTEST, FORECAST_ALPHA_LEVELS)
+"""The fit's text columns beside its metrics."""
+
+
+def logged_value(name: str) -> str:
+    """A backtest metric's logged value column: `forecast/backtest_resolve_logged@long`."""
+    return _suffixed(name, "_logged")
+
+
 FORECAST_REFUSED = "forecast/refused"
 """Not a metric: why the forecast could not train a config (its numbers are then null)."""
 
@@ -195,6 +246,17 @@ F_FAIL_LONG = scoped(F_FAIL, LONG)
 F_FAIL_START_LONG = scoped(F_FAIL_START, LONG)
 F_FAIL_VS_OFF_LONG = scoped(F_FAIL_VS_OFF, LONG)
 F_GIVE_UP_VS_OFF_LONG = scoped(F_GIVE_UP_VS_OFF, LONG)
+
+
+def fit_entries() -> Iterator[Metric]:
+    """The fit's columns: each with its interval ends or band, the backtest's with the logged
+    value."""
+    for m in FIT:
+        yield m
+        if m.name.startswith("forecast/backtest_") and m.unit != "count":
+            yield replace(m, name=logged_value(m.name), label=f"{m.label} (logged)")
+        if m.unit != "count":
+            yield from bounds_of(m)
 
 
 def entries() -> Iterator[Metric]:

@@ -17,6 +17,7 @@ from replay_cli import schema as S
 from replay_cli.engine.pushes import length_bucket
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.forecasting.pool import LOGGED
+from replay_cli.forecasting.start import start_steps
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
 from replay_cli.maths.effort import (
@@ -26,6 +27,18 @@ from replay_cli.maths.effort import (
 )
 from replay_cli.maths.problems import GroupLevels
 from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
+
+
+def start_window(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """The training rows of the log's first W distinct steps (forecasting/start.py): what the
+    effort levels' edges, the problems' buckets and the forecast's sample are read from, so that
+    a log and its first W steps start alike (the whole input where it has at most W steps)."""
+    train = frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+    steps = collect(train.select(pl.col(S.STEP).unique().sort()))[S.STEP]
+    width = start_steps(len(steps))
+    if width >= len(steps):
+        return train
+    return train.filter(pl.col(S.STEP) <= steps[width - 1])
 
 
 def forecast_keys(
@@ -50,7 +63,8 @@ def effort_levels(
     levels: int,
     forecast: tuple[int, int, int] | None = None,
 ) -> tuple[EffortLevels, pl.DataFrame | None, pl.DataFrame | None]:
-    """The input's effort levels (one pass over the training rows' run times) and, where rows
+    """The input's effort levels (one pass over the training rows' run times: the start
+    window's, `start_window`, as the caller passes them) and, where rows
     name their problem (`instance_id`), each problem's length bucket (by the median run time of
     all its training rollouts, so a problem's groups share their levels), and with `forecast`
     (problems per bucket, seeds, seed) the problems whose rows the forecast keeps."""
@@ -101,7 +115,10 @@ class ChunkLevels:
         levels: EffortLevels,
         problem_buckets: pl.DataFrame | None,
         forecast_keys: pl.DataFrame | None = None,
+        edges: tuple[float, float] | None = None,
     ) -> ChunkLevels:
+        """A chunk's levels; `edges`: the length buckets' edges a group without a problem name
+        is bucketed by (the start window's; default the chunk's own)."""
         runs, pick = c.runs, c.train_runs
         if problem_buckets is not None:
             first = c.frame[S.INSTANCE_ID].gather(runs.starts)
@@ -110,7 +127,8 @@ class ChunkLevels:
             )
             bucket = joined["_bucket"].fill_null(1).to_numpy().astype(np.int8)
         else:
-            bucket = length_bucket(c.run_median_seconds, c.length_edges).astype(np.int8)
+            edges = c.length_edges if edges is None else edges
+            bucket = length_bucket(c.run_median_seconds, edges).astype(np.int8)
         rows = levels.of_rows(c.minutes, runs.rows(bucket))
         k = levels.count
         train = c.train

@@ -30,6 +30,7 @@ from replay_cli.engine.effort_levels import (
     ConfigLevels,
     config_levels,
     effort_levels,
+    start_window,
 )
 from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
@@ -126,7 +127,9 @@ class ChunkState:
     @classmethod
     def of(cls, chunk: pl.DataFrame, shape: InputShape) -> ChunkState:
         arrays = ChunkArrays.of(chunk, shape.length_edges)
-        levels = ChunkLevels.of(arrays, shape.levels, shape.problem_buckets, shape.forecast_keys)
+        levels = ChunkLevels.of(
+            arrays, shape.levels, shape.problem_buckets, shape.forecast_keys, shape.level_edges
+        )
         return cls(arrays, levels)
 
 
@@ -361,11 +364,12 @@ def plan(rollouts: Rollouts, chunk_rows: int) -> tuple[list[tuple[int, int]], in
     return plan_chunks(counts, chunk_rows), max(1, int(counts["len"].sum()) // CHART_VALUES)
 
 
-def input_length_edges(rollouts: Rollouts) -> tuple[float, float]:
-    """The tercile edges (seconds) of the training groups' median run times over the whole
-    input: one grouped pass before the chunks, so every chunk buckets its groups alike."""
+def input_length_edges(frame: pl.LazyFrame) -> tuple[float, float]:
+    """The tercile edges (seconds) of the training groups' median run times over `frame` (the
+    whole input, or the forecast's start window): one grouped pass before the chunks, so every
+    chunk buckets its groups alike."""
     medians = collect(
-        rollouts.frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
+        frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
         .group_by(S.GROUP_KEYS)
         .agg(run_seconds().median())
         .select(S.RUN_TIME)
@@ -375,23 +379,28 @@ def input_length_edges(rollouts: Rollouts) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class InputShape:
-    """What every chunk is read against, found in passes over the whole input before the
-    chunks: the length buckets' edges (seconds), the effort levels, and each problem's bucket
-    where rows name their problem."""
+    """What every chunk is read against, found in passes over the input before the chunks:
+    the length buckets' edges (seconds) of the replay's tables (the whole input's); and, read
+    from the start window (`effort_levels.start_window`: the log's first W steps, where the
+    forecast starts), the effort levels, each problem's bucket where rows name their problem,
+    the edges that bucket a group without a name (`level_edges`), and the forecast's sample."""
 
     length_edges: tuple[float, float]
     levels: EffortLevels
     problem_buckets: pl.DataFrame | None
     forecast_keys: pl.DataFrame | None = None
+    level_edges: tuple[float, float] | None = None
 
     @classmethod
     def of(
         cls, rollouts: Rollouts, levels: int, forecast: ForecastSettings | None = None
     ) -> InputShape:
-        edges = input_length_edges(rollouts)
+        edges = input_length_edges(rollouts.frame)
+        window = start_window(rollouts.frame)
+        start_edges = input_length_edges(window)
         sample = None if forecast is None else (forecast.problems, forecast.seeds, forecast.seed)
-        effort, buckets, keys = effort_levels(rollouts.frame, edges, levels, sample)
-        return cls(edges, effort, buckets, keys)
+        effort, buckets, keys = effort_levels(window, start_edges, levels, sample)
+        return cls(edges, effort, buckets, keys, start_edges)
 
 
 def length_inputs(edges: tuple[float, float]) -> dict[str, float]:

@@ -10,6 +10,8 @@ engine, which sits above this package), and takes the fixed-KL natural-gradient 
 `maths/effort.py`, applying its effort part (`simulate.simulate`). Every config runs S seeds,
 beside its shaping-off twin under the same seeds. The main run and its checks are entries of
 `runs.RUNS`, executed by one loop (`runs.forecast`); `horizon.py` reads each run's end into the
-summary columns and the resample table, `table.py` its trajectory into the long table, and
-`calibrate.py` fits the causal share on the log's own drift (opt-in).
+summary columns and the resample table, `table.py` its trajectory into the long table. Before
+the runs, `backtest.STAGES` prepare their world: the start from the log's first steps
+(`start.py`), the causal share per level and skill fitted to the logged shaping-off trajectory
+(`fit.py`, on `trajectory.py`'s comparison), the fit's backtest on the log's last third.
 """

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
-from replay_cli.forecasting.calibrate import Calibration, calibrate, logged_drift, with_alpha
+from replay_cli.forecasting.backtest import STAGES, Prepared
 from replay_cli.forecasting.horizon import REFUSED, RULED, horizon, resample_frame
 from replay_cli.forecasting.simulate import Replay, simulate
 from replay_cli.forecasting.table import table
@@ -92,6 +91,7 @@ class _Job:
     budget: float
     intervals: MeasureSettings
     replay: Replay
+    skill: float = 0.0  # the fit's success logit drift per step
 
 
 def _simulated(
@@ -101,25 +101,45 @@ def _simulated(
     frames of the runs with `table`; `refused` gets every run's refusals."""
     ends: dict[str, tuple[World, np.ndarray]] = {}
     kept: dict[str, dict[int, np.ndarray]] = {}
+    began: dict[str, int] = {}  # the forecast step each run starts at (skill's clock)
     frames = []
     s = job.settings
     for run in runs:
         if run.within is not None:
-            ends[run.name] = (ends[run.within][0], kept[run.within][run.length(s.steps)])
+            length = run.length(s.steps)
+            world = ends[run.within][0].skilled(job.skill * (began[run.within] + length))
+            ends[run.name] = (world, kept[run.within][length])
             continue
         world = job.world
         if run.seeds < 1:
             world = world.first(max(1, int(s.seeds * run.seeds)))
         start = None if run.start is None else ends[run.start][1][:, : world.pi.shape[0]]
+        at = 0 if run.start is None else began[run.start] + runs_length(runs, run.start, s.steps)
+        began[run.name] = at
         kept[run.name] = {r.length(s.steps): world.pi for r in runs if r.within == run.name}
         budget, steps, seed = job.budget * run.budget, run.length(s.steps), s.seed + run.seed
         sim, end = simulate(
-            world, job.simulated, steps, budget, seed, job.replay, refused, start, kept[run.name]
+            world,
+            job.simulated,
+            steps,
+            budget,
+            seed,
+            job.replay,
+            refused,
+            start,
+            kept[run.name],
+            skill=job.skill,
+            at=at,
         )
         if run.table:
             frames.append(table(sim, job.configs, job.twin_of, budget))
-        ends[run.name] = (world, end)
+        ends[run.name] = (world.skilled(job.skill * (at + steps)), end)
     return ends, frames
+
+
+def runs_length(runs: Sequence[Run], name: str, steps: int) -> int:
+    """The simulated steps of the run `name`."""
+    return next(r for r in runs if r.name == name).length(steps)
 
 
 def _read(
@@ -162,19 +182,19 @@ def _sampled(
     problems: Problems,
     settings: ForecastSettings,
     budget: float,
-    calibration: Calibration | None,
-) -> dict[str, float | None]:
-    """The columns every config shares: the sample, the budget, the calibration where it ran,
-    and the logged start (resolve rate, minutes of failures) over all and long problems."""
+    prepared: dict[str, float | str | None],
+) -> dict[str, float | str | None]:
+    """The columns every config shares: the sample, the budget, the start, the fit and its
+    backtest (`prepared`), and the logged start (resolve rate, minutes of failures) over all
+    and long problems."""
     start = metrics(world.pi, world.rate, world.m, world.bucket, world.weight)
-    sampled = {
+    sampled: dict[str, float | str | None] = {
         C.FORECAST_STEPS: float(settings.steps),
         C.FORECAST_PROBLEMS: float(world.pi.shape[1]),
         C.FORECAST_PROBLEMS_TOTAL: float(len(problems.model)),
         C.FORECAST_PROBLEMS_SAMPLED: float(len(np.unique(world.index))),
         C.FORECAST_BUDGET: budget,
-        # The calibration's columns only where it ran: off, they would be α = 1 and blanks.
-        **(calibration.columns() if calibration is not None else {}),
+        **prepared,
     }
     for where in (ALL, LONG):
         b, scope = SCOPES.index(where), where.suffix
@@ -197,27 +217,30 @@ def forecast(
     difference), per config its summary columns at the horizon T (the outcome the rule reads,
     with intervals from resampling the problems: `horizon`), and the resample table (config_id,
     resample, the `RESAMPLED` columns) the verdict's confidence reads. `RUNS` are simulated in
-    order, then read: a refusal in any run blanks the config in every reading."""
-    world = World.of(problems, groups, settings.seeds)
-    calibration: Calibration | None = None
-    if settings.calibrate:
-        drift = logged_drift(problems, groups, intervals)
-        calibration = calibrate(
-            world,
-            off_twin(configs[0]),
-            drift,
-            budget,
-            settings.seed,
-            intervals.interval,
-            partial(simulate, replay=replay),
-        )
-        world = with_alpha(world, calibration.alpha)
-    job = _Job(world, configs, *_twins(configs, replay), settings, budget, intervals, replay)
+    order, after the `STAGES` that prepare their world (the start window, the fit, its backtest,
+    the reading), then read: a refusal in any run blanks the config in every reading."""
+    off = off_twin(configs[0])
+
+    def shaping_off(world: World, steps: int) -> np.ndarray:
+        kept = dict.fromkeys(range(1, steps + 1), world.pi)
+        simulate(world, [off], steps, budget, settings.seed, replay, kept=kept)
+        return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
+
+    fit = shaping_off if settings.fit else None
+    s = Prepared(problems, groups, settings.seeds, settings.seed, intervals.interval, fit)
+    for stage in STAGES:
+        s = stage(s)
+    assert s.world is not None
+    assert s.fit is not None
+    world, problems = s.world, s.problems
+    job = _Job(
+        world, configs, *_twins(configs, replay), settings, budget, intervals, replay, s.fit.skill
+    )
     runs = [r for r in RUNS if settings.check_budgets or r is MAIN]
     refused: dict[int, str] = {}
     ends, frames = _simulated(job, runs, refused)
     columns, resamples = _read(job, runs, ends, refused)
-    sampled = _sampled(world, problems, settings, budget, calibration)
+    sampled = _sampled(world, problems, settings, budget, s.columns)
     for cid in columns:
         columns[cid] |= sampled
     return pl.concat(frames), columns, resamples

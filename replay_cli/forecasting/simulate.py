@@ -4,7 +4,7 @@ each step's advantages computed by the engine's own replay over the drawn rollou
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -135,6 +135,8 @@ def simulate(
     refused: dict[int, str] | None = None,
     start: np.ndarray | None = None,
     kept: dict[int, np.ndarray] | None = None,
+    skill: float = 0.0,
+    at: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort
     (or from `start`, (runs, seeds, problems, levels)), and each run's effort after the last
@@ -142,7 +144,8 @@ def simulate(
     with the same random numbers (common random numbers: a config and its shaping-off twin
     differ by their policies, not by luck). A run whose estimator refuses the simulated groups
     (OpenRLHF's one group size after a filter dropped rows) stops there: `refused` gets its
-    message and the caller drops its numbers."""
+    message and the caller drops its numbers. `skill`: the success logits' drift per step (the
+    fit's), the same for every run, from step `at` of the forecast (a run continued)."""
     refused = {} if refused is None else refused
     n_runs = len(runs)
     seeds, problems, levels = world.pi.shape
@@ -159,18 +162,22 @@ def simulate(
         cells=seeds * problems * levels,
     )
     out = np.zeros((steps + 1, n_runs, seeds, len(SCOPES), len(METRICS)))
-    out[0] = metrics(pi, world.rate, world.m, world.bucket, world.weight)
+    now_world = world.skilled(skill * at)
+    out[0] = metrics(pi, now_world.rate, world.m, world.bucket, world.weight)
     rng = np.random.default_rng([seed, 11])
     for t in range(1, steps + 1):
         u = rng.random((3, len(problem)))
-        a, ay = _step_sums(world, runs, rows, pi, u, refused, replay)
-        now = EffortModel(pi, world.p, world.m, world.bucket, world.weight)
+        if skill:
+            rows = replace(rows, p_cells=now_world.rate.reshape(-1, levels).ravel())
+        a, ay = _step_sums(now_world, runs, rows, pi, u, refused, replay)
+        now = EffortModel(pi, now_world.p, world.m, world.bucket, world.weight)
         # The success rates are held: the budget is spent on the effort softmax alone.
         effort = Direction.of(now, a.reshape(pi.shape), ay.reshape(pi.shape))
         direction = Direction(effort.d, np.zeros_like(effort.e))
         eta = solve_eta(now, direction, budget, tol=ETA_TOL)
         pi = stepped_effort(now, direction, eta)
-        out[t] = metrics(pi, world.rate, world.m, world.bucket, world.weight)
+        now_world = world.skilled(skill * (at + t))
+        out[t] = metrics(pi, now_world.rate, world.m, world.bucket, world.weight)
         if kept is not None and t in kept:
             kept[t] = pi
     return out, pi

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from replay_cli.forecasting.pool import Pool
-from replay_cli.maths.effort import outcome_sums
+from replay_cli.maths.effort import P_EDGE, outcome_sums
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.scopes import SCOPES
 
@@ -58,6 +58,16 @@ class World:
     local: np.ndarray  # (S, P): the problem's row in the pool
     pool: Pool
     index: np.ndarray  # (S, P): the problem's row in the input's problems (the bootstrap's unit)
+
+    def skilled(self, drift: float) -> World:
+        """The world with every succeeding level's success logit moved by `drift` (skill: the
+        fit's logit drift per step times the steps from the start); a level at rate 0 stays 0."""
+        if drift == 0:
+            return self
+        q = np.clip(self.rate, P_EDGE, 1 - P_EDGE)
+        z = np.log(q) - np.log1p(-q) + drift
+        rate = np.where(self.rate > 0, 0.5 * (1.0 + np.tanh(0.5 * z)), 0.0)
+        return replace(self, rate=rate, p=np.clip(rate, P_EDGE, 1 - P_EDGE))
 
     def first(self, seeds: int) -> World:
         """The world of the first `seeds` seeds."""

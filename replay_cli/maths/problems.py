@@ -33,7 +33,7 @@ class GroupLevels:
     """The logged training rollouts of the forecast's groups (`forecasting.pool.LOGGED`, and `group`:
     the group's position in this chunk's training groups)."""
     step: np.ndarray | None = None
-    """Per group, its training step (the forecast's calibration reads the log's own drift)."""
+    """Per group, its training step (the forecast's start and fit read the log's steps)."""
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,11 @@ class ToolView:
     alike: frozenset[str] = frozenset()
     """The configs the tool says train like its pick (the confidence is the set's)."""
     alpha: float | None = None
-    """The causal share the forecast was calibrated to (`forecast/alpha`)."""
+    """The causal share of long runs the forecast fitted (`forecast/alpha`)."""
+    skill: float | None = None
+    """Success at fixed effort per step the forecast fitted (`forecast/skill`)."""
+    backtest: float | None = None
+    """1 where the fit's backtest passed, 0 where it failed, None without one."""
 
     @property
     def picked_set(self) -> frozenset[str]:
@@ -51,7 +55,7 @@ class ToolView:
 
 
 def ask_tool(
-    log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2, calibrate: bool = False
+    log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2, fit: bool = True
 ) -> ToolView:
     """Replay `configs` on `log` with the forecast at `steps` steps and read the verdict."""
     from replay_cli import api
@@ -60,7 +64,7 @@ def ask_tool(
 
     tool = [c.tool_config() for c in configs]
     label = {t.config_id: c.label for t, c in zip(tool, configs, strict=True)}
-    forecast = ForecastSettings(steps=steps, seeds=seeds, problems=150, calibrate=calibrate)
+    forecast = ForecastSettings(steps=steps, seeds=seeds, problems=150, fit=fit)
     options = api.report_options(forecast=forecast)
     result = api.replay(rollouts_from_frame(log), tool, options)
     decision = result.verdict.decision
@@ -80,8 +84,15 @@ def ask_tool(
         solve_delta=dict(zip(ids, result.summary[SOLVE_DELTA], strict=True)),
         roles={label[c]: r for c, r in roles},
         alike=alike,
-        alpha=result.summary["forecast/alpha"][0] if "forecast/alpha" in result.summary else None,
+        alpha=_first(result.summary, "forecast/alpha"),
+        skill=_first(result.summary, "forecast/skill"),
+        backtest=_first(result.summary, "forecast/backtest_pass"),
     )
+
+
+def _first(summary: pl.DataFrame, name: str) -> float | None:
+    """A column every config shares (None where absent)."""
+    return summary[name][0] if name in summary.columns else None
 
 
 def shaped(configs: list[Shaping]) -> list[str]:

@@ -1,0 +1,236 @@
+"""The forecast's unknowns fitted to the logged shaping-off trajectory (issue 53, items 2 and 5).
+
+From the start (`start.py`) the forecast of shaping off must reproduce what the run then did: per
+logged step and length bucket, the resolve rate and each effort level's share, on the same
+problems (`trajectory.py`). What the model cannot know from one step:
+
+* **what each level's success owes to the effort**: per level k a causal share α_k ∈ [0, 1]; the
+  success rate at level k is p̄ + α_k (p_k − p̄) (p̄ the problem's effort-weighted rate over the
+  levels that ever succeed, the problem's resolve rate kept); a level that never succeeds
+  (giving up, the time limit) stays at 0. With a fixed-KL step, α sets how much of the step
+  follows success: α = 1 drifts the shares as the model does, α → 0 leaves the effort direction
+  noise and the shares flat, so the **share drift** reads α;
+* **skill**: success that rises at fixed effort, a drift of every succeeding level's success
+  logit per step (the same under every config: the log shows shaping off's only), read from the
+  **resolve drift left after the share-driven part** (the within-level slope would absorb the
+  strategy mix that shifts inside a run-time level where effort pays);
+* **the step's size** δ: pinned to the configured `--step-kl` (the share drift identifies α·δ
+  only jointly, and a δ on the edge of any grid is misspecification, not a measurement).
+
+Shaping off is simulated over the logged steps from the start at a uniform α grid (`ALPHAS`),
+then per level ±0.25 around the best where the log identifies α; skill is a 1-D scan on each
+path's stored reading (`SKILLS`: skill hardly changes the shares, so no new simulation). The χ²
+of each (α, skill) is kept per bootstrap resample of the problems, so the fit's intervals and the
+backtest's band refit in every resample by re-scoring, not re-simulating. A value is used only
+where the log rejects the cautious reading (α = 1, no skill) by Δχ² ≥ `IDENTIFIED`; and the
+backtest (`backtest.py`) must confirm it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from replay_cli.forecasting.trajectory import Cells, Logged, Reading
+from replay_cli.forecasting.world import World
+from replay_cli.maths.effort import P_EDGE
+
+MIN_FIT_STEPS = 4
+"""Distinct logged steps the fit needs (fewer: the cautious reading)."""
+SETTLE_STEPS = 12
+"""About the logged steps of a shaping-off run (problems named, several steps each) that
+settle what a log of one step cannot tell: the smallest `run12` log of tests/worlds."""
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The uniform causal shares simulated first."""
+REFINE = 0.25
+"""Per level, α ± this around the uniform best (one pass) where α is identified."""
+SKILLS = np.round(np.linspace(-0.05, 0.15, 81), 6)
+"""Skill's scan: success logit drift per step (0.0025 apart; 0 among them)."""
+IDENTIFIED = 4.0
+"""The log identifies a value where it lowers χ² by at least this (about two standard errors)."""
+RESAMPLES = 32
+"""Bootstrap resamples of the problems for the intervals and the backtest's band."""
+SHARES_FROM = 2
+"""`Logged.observed`'s columns: resolve, minutes, then each level's share."""
+
+Simulate = Callable[[World, int], np.ndarray]
+"""Shaping off's efforts (steps + 1, seeds, problems, levels) over `steps` from a world's start
+(the forecast's simulation with its twin, budget, seed and replay bound)."""
+
+
+def alive(world: World) -> np.ndarray:
+    """(levels,) whether a level ever succeeds in the world."""
+    return (world.rate > 0).reshape(-1, world.rate.shape[-1]).any(0)
+
+
+def with_shares(world: World, alpha: np.ndarray) -> World:
+    """The world at causal shares `alpha` (levels,): each succeeding level's rate moved toward
+    the problem's effort-weighted rate over them by 1 − α_k, then shifted so that the problem's
+    resolve rate under its starting effort stays as logged; a level that never succeeds stays 0."""
+    alpha = np.asarray(alpha, np.float64)
+    on = alive(world)
+    if np.all(alpha[on] >= 1.0):
+        return world
+    rate = world.rate
+    pi = world.pi * on
+    mass = np.maximum(pi.sum(-1, keepdims=True), 1e-300)
+    mean = (pi * rate).sum(-1, keepdims=True) / mass
+    moved = mean + alpha * (rate - mean)
+    moved -= ((pi * moved).sum(-1, keepdims=True) - mean * mass) / mass
+    out = np.where(on, np.clip(moved, 0.0, 1.0), rate)
+    return replace(world, rate=out, p=np.clip(out, P_EDGE, 1 - P_EDGE))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The simulated shaping-off paths (one per α) read at the logged groups, and their χ²."""
+
+    alphas: list[np.ndarray]
+    readings: list[Reading]
+    cells: Cells
+
+    def table(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """χ² of the logged groups `keep`: of the level shares (points, 1 + B), and of the
+        resolve rate (points, skills, 1 + B)."""
+        levels = self.cells.logged.count.shape[1]
+        shares = range(SHARES_FROM, SHARES_FROM + levels)
+        drift = [self.cells.chi2(r.predicted(), shares, keep) for r in self.readings]
+        resolve = [
+            [self.cells.chi2(r.predicted(s), (0,), keep) for s in SKILLS] for r in self.readings
+        ]
+        return np.asarray(drift), np.asarray(resolve)
+
+    def grown(self, world: World, alpha: np.ndarray, simulate: Simulate, steps: int) -> Grid:
+        """The grid with the path at `alpha` added."""
+        offset = self.readings[0].offset
+        path = simulate(with_shares(world, alpha), steps)
+        reading = Reading.of(world, self.cells.logged, path, offset)
+        return Grid([*self.alphas, alpha], [*self.readings, reading], self.cells)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A reading of the grid: the path index and skill index used, whether each was read from
+    the log (else the cautious value), and the resamples' own best (path, skill)."""
+
+    point: int
+    skill: int
+    fitted: dict[str, bool]
+    resampled: np.ndarray  # (B, 2)
+    gain: float  # χ² the best reading gains over the cautious one
+
+
+def choose(table: tuple[np.ndarray, np.ndarray], alphas: list[np.ndarray]) -> Choice:
+    """The reading the log identifies (`IDENTIFIED`), else the cautious one (α = 1, no skill):
+    α from the shares' drift, skill from the resolve drift at that α."""
+    drift, resolve = table
+    one = next(i for i, a in enumerate(alphas) if np.all(a >= 1.0))
+    zero = int(np.flatnonzero(SKILLS == 0)[0])
+    best = int(np.argmin(drift[:, 0]))
+    use_alpha = drift[one, 0] - drift[best, 0] >= IDENTIFIED
+    point = best if use_alpha else one
+    s_best = int(np.argmin(resolve[point, :, 0]))
+    use_skill = resolve[point, zero, 0] - resolve[point, s_best, 0] >= IDENTIFIED
+    skill = s_best if use_skill else zero
+    points = drift[:, 1:].argmin(0)
+    skills = resolve[points, :, np.arange(1, drift.shape[1])].argmin(1)
+    gain = float(
+        drift[one, 0] - drift[best, 0] + resolve[point, zero, 0] - resolve[point, s_best, 0]
+    )
+    resampled = np.stack([points, skills], 1)
+    return Choice(point, skill, {"alpha": use_alpha, "skill": use_skill}, resampled, gain)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the forecast uses and why: α per level with the interval ends, skill as a logit drift
+    per step and in points of resolve a step (with its interval), over how many logged steps,
+    and `why` where the reading is the cautious one."""
+
+    alpha: np.ndarray
+    steps: int
+    alpha_low: np.ndarray | None = None
+    alpha_high: np.ndarray | None = None
+    skill: float = 0.0
+    points: float = 0.0
+    points_low: float | None = None
+    points_high: float | None = None
+    fitted: dict[str, bool] = field(default_factory=dict)
+    why: str | None = None
+    settle: int | None = None
+
+    @classmethod
+    def cautious(cls, levels: int, steps: int, why: str, settle: int | None = None) -> Fit:
+        return cls(np.ones(levels), steps, why=why, settle=settle or SETTLE_STEPS)
+
+    def long_level(self, on: np.ndarray) -> int:
+        """The longest level that ever succeeds (the statement's 'long runs')."""
+        k = np.flatnonzero(on)
+        return int(k[-1]) if len(k) else len(self.alpha) - 1
+
+
+def fitted(grid: Grid, choice: Choice, steps: int, on: np.ndarray, interval: float) -> Fit:
+    """The `Fit` of a `choice` on the grid, with intervals from the resamples' own best."""
+    lo_q, hi_q = (1 - interval) / 2, (1 + interval) / 2
+    alphas = np.stack([grid.alphas[i] for i in choice.resampled[:, 0]])
+    curve = 100 * grid.readings[choice.point].curvature()
+    skills = SKILLS[choice.resampled[:, 1]] * curve
+    skill = float(SKILLS[choice.skill])
+    levels = len(grid.alphas[0])
+    if not any(choice.fitted.values()):
+        settle = math.ceil(steps * (IDENTIFIED / max(choice.gain, 0.25)) ** (1 / 3))
+        why = "its drift does not tell what effort buys from skill"
+        return Fit.cautious(levels, steps, why, settle=max(settle, steps + 1))
+    return Fit(
+        alpha=np.where(on, grid.alphas[choice.point], 1.0),
+        steps=steps,
+        alpha_low=np.quantile(alphas, lo_q, 0),
+        alpha_high=np.quantile(alphas, hi_q, 0),
+        skill=skill,
+        points=skill * curve,
+        points_low=float(np.quantile(skills, lo_q)),
+        points_high=float(np.quantile(skills, hi_q)),
+        fitted=choice.fitted,
+    )
+
+
+def build(
+    world: World,
+    logged: Logged,
+    width: int,
+    simulate: Simulate,
+    seed: int,
+) -> tuple[Grid, int]:
+    """The uniform α grid's paths over the logged steps (and the steps simulated)."""
+    offset = (width - 1) / 2
+    steps = max(1, math.ceil(float(logged.rank.max()) - offset))
+    rng = np.random.default_rng([seed, 53])
+    problems = int(logged.code.max()) + 1
+    draws = rng.poisson(1.0, (RESAMPLES, problems)).astype(np.float64)
+    cells = Cells.of(logged, np.concatenate([np.ones((1, problems)), draws]))
+    levels = world.pi.shape[-1]
+    readings, alphas = [], []
+    for a in ALPHAS:
+        alpha = np.full(levels, a)
+        path = simulate(with_shares(world, alpha), steps)
+        readings.append(Reading.of(world, logged, path, offset))
+        alphas.append(alpha)
+    return Grid(alphas, readings, cells), steps
+
+
+def refined(world: World, grid: Grid, simulate: Simulate, steps: int, keep: np.ndarray) -> Grid:
+    """Per level that ever succeeds, α ± `REFINE` around the grid's best where α is identified."""
+    choice = choose(grid.table(keep), grid.alphas)
+    if not choice.fitted["alpha"]:
+        return grid
+    best = grid.alphas[choice.point]
+    for k in np.flatnonzero(alive(world)):
+        for d in (-REFINE, REFINE):
+            trial = best.copy()
+            trial[k] = float(np.clip(trial[k] + d, 0.0, 1.0))
+            if not any(np.allclose(trial, a) for a in grid.alphas):
+                grid = grid.grown(world, trial, simulate, steps)
+    return grid

@@ -1,0 +1,123 @@
+"""The forecast's start window, its fit to the logged shaping-off trajectory and the backtest
+(replay_cli/forecasting/start.py, fit.py, backtest.py; issue 53 items 1-5)."""
+
+from functools import cache
+
+import numpy as np
+import polars as pl
+import pytest
+
+import replay_cli as rc
+from replay_cli import catalogue as C
+from replay_cli.config import ForecastSettings
+from replay_cli.forecasting import fit as F
+from replay_cli.forecasting.start import start_steps
+
+from worlds import world as W
+
+OFF = W.OFF.tool_config()
+
+
+def _summary(log: pl.DataFrame, fit: bool = True) -> dict:
+    settings = ForecastSettings(steps=10, seeds=2, problems=150, check_budgets=False, fit=fit)
+    return rc.forecast(rc.rollouts_from_frame(log), [OFF], settings).summary.to_dicts()[0]
+
+
+@cache
+def _world_log(name: str, kind: str) -> pl.DataFrame:
+    return W.world_log(W.WORLDS[name], kind, 100)
+
+
+def test_the_start_window_is_a_quarter_of_the_log_and_at_least_four_steps():
+    assert [start_steps(n) for n in (1, 3, 4, 12, 16, 17, 48)] == [1, 3, 4, 4, 4, 5, 12]
+
+
+def test_a_run_log_and_its_first_window_start_alike():
+    """A 12-step run starts from its first 4 steps: read whole or as those 4 steps alone, the
+    effort levels, buckets, sample and starting model are the same."""
+    log = _world_log("effort_pays", "run12")
+    whole, first = _summary(log, fit=False), _summary(log.filter(pl.col("step") < 4), fit=False)
+    assert whole[C.FORECAST_START_STEPS] == first[C.FORECAST_START_STEPS] == 4
+    for name in (C.F_RESOLVE_START, C.F_RESOLVE_START_LONG, C.F_FAIL_START):
+        assert whole[name] == pytest.approx(first[name], rel=1e-12), name
+    pooled = _summary(log.filter(pl.col("step") < 12).with_columns(pl.lit(0).alias("step")))
+    assert pooled[C.F_RESOLVE_START] != pytest.approx(whole[C.F_RESOLVE_START], rel=1e-6)
+
+
+def _world(rate: np.ndarray, pi: np.ndarray):
+    from replay_cli.forecasting.world import World
+
+    zeros = np.zeros(rate.shape[:2], int)
+    return World(pi, rate, rate, np.ones_like(rate), zeros, zeros, zeros, zeros, None, zeros)  # type: ignore[arg-type]
+
+
+def test_the_causal_shares_keep_a_failing_level_at_zero_and_the_start_resolve():
+    rate = np.array([[[0.2, 0.5, 0.8, 0.0], [0.1, 0.1, 0.4, 0.0]]])
+    pi = np.array([[[0.3, 0.3, 0.3, 0.1], [0.5, 0.2, 0.2, 0.1]]])
+    world = _world(rate, pi)
+    assert F.with_shares(world, np.ones(4)) is world
+    flat = F.with_shares(world, np.zeros(4))
+    assert np.all(flat.rate[..., 3] == 0)
+    assert np.allclose(flat.rate[0, 0, :3], 0.5)
+    half = F.with_shares(world, np.array([1.0, 0.5, 0.0, 0.3]))
+    assert np.allclose((half.rate * pi).sum(-1), (rate * pi).sum(-1))
+    assert np.all(half.rate[..., 3] == 0)
+
+
+def test_the_fit_keeps_the_cautious_reading_unless_the_log_rejects_it():
+    """α from the shares' χ², skill from the resolve's at that α; each only by the margin."""
+    alphas = [np.full(3, a) for a in (0.0, 1.0)]
+    zero = int(np.flatnonzero(F.SKILLS == 0)[0])
+    drift = np.full((2, 3), 100.0)
+    resolve = np.full((2, len(F.SKILLS), 3), 100.0)
+    drift[0] = 100.0 - F.IDENTIFIED / 2  # better, not by the margin
+    resolve[1, zero + 4] = 100.0 - F.IDENTIFIED / 2
+    choice = F.choose((drift, resolve), alphas)
+    assert (choice.point, choice.skill) == (1, zero)
+    assert not any(choice.fitted.values())
+    drift[0] = 100.0 - 3 * F.IDENTIFIED
+    resolve[0, zero + 4] = 100.0 - 3 * F.IDENTIFIED
+    choice = F.choose((drift, resolve), alphas)
+    assert (choice.point, choice.skill) == (0, zero + 4)
+    assert choice.fitted == {"alpha": True, "skill": True}
+
+
+def test_a_log_without_problem_names_stays_cautious_and_says_why():
+    log = _world_log("effort_pays", "run12").drop("instance_id")
+    row = _summary(log)
+    assert row[C.FORECAST_ALPHA] == 1.0
+    assert row[C.FORECAST_SKILL] == 0.0
+    assert "no instance_id" in row[C.FORECAST_FIT]
+    assert "12 logged steps" in row[C.FORECAST_FIT]
+    assert row.get(C.FORECAST_BACKTEST_PASS) is None
+
+
+def test_a_one_step_log_stays_cautious():
+    row = _summary(_world_log("effort_pays", "run12").filter(pl.col("step") == 0))
+    assert row[C.FORECAST_ALPHA] == 1.0
+    assert "spans 1 step" in row[C.FORECAST_FIT]
+
+
+def test_the_fit_reads_that_effort_buys_nothing_and_backtests_it():
+    """A 48-step run of `effort_buys_nothing`: long runs cause none of their extra success, and
+    the fit's forecast of steps 33-48 lies in its band."""
+    row = _summary(_world_log("effort_buys_nothing", "run48"))
+    assert row[C.FORECAST_START_STEPS] == 12
+    assert row[C.FORECAST_ALPHA] == 0.0
+    assert row[C.FORECAST_BACKTEST_PASS] == 1.0
+    assert row[C.FORECAST_FIT].startswith("from 48 logged steps: long runs cause 0%")
+    assert "reproduces steps 33–48" in row[C.FORECAST_BACKTEST]
+    low = row[C.bound(C.FORECAST_BACKTEST_RESOLVE, "low")]
+    high = row[C.bound(C.FORECAST_BACKTEST_RESOLVE, "high")]
+    assert low <= row[C.logged_value(C.FORECAST_BACKTEST_RESOLVE)] <= high
+
+
+def test_the_fit_reads_skill_where_success_rises_at_fixed_effort():
+    """A 48-step run of `skill` (resolve 46% → 67%): the fit reads a skill of about a point a
+    step, and its forecast of the held-out resolve is within a point of the log."""
+    row = _summary(_world_log("skill", "run48"))
+    assert 100 * row[C.bound(C.FORECAST_SKILL, "low")] > 0.5
+    assert (
+        abs(row[C.FORECAST_BACKTEST_RESOLVE] - row[C.logged_value(C.FORECAST_BACKTEST_RESOLVE)])
+        < 0.01
+    )
