@@ -27,7 +27,7 @@ _HOME = {
     "frontier": "advice.frontier",
     "highlights": "advice.frontier",
     "recommend": "advice.recommendation",
-    "Rule": "advice.recommendation",
+    "Rule": "advice.rule",
     "judge": "advice.verdict",
     "forecast": "api",
     "ForecastSettings": "config",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.advice.verdict import judge
 from replay_cli.config import ForecastSettings, ReplayConfig, build_config, config_warnings
 from replay_cli.engine.run import run_replay

@@ -292,7 +292,7 @@ def test_every_negative_number_is_written_with_the_minus_sign():
 def test_a_cells_mark_reads_the_rules_bars_handed_in():
     """The catalogue marks cells by the thresholds its caller hands in (Rule.bars()), not by a
     rule it reads behind the import graph's back: a stricter rule marks what the default keeps."""
-    from replay_cli.advice.recommendation import Rule
+    from replay_cli.advice.rule import Rule
 
     row = {C.F_RESOLVE_VS_OFF: 0.97, C.F_FAIL_VS_OFF: -0.5, C.F_FAIL_OFF: 4.0}
     default, strict = Rule().bars(), Rule(min_resolve_vs_off=0.98, max_fail_faster=0.1).bars()

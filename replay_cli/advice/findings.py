@@ -18,7 +18,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.advice.words import (
     NO_LONG_PROBLEMS,
     minutes_text,

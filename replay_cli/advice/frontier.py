@@ -12,7 +12,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import NEEDED, RESOLVE_CRITERIA, shaping_off
+from replay_cli.advice.rule import NEEDED, kept, resolve_criteria, shaping_off
 
 __all__ = ["frontier", "highlights", "rated", "shaping_off"]
 
@@ -23,18 +23,20 @@ def rated(summary: pl.DataFrame) -> bool:
     return all(c in summary.columns for c in NEEDED)
 
 
-def _kept(summary: pl.DataFrame) -> pl.Expr:
-    """The resolve progress a config keeps for the rule: the lower of the interval's low ends
-    overall and on long problems (point values where there is no interval, 100% where shaping
-    off makes none)."""
-
-    def one(low: str, point: str) -> pl.Expr:
-        have = [c for c in (low, point) if c in summary.columns]
-        return pl.coalesce([pl.col(c).cast(pl.Float64) for c in have] + [pl.lit(1.0)])
-
-    overall = one(C.F_RESOLVE_VS_OFF_LOW, C.F_RESOLVE_VS_OFF)
-    long = one(C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LONG)
-    return pl.min_horizontal(overall, long)
+def _kept(summary: pl.DataFrame) -> pl.Series:
+    """The resolve rate a config keeps for the rule: the lower of `rule.kept` over the resolve
+    criteria's scopes (overall and long problems), 100% where shaping off makes none. Read per
+    row through the one `kept` the rule, the confidence and the trade call, not as a polars
+    expression of its own: a sweep's summary has one row per config, so there is nothing to
+    vectorise."""
+    scopes = [c.scope for c in resolve_criteria()]
+    return pl.Series(
+        [
+            min(1.0 if v is None else v for v in (kept(row, s) for s in scopes))
+            for row in summary.iter_rows(named=True)
+        ],
+        dtype=pl.Float64,
+    )
 
 
 def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
@@ -46,7 +48,7 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
         S.CONFIG_ID,
         "role",
         pl.col("failed")
-        .list.eval(pl.element().is_in(list(RESOLVE_CRITERIA)).not_())
+        .list.eval(pl.element().is_in([c.name for c in resolve_criteria()]).not_())
         .list.any()
         .fill_null(False)
         .alias("other"),

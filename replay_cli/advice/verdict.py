@@ -17,13 +17,9 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import findings
-from replay_cli.advice.recommendation import (
-    ROLES,
-    Rule,
-    near_misses,
-    pct_ratio,
-    recommend,
-)
+from replay_cli.advice.recommendation import ROLES, near_misses, recommend
+from replay_cli.advice.rule import Rule
+from replay_cli.advice.texts import pct_ratio
 
 
 def first_where(verdict: pl.DataFrame, flag: str) -> dict[str, Any] | None:

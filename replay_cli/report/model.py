@@ -24,7 +24,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.advice.verdict import Decision, Verdict, confidence_text, judge, keep_off_text
 from replay_cli.config import ReplayConfig, unique_labels
 from replay_cli.errors import InputFileError

@@ -21,7 +21,7 @@ from replay_cli.advice.findings import (
     signal_change,
     time_only_step,
 )
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.model import Report
 from replay_cli.report.options import ReportOptions

@@ -13,19 +13,10 @@ from hypothesis import strategies as st
 
 from replay_cli import api
 from replay_cli import catalogue as C
-from replay_cli.advice.recommendation import (
-    CRITERIA,
-    NEEDED,
-    NO_FORECAST,
-    RULE_READS,
-    Rule,
-    horizon_text,
-    launch_overrides,
-    launch_yaml,
-    recommend,
-    shaping_off,
-    trade_text,
-)
+from replay_cli.advice.launch import launch_overrides, launch_yaml
+from replay_cli.advice.recommendation import recommend
+from replay_cli.advice.rule import CRITERIA, NEEDED, RULE_READS, Rule, shaping_off
+from replay_cli.advice.texts import NO_FORECAST, horizon_text, trade_text
 from replay_cli.advice.verdict import Decision, confidence_text, judge, keep_off_text
 from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import parse_overrides, read_run_config, to_config

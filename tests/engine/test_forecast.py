@@ -12,7 +12,7 @@ import pytest
 
 import replay_cli as rc
 from replay_cli import catalogue as C
-from replay_cli.advice.recommendation import RULE_READS
+from replay_cli.advice.rule import RULE_READS
 from replay_cli.config import ForecastSettings
 from replay_cli.engine.forecast import Pool, World, _simulate
 from replay_cli.rollouts.synth import synth_rollouts
@@ -490,7 +490,8 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
     reading nulls as parity."""
     from maths.test_filters import _two_steps
 
-    from replay_cli.advice.recommendation import Rule, recommend
+    from replay_cli.advice.recommendation import recommend
+    from replay_cli.advice.rule import Rule
 
     cfg = config({}, {"estimator": "dr-grpo", "precision": "float64", "filter": "nemo-rl"})
     result = rc.replay(rc.rollouts_from_frame(_two_steps()), [config({"enabled": False}), cfg])

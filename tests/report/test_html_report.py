@@ -136,7 +136,7 @@ def test_a_report_without_charts_points_at_itself(tmp_path):
 def test_a_report_of_an_earlier_version_rerenders_unrated(report, tmp_path):
     """A report written before the pushes re-renders with no recommendation rather than one
     computed from missing columns."""
-    from replay_cli.advice.recommendation import NEEDED
+    from replay_cli.advice.rule import NEEDED
 
     old = tmp_path / "old"
     shutil.copytree(report, old)

@@ -7,7 +7,7 @@ import pytest
 
 from replay_cli import api
 from replay_cli import catalogue as C
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.errors import InputFileError
 from replay_cli.report.model import Report
 from replay_cli.report.options import ReportOptions

@@ -54,7 +54,7 @@ def test_force_replaces_and_keeps_nothing_old(synth_path, tmp_path):
 
 
 def test_manifest_records_inputs_configs_and_the_rule(synth_path, tmp_path, monkeypatch):
-    from replay_cli.advice.recommendation import Rule
+    from replay_cli.advice.rule import Rule
     from replay_cli.config import MeasureSettings
 
     out = tmp_path / "r"
