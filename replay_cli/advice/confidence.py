@@ -29,9 +29,8 @@ ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
 
 @dataclass(frozen=True)
 class Confidence:
-    """`won`: per row, the share of resamples in which the rule picks it; `alike`: the eligible
-    rows that train like the pick within the interval; `set_share`: the share of resamples that
-    pick the pick or one of `alike` (None without a pick)."""
+    """Per row the share of resamples the rule picks it in (`won`); the eligible rows that train
+    like the pick (`alike`); the share that picks the pick or one of those (`set_share`)."""
 
     won: dict[int, float]
     alike: list[int]
@@ -43,10 +42,8 @@ def _nan(x: Any) -> float:
 
 
 def _spread(rows: list[Judged], resamples: pl.DataFrame, names: list[str]) -> dict[str, Any]:
-    """Per column the rule reads, (resample, row) values as a new log would see them: a new
-    log's value differs from this log's by two logs' sampling noise, not one, and the pick is
-    the one this log favoured, so each resample's deviation from the point is scaled by
-    PREDICTIVE."""
+    """Per column, (resample, row) values as a new log would see them: each resample's deviation
+    from the point scaled by PREDICTIVE (a new log carries its own noise on top of this one's)."""
     ids = [r.row[S.CONFIG_ID] for r in rows]
     wide = {}
     for name in names:
@@ -73,8 +70,10 @@ def confidence(
     `alike_level` interval train alike: the confidence of the pick is the share of resamples
     that pick it or one of them (`set_share`)."""
     criteria = resolve_criteria()
-    names = list(dict.fromkeys([*(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria)]))
-    names.append(C.F_SOLVE_VS_OFF)
+    names = [
+        *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),
+        C.F_SOLVE_VS_OFF,
+    ]
     if resamples is None or resamples.is_empty() or not set(names) <= set(resamples.columns):
         return None
     wide = _spread(rows, resamples, names)

@@ -13,12 +13,9 @@ import yaml
 from replay_cli.parameters import registry
 
 
-def _override_value(name: str, value: Any) -> str:
-    if name == "baseline":  # grpo.adv_estimator.use_leave_one_out_baseline
-        return "true" if value == "loo" else "false"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
+def _trainer_value(name: str, value: Any) -> Any:
+    """A parameter's value as the trainer takes it: the baseline is its leave-one-out flag."""
+    return (value == "loo") if name == "baseline" else value
 
 
 def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, Any]]:
@@ -42,26 +39,29 @@ def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, An
         else:
             shown = value != param.default
         if shown and value is not None:
-            out.append((name, key, value))
+            out.append((name, key, _trainer_value(name, value)))
     return out
 
 
 def launch_overrides(row: dict[str, Any], is_off: bool = False) -> str:
     """The NeMo-RL `++` overrides that launch a summary row's config (`_launch_values`)."""
-    return " ".join(
-        f"++{key}={_override_value(name, value)}"
-        for name, key, value in _launch_values(row, is_off)
-    )
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return repr(value) if isinstance(value, float) else str(value)
+
+    return " ".join(f"++{key}={text(value)}" for _, key, value in _launch_values(row, is_off))
 
 
 def launch_yaml(row: dict[str, Any], is_off: bool = False) -> str:
     """The same settings as the block of the trainer's config file (`grpo: time_efficiency:
     ...`), values as YAML writes them (the exact float of λ)."""
     tree: dict[str, Any] = {}
-    for name, key, value in _launch_values(row, is_off):
+    for _, key, value in _launch_values(row, is_off):
         *path, leaf = key.split(".")
         node = tree
         for part in path:
             node = node.setdefault(part, {})
-        node[leaf] = (value == "loo") if name == "baseline" else value
+        node[leaf] = value
     return yaml.safe_dump(tree, sort_keys=False)

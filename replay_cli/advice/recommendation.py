@@ -16,9 +16,7 @@ verdict (advice/verdict.py) instead of deciding again (docs/report.md, "The reco
 Shaping off competes under the same rule; when it wins, the verdict is to keep it, and the best
 trade (the shaped config that keeps the most resolve rate while making successes faster,
 failing nothing but the resolve criteria, and costing at most `max_trade_cost`) is named with
-its numbers. The confidence of the pick is the share of bootstrap resamples in which the rule,
-applied again with that resample's own interval ends, picks it or a config that trains alike
-(advice/confidence.py).
+its numbers. How sure the pick is: advice/confidence.py.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ from replay_cli.advice.rule import (
     STATIC_NEEDED,
     Judged,
     Rule,
-    at_check,
     judge,
     kept,
     resolve_criteria,
@@ -85,11 +82,9 @@ same size gives the same pick."""
 
 @dataclass(frozen=True)
 class Ranking:
-    """What the rule decides over judged rows, before it is written as the table: every row's
-    role, the eligible rows best first (`ranked`), the reason of each row not worded by its
-    failures (`said`: unrated, or trains like the best), whether anything was `decided` (not
-    every row unrated for want of data), and where computed the best trade (a row's index), the
-    budget check and the confidence."""
+    """What the rule decides, before the table: every row's role, the eligible best first, the
+    reason of rows not worded by their failures (`said`: unrated, twin of the best), whether
+    anything was `decided`, and the best trade's index, the budget check and the confidence."""
 
     rows: list[Judged]
     roles: dict[int, str]
@@ -317,8 +312,8 @@ def _scarcity(rows: list[Judged], rule: Rule) -> str | None:
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
     """Whether the recommendation holds when the forecast runs at half and at twice the step
     budget, and after half and twice the horizon T where the forecast ran those (None without
-    the budgets' forecasts): the rule applied again to each row read at those settings
-    (`rule.at_check`). Where its intervals there are too wide to decide (`_scarcity`), it says
+    the budgets' forecasts): the rule applied again to each row read at those settings (the
+    numbers it reads from that check's columns). Where its intervals there are too wide to decide (`_scarcity`), it says
     so: that is no config failing the rule."""
     steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
     halfway, twice = max(1, steps // 2), 2 * steps  # as the forecast reads them
@@ -335,10 +330,10 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     ]
     if not {"half", "twice"} <= set(ran):
         return None
-    off = shaping_off(summary).to_list()
+    off, rows = shaping_off(summary).to_list(), list(summary.iter_rows(named=True))
     moved = []
     for check in ran:
-        views = (at_check(row, check) for row in summary.iter_rows(named=True))
+        views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)
         there = _rank(judge(views, off, rule), rule)
         if not there.ranked and "unrated" in there.roles.values():
             moved.append(f"{where[check]} there is not enough data to decide")

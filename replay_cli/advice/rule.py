@@ -1,27 +1,16 @@
-"""The recommendation rule (docs/report.md, "The recommendation"), read from the summary table's
-outcome at the horizon: the forecast's resolve rate and minutes after T training steps
-(engine/forecast.py), each against shaping off's after the same T steps, with paired bootstrap
-intervals over problems.
-
-* a config is **eligible** when it passes every criterion in `CRITERIA`: launchable as
-  replayed, no inversion that shaping introduces, no explosion left unbounded by the clip, the
-  low end of the interval of its resolve rate after T steps at least 95% of shaping off's overall
-  and on long problems, little signal from uncharged rows (failures that end sooner are a
-  warning, not a criterion: what giving up costs is in the resolve rate);
-* among the eligible, advice/recommendation.py ranks (`recommend`): successes fastest after T
-  steps against shaping off first.
-
-`CRITERIA` is the one list of criteria: the rule judges a row by it (`judge`), the confidence
-applies its resolve criteria again in each bootstrap resample (advice/confidence.py), scarcity
-asks whether their intervals can show their bars, and the frontier and the trade read the resolve
-rate kept through `kept`.
+"""The recommendation rule (docs/report.md, "The recommendation"): a config is eligible when it
+passes every criterion in `CRITERIA`, read from the summary table's outcome at the horizon (the
+forecast's resolve rate and minutes after T steps, each against shaping off's, with paired
+bootstrap intervals over problems). `CRITERIA` is the one list: `judge` applies it, the
+confidence applies its resolve criteria again per resample, scarcity reads their intervals, and
+the rule, the confidence, the frontier and the trade read the resolve rate kept through `kept`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -135,18 +124,12 @@ def width(row: dict[str, Any], scope: str) -> float | None:
     return None if point is None or low is None else point - low
 
 
-def kept(
-    row: dict[str, Any],
-    scope: str,
-    end: Literal["low", "point"] = "low",
-    resampled: np.ndarray | None = None,
-) -> Any:
-    """The resolve rate a config keeps after T steps as a share of shaping off's then, in `scope`
-    ('' all problems, '@long'): at the low end of its interval, as the rule reads it (the point
-    value where no interval was computed), or the point value (`end="point"`). With `resampled`,
-    the config's ratio in each bootstrap resample: each resample's low end, its value less the
-    width the interval has here (a new log sees its own point and about the same width). None
-    where there is no ratio (shaping off resolves nothing: `meets` compares the rates)."""
+def kept(row: dict[str, Any], scope: str, end: str = "low", resampled: Any = None) -> Any:
+    """The resolve rate kept after T steps as a share of shaping off's, in `scope` ('' or
+    '@long'): the low end of its interval as the rule reads it (the point value without an
+    interval), or the point value (`end="point"`). With `resampled` (the ratio per bootstrap
+    resample), each resample's low end: its value less the width the interval has here. None
+    without a ratio (shaping off resolves nothing: `meets` compares the rates)."""
     point = row.get(C.scoped(C.F_RESOLVE_VS_OFF, scope))
     if point is None or end == "point":
         return None if point is None else float(point)
@@ -156,12 +139,9 @@ def kept(
     return float(low if low is not None else point)
 
 
-def meets(
-    row: dict[str, Any], scope: str, least: float, resampled: np.ndarray | None = None
-) -> Any:
-    """Whether the resolve rate kept in `scope` (`kept`, per resample with `resampled`) is at
-    least `least`; where shaping off resolves nothing (no ratio), the resolve rate may not fall
-    below shaping off's."""
+def meets(row: dict[str, Any], scope: str, least: float, resampled: Any = None) -> Any:
+    """The resolve rate kept in `scope` (per resample with `resampled`) is at least `least`;
+    without a ratio, the resolve rate may not fall below shaping off's."""
     value = kept(row, scope, resampled=resampled)
     if value is None:
         on, off = num(row, C.scoped(C.F_RESOLVE, scope)), num(row, C.scoped(C.F_RESOLVE_OFF, scope))
@@ -173,9 +153,8 @@ def meets(
 @dataclass(frozen=True)
 class Criterion:
     """One test of the rule: its name, whether a summary row passes, and the sentence that says
-    why a row fails (with its number). A criterion on the resolve rate kept after T steps
-    (`on_resolve`) also names its `scope` and its bar (`least`, read from the rule): the
-    confidence applies it again in each resample and scarcity reads its interval from there."""
+    why a row fails (with its number). One on the resolve rate kept (`on_resolve`) names its
+    `scope` and bar (`least`), which the confidence and scarcity read; the others are static."""
 
     name: str
     passes: Callable[[dict[str, Any], Rule], bool]
@@ -185,7 +164,6 @@ class Criterion:
 
     @classmethod
     def on_resolve(cls, name: str, scope: str, least: Callable[[Rule], float]) -> Criterion:
-        """The low end of the resolve rate kept in `scope` at least `least(rule)` (`meets`)."""
         return cls(
             name,
             lambda r, rule: meets(r, scope, least(rule)),
@@ -195,8 +173,7 @@ class Criterion:
         )
 
     @property
-    def static(self) -> bool:
-        """The criterion needs no forecast, and the bootstrap does not move it."""
+    def static(self) -> bool:  # needs no forecast; the bootstrap does not move it
         return self.scope is None
 
 
@@ -241,14 +218,12 @@ CRITERIA = [
         ),
     ),
 ]
-"""Every criterion, in the order reasons list them. A new criterion is one entry here (and its
-threshold a `Rule` field); a resolve criterion (`Criterion.on_resolve`) is applied again by the
-confidence and read by scarcity without further change."""
+"""Every criterion, in the order reasons list them: a new one is one entry here (its threshold a
+`Rule` field); the confidence and scarcity apply a resolve criterion without further change."""
 
 
 def resolve_criteria() -> list[Criterion]:
-    """The criteria on the resolve rate kept after T steps: a config may fail these and still be
-    the best trade when shaping off is kept; the confidence applies them again per resample."""
+    """The criteria on the resolve rate kept (a config failing only these may be a trade)."""
     return [c for c in CRITERIA if not c.static]
 
 
@@ -260,21 +235,16 @@ NEEDED = (
     C.F_SOLVE_OFF,
 )
 """The summary columns the whole rule reads (the outcome at the horizon among them)."""
-RULE_READS = (
-    *(
-        n
-        for s in _SCOPES
-        for n in (C.scoped(C.F_RESOLVE_VS_OFF, s), C.bound(C.F_RESOLVE_VS_OFF, "low", s))
-    ),
-    C.F_SOLVE_VS_OFF,
-)
+_INTERVALS = [
+    (C.scoped(C.F_RESOLVE_VS_OFF, s), C.bound(C.F_RESOLVE_VS_OFF, "low", s)) for s in _SCOPES
+]
+RULE_READS = (*(name for pair in _INTERVALS for name in pair), C.F_SOLVE_VS_OFF)
 """The numbers the rule reads, carried by the recommendation table under their summary names."""
 
 
 @dataclass(frozen=True)
 class Judged:
-    """A summary row judged by the rule: its place in the summary, the row, the criteria it
-    fails (in `CRITERIA` order), and whether it is shaping off."""
+    """A summary row judged: its place, the row, the criteria it fails, whether it is shaping off."""
 
     index: int
     row: dict[str, Any]
@@ -282,7 +252,7 @@ class Judged:
     off: bool
 
     def static(self) -> Judged:
-        """The same row with only its static failures (where resolve rate is not judged)."""
+        """Only its static failures (where the resolve rate is not judged)."""
         return replace(self, failed=tuple(c for c in self.failed if c.static))
 
 
@@ -295,9 +265,3 @@ def judge(
         Judged(i, row, tuple(c for c in criteria if not c.passes(row, rule)), off[i])
         for i, row in enumerate(rows)
     ]
-
-
-def at_check(row: dict[str, Any], check: str) -> dict[str, Any]:
-    """A summary row read at one of the forecast's checks (`catalogue.CHECKS`): the numbers the
-    rule reads as the forecast gave them there, every other value as it is."""
-    return {**row, **{name: row[C.at_check(name, check)] for name in RULE_READS}}

@@ -18,16 +18,8 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import findings
 from replay_cli.advice.recommendation import ROLES, near_misses, recommend
-from replay_cli.advice.rule import Rule
+from replay_cli.advice.rule import Rule, resolve_criteria
 from replay_cli.advice.texts import pct_ratio
-
-
-def first_where(verdict: pl.DataFrame, flag: str) -> dict[str, Any] | None:
-    """The first row of a recommendation table whose boolean `flag` column is true."""
-    if flag not in verdict.columns:
-        return None
-    found = verdict.filter(pl.col(flag))
-    return found.row(0, named=True) if found.height else None
 
 
 @dataclass(frozen=True)
@@ -53,8 +45,10 @@ class Decision:
     def of(cls, verdict: pl.DataFrame) -> Decision:
         """The decision a recommendation table holds (it is derived, never decided again)."""
 
-        def first(role: str) -> dict[str, Any] | None:
-            found = verdict.filter(pl.col("role") == role)
+        def first(role: str, flag: str = "role") -> dict[str, Any] | None:
+            if flag not in verdict.columns:
+                return None
+            found = verdict.filter(pl.col(flag) == role if flag == "role" else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
         recommended, unrated = first("recommended"), first("unrated")
@@ -70,7 +64,7 @@ class Decision:
             unrated=None if unrated is None else unrated["reasons"],
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
             shaped_eligible=eligible.filter(~off).height,
-            best_trade=first_where(verdict, "best_trade"),
+            best_trade=first("", "best_trade"),
         )
 
 
@@ -90,7 +84,7 @@ def keep_off_text(d: Decision, rule: Rule) -> str:
     best trade, if any, is `d.best_trade['trade']`)."""
     if d.shaped_eligible:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
-    least = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    least = min(c.least(rule) for c in resolve_criteria())
     return (
         f"no shaped config keeps {C.show_value('ratio', least)} of shaping off's resolve rate "
         "after T steps with confidence (and passes the other criteria)"
