@@ -16,13 +16,10 @@ from replay_cli.advice.rule import Judged, Rule, meets, resolve_criteria
 from replay_cli.maths.thresholds import MINUTES_EPS
 
 PREDICTIVE = 2.0
-"""How much wider a new log's spread around this log's value is taken to be than the bootstrap's.
-A new log carries its own noise on top of this one's (√2 under a flat prior), but the stated
-share is read for the config this log picked: where the truth sits at the bar (a coin flip
-between two configs, repeat rate 50%), √2 states 70% on average, and any spread states more than
-50%. In that two-way normal model the mean stated share minus the repeat rate is +20 points at
-√2 and ±15 at 2, the spread that minimises the worst case over every distance from the bar (it
-understates clear picks by up to 14 points); docs/report.md, "Confidence"."""
+"""How much wider a new log's spread around this log's value is taken to be than the bootstrap's:
+2, not the flat prior's √2, since the stated share is read for the config this log picked; 2
+minimises the worst error of the stated share over every distance from the bar (docs/report.md,
+"Confidence")."""
 ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
 """The differences two configs that train alike hold 0 in (`Rule.alike_level`)."""
 
@@ -62,13 +59,10 @@ def confidence(
     eligible: list[int],
     ties: Sequence[int],
 ) -> Confidence | None:
-    """How sure the pick is, from the forecast's paired bootstrap over problems: each resample
-    stands for a new log of the same size (`_spread`), and the rule's resolve criteria are
-    applied again with that log's own interval ends (`rule.kept`), so `won` estimates how often
-    a new log picks each config; `ties` is the point ranking's order of the keys after the gain.
-    Eligible configs whose differences to the pick (`ALIKE_READS`) hold 0 within the
-    `alike_level` interval train alike: the confidence of the pick is the share of resamples
-    that pick it or one of them (`set_share`)."""
+    """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
+    new log of the same size (`_spread`), and the rule's resolve criteria are applied again with
+    its own interval ends (`rule.meets`); `ties` orders rows as the ranking's keys after the gain
+    do. Eligible rows whose differences to the pick hold 0 train alike (`_alike`)."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),

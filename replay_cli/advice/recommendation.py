@@ -1,22 +1,11 @@
-"""The one recommendation: which config to launch, which is the runner-up, which to avoid and why.
-
-The rule (advice/rule.py: `Rule` and its `CRITERIA`) says which configs are eligible; here they
-are ranked and written as the recommendation table, and every other part of the report reads its
-verdict (advice/verdict.py) instead of deciding again (docs/report.md, "The recommendation"):
-
-* among the eligible, the **recommended** config makes successes fastest after T steps against
-  shaping off (the most negative `forecast/solve_minutes_vs_off`; a gain under 1% of shaping
-  off's minutes counts as none), ties going to the smaller lambda_time, then to shaping off,
-  then to the config with fewer settings away from their defaults; the next that does not
-  train exactly like it is the **runner-up**, the rest stay **eligible**;
-* every other config is **avoid**, with each failed criterion and its number as the reason;
-* without the forecast (`--no-forecast`), or with too few problems to tell the bar from
-  parity, the configs that pass the other criteria are **unrated**, and the reason says so.
-
-Shaping off competes under the same rule; when it wins, the verdict is to keep it, and the best
-trade (the shaped config that keeps the most resolve rate while making successes faster,
-failing nothing but the resolve criteria, and costing at most `max_trade_cost`) is named with
-its numbers. How sure the pick is: advice/confidence.py.
+"""The one recommendation: which config to launch, which is the runner-up, which to avoid and why
+(docs/report.md, "The recommendation"). The rule (advice/rule.py) says which configs are eligible;
+here they are ranked (successes fastest after T steps against shaping off first, then the smaller
+λ, shaping off, the fewer settings away from their defaults; the runner-up is the next that does
+not train like the best), the best trade is named where shaping off is kept, and the table is
+written that every surface reads through the verdict (advice/verdict.py). Without the forecast, or
+with too little data to tell the bar from parity, the configs that pass the static criteria are
+unrated, and the reason says so.
 """
 
 from __future__ import annotations
@@ -37,7 +26,7 @@ from replay_cli.advice.rule import (
     STATIC_NEEDED,
     Judged,
     Rule,
-    judge,
+    judge_rows,
     kept,
     resolve_criteria,
     shaping_off,
@@ -157,7 +146,7 @@ def recommend(
         return _unrated(summary, [], NO_TRAINING)
     judged = all(c in summary.columns for c in NEEDED)
     off = shaping_off(summary).to_list() if summary.height else []
-    ranking = _rank(judge(summary.iter_rows(named=True), off, rule, judged), rule, judged)
+    ranking = _rank(judge_rows(summary.iter_rows(named=True), off, rule, judged), rule, judged)
     if not ranking.decided:
         return _table(ranking, rule)
     rows, eligible = ranking.rows, ranking.ranked
@@ -184,7 +173,7 @@ def _rank(rows: list[Judged], rule: Rule, judged: bool = True) -> Ranking:
     train like the best."""
     why = NO_FORECAST if not judged else _scarcity(rows, rule)
     if why is not None:
-        rows = [r.static() for r in rows]
+        rows = [r.without_horizon() for r in rows]
         roles = {r.index: "avoid" if r.failed else "unrated" for r in rows}
         return Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False)
     rows, said = _without_outcome(rows)
@@ -218,7 +207,7 @@ def _without_outcome(rows: list[Judged]) -> tuple[list[Judged], dict[int, str]]:
         if r.row.get(C.F_RESOLVE) is None and not r.off:
             reason = r.row.get(C.FORECAST_REFUSED) or "the forecast has no outcome for it"
             why[r.index] = f"not judged on resolve rate: the forecast could not train it ({reason})"
-            r = r.static()
+            r = r.without_horizon()
         kept_rows.append(r)
     return kept_rows, why
 
@@ -334,7 +323,7 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     moved = []
     for check in ran:
         views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)
-        there = _rank(judge(views, off, rule), rule)
+        there = _rank(judge_rows(views, off, rule), rule)
         if not there.ranked and "unrated" in there.roles.values():
             moved.append(f"{where[check]} there is not enough data to decide")
         elif not there.ranked:

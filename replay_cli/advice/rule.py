@@ -1,7 +1,7 @@
 """The recommendation rule (docs/report.md, "The recommendation"): a config is eligible when it
 passes every criterion in `CRITERIA`, read from the summary table's outcome at the horizon (the
 forecast's resolve rate and minutes after T steps, each against shaping off's, with paired
-bootstrap intervals over problems). `CRITERIA` is the one list: `judge` applies it, the
+bootstrap intervals over problems). `CRITERIA` is the one list: `judge_rows` applies it, the
 confidence applies its resolve criteria again per resample, scarcity reads their intervals, and
 the rule, the confidence, the frontier and the trade read the resolve rate kept through `kept`.
 """
@@ -251,12 +251,12 @@ class Judged:
     failed: tuple[Criterion, ...]
     off: bool
 
-    def static(self) -> Judged:
+    def without_horizon(self) -> Judged:
         """Only its static failures (where the resolve rate is not judged)."""
         return replace(self, failed=tuple(c for c in self.failed if c.static))
 
 
-def judge(
+def judge_rows(
     rows: Iterable[dict[str, Any]], off: list[bool], rule: Rule, horizon: bool = True
 ) -> list[Judged]:
     """Each row against every criterion (only the static ones without the horizon's columns)."""
