@@ -33,6 +33,7 @@ from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
+from replay_cli.rollouts.value_checks import Coerced
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -56,12 +57,16 @@ def inspect_input(
     mapping: Sequence[str] | None = None,
     group_size: int | None = None,
     strict: bool = False,
-) -> tuple[dict[str, object], list[str]]:
-    """Validate an input and describe it: (statistics, loading notes)."""
+) -> tuple[dict[str, object], list[str], list[str]]:
+    """Validate an input and describe it: (statistics, loading notes, hazards: the input's
+    values the trainer would coerce, each in words; an input with any is not valid for
+    shaping)."""
+    from replay_cli.advice.findings import input_findings
     from replay_cli.analysis.describe import describe_rollouts
 
     rollouts = load(sources, mapping=mapping, group_size=group_size, strict=strict)
-    return describe_rollouts(rollouts), rollouts.notes
+    hazards = [f"{f['severity']}: {f['text']}" for f in input_findings(rollouts.coerced)]
+    return describe_rollouts(rollouts), rollouts.notes, hazards
 
 
 def replay(
@@ -104,7 +109,7 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
             *inert_settings(rollouts, result.configs),
         ],
         input_notes=list(rollouts.notes),
-        verdict=judge(result.summary, result.top_groups, result.resamples, rule),
+        verdict=judge(result.summary, result.top_groups, result.resamples, rule, rollouts.coerced),
     )
 
 
@@ -392,10 +397,13 @@ def import_logs(
     progress: Callable[[int, int], None] | None = None,
     mapping: Sequence[str] | None = None,
     split: str | None = None,
+    durations: bool = False,
 ) -> ImportStats:
     """Convert logs or tables of another format into a canonical Parquet file (see
     io/importers.py). A `table` import is checked as a replay would load it; a table that would
-    be refused is not written, and the message names its sources."""
+    be refused is not written, and the message names its sources; values a replay would read as
+    the trainer does (a run time that does not parse: 0 minutes) are counted in a note.
+    `durations` reads run times written '12m', '1h02m', '00:12:00', '720s' into seconds."""
     from replay_cli.errors import SchemaError
     from replay_cli.io.importers import import_logs as run_import
 
@@ -411,17 +419,27 @@ def import_logs(
         progress=progress,
         mapping=parse_mapping(mapping or []),
         split=split,
+        durations=durations,
     )
     if fmt == "table":
         try:
-            load_rollouts([out])
+            coerced = load_rollouts([out]).coerced
         except SchemaError as exc:
             out.unlink()
             named = ", ".join(str(s) for s in sources)
             raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
         # A column kept under another name than the one a setting reads (n_calls for calls).
         stats.notes.extend(look_alike_notes(pl.read_parquet_schema(out).names()))
+        stats.notes.extend(_coerced_note(c, durations) for c in coerced)
     return stats
+
+
+def _coerced_note(c: Coerced, durations: bool) -> str:
+    """An import's note on values a replay reads as the trainer does."""
+    text = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
+    if c.refused_by_strict and not durations:
+        text += " (--durations reads '12m', '1h02m', '00:12:00', '720s' into seconds)"
+    return text
 
 
 def verify_run(

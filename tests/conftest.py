@@ -17,6 +17,21 @@ if profile:
     settings.load_profile(profile)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_tool_dirs(tmp_path_factory):
+    """W&B's settings, cache and staging directories in this run's own temporary directory
+    (by default they sit under the home directory, shared by every suite running on the
+    machine): two copies of the suite side by side share no file through them."""
+    root = tmp_path_factory.mktemp("tool-dirs")
+    names = ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in names:
+            path = root / name.lower()
+            path.mkdir()
+            mp.setenv(name, str(path))
+        yield root
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """`replay-cli demo` run once for the session as the README shows it (its default output

@@ -10,7 +10,7 @@ then what it teaches, then context) and sums a kind met by many configs up in on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,16 +19,12 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.rule import Rule, kept, width
-from replay_cli.advice.words import (
-    NO_LONG_PROBLEMS,
-    minutes_text,
-    num,
-    pct,
-    sooner_than_off,
-)
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, sooner_than_off
+from replay_cli.catalogue.units import minutes_text, pct
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
+from replay_cli.rollouts.value_checks import Coerced
 
 SCHEMA = {
     S.CONFIG_ID: pl.String,
@@ -401,12 +397,45 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
 """Every per-config kind in the order a user decides in: (severity, definition, headline)."""
 
 
+INPUT_COERCED = "input_coerced"
+"""The kind of an input's values that the trainer coerces (one row per column, config_id null,
+before every per-config kind): a hazard when a value does not parse, a warning for nulls."""
+
+
+def input_findings(coerced: Sequence[Coerced]) -> list[dict[str, Any]]:
+    """One finding per column whose values the trainer would coerce (value: their share)."""
+    out = []
+    for c in coerced:
+        text = f"Input: {c.what()}: the trainer reads them as {c.read_as}, and so does this replay"
+        if c.refused_by_strict:
+            text += (
+                " (no time charge: those rollouts get the highest shaped reward). Write run times "
+                "in seconds (`replay-cli import table --durations` reads '12m', '1h02m', "
+                "'00:12:00', '720s'); `--strict` refuses such input"
+            )
+        out.append(
+            {
+                S.CONFIG_ID: None,
+                "kind": INPUT_COERCED,
+                "severity": "hazard" if c.refused_by_strict else "warning",
+                "value": c.share,
+                "text": text + ".",
+                "headline": True,
+            }
+        )
+    return out
+
+
 def findings(
-    summary: pl.DataFrame, tops: pl.DataFrame | None = None, rule: Rule | None = None
+    summary: pl.DataFrame,
+    tops: pl.DataFrame | None = None,
+    rule: Rule | None = None,
+    coerced: Sequence[Coerced] = (),
 ) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline), in `KINDS` order;
-    `tops` is `maths.top_groups.top_groups` of the group table (the worst group of a config).
-    The decision itself is the verdict's, not a finding (advice/verdict.py)."""
+    """The findings table (config_id, kind, severity, value, text, headline): the input's coerced
+    values (`input_findings`) first, then `KINDS` order; `tops` is `maths.top_groups.top_groups`
+    of the group table (the worst group of a config). The decision itself is the verdict's, not
+    a finding (advice/verdict.py)."""
     rule = rule or Rule()
     tops_of = _tops(tops)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())
@@ -425,7 +454,7 @@ def findings(
                         "text": f"{row['label']}: {found.text}",
                     }
                 )
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = input_findings(coerced)
     for kind, members in by_kind.items():
         many = len(members) > PER_KIND_IN_HEADLINE
         if many:

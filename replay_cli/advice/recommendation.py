@@ -33,35 +33,36 @@ from replay_cli.advice.rule import (
     width,
 )
 from replay_cli.advice.texts import NO_FORECAST, NO_TRAINING, trade_text, why_eligible
-from replay_cli.advice.words import num, param_text, pct
+from replay_cli.advice.words import num, param_text
+from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import registry
 
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
 """`unrated`: what the rule reads is missing (no forecast, too few problems, or a report of an
 earlier version); the reason says which."""
-SAME_NUMBERS_NEEDED = ("trained_digest",)
+SAME_NUMBERS_NEEDED = (C.TRAINED_DIGEST,)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
 the clip and loss mask, loss-masked rows included)."""
 SCHEMA = {
     S.CONFIG_ID: pl.String,
     "label": pl.String,
-    "role": pl.String,
-    "rank": pl.Int64,
-    "failed": pl.List(pl.String),
-    "reasons": pl.String,
-    "overrides": pl.String,
-    "yaml": pl.String,
+    C.ROLE: pl.String,
+    C.RANK: pl.Int64,
+    C.FAILED: pl.List(pl.String),
+    C.REASONS: pl.String,
+    C.OVERRIDES: pl.String,
+    C.YAML: pl.String,
     S.SHAPING_OFF: pl.Boolean,
     **dict.fromkeys(RULE_READS, pl.Float64),
     C.FORECAST_STEPS: pl.Float64,
-    "won_share": pl.Float64,
-    "set_share": pl.Float64,
-    "alike": pl.List(pl.String),
-    "best_trade": pl.Boolean,
-    "trade": pl.String,
-    "budget_check": pl.String,
+    C.WON_SHARE: pl.Float64,
+    C.SET_SHARE: pl.Float64,
+    C.ALIKE: pl.List(pl.String),
+    C.BEST_TRADE: pl.Boolean,
+    C.TRADE: pl.String,
+    C.BUDGET_CHECK: pl.String,
 }
 """`won_share`: the share of resamples in which the rule picks the config; `set_share` (the
 recommended row only): the share in which it picks the config or one of `alike`, the eligible
@@ -238,24 +239,24 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
             {
                 S.CONFIG_ID: row[S.CONFIG_ID],
                 "label": row["label"],
-                "role": role,
-                "rank": ranks.get(r.index),
-                "failed": [c.name for c in r.failed],
-                "reasons": _reasons(r, ranking, rule),
-                "overrides": launch_overrides(row, r.off),
-                "yaml": launch_yaml(row, r.off),
+                C.ROLE: role,
+                C.RANK: ranks.get(r.index),
+                C.FAILED: [c.name for c in r.failed],
+                C.REASONS: _reasons(r, ranking, rule),
+                C.OVERRIDES: launch_overrides(row, r.off),
+                C.YAML: launch_yaml(row, r.off),
                 S.SHAPING_OFF: r.off,
                 **{name: row.get(name) for name in RULE_READS},
                 C.FORECAST_STEPS: row.get(C.FORECAST_STEPS),
-                "won_share": sure.won.get(r.index),
-                "set_share": sure.set_share if best else None,
-                "alike": [labels[j] for j in sure.alike] if best else [],
-                "best_trade": ranking.trade == r.index,
-                "trade": trade_text(row) if _tradeable(r, rule) else None,
-                "budget_check": ranking.checked if best else None,
+                C.WON_SHARE: sure.won.get(r.index),
+                C.SET_SHARE: sure.set_share if best else None,
+                C.ALIKE: [labels[j] for j in sure.alike] if best else [],
+                C.BEST_TRADE: ranking.trade == r.index,
+                C.TRADE: trade_text(row) if _tradeable(r, rule) else None,
+                C.BUDGET_CHECK: ranking.checked if best else None,
             }
         )
-    out.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else len(out)))
+    out.sort(key=lambda r: (order[r[C.ROLE]], r[C.RANK] if r[C.RANK] is not None else len(out)))
     return pl.DataFrame(out, schema=SCHEMA) if out else pl.DataFrame(schema=SCHEMA)
 
 

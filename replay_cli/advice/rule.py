@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli import catalogue as C
 from replay_cli.advice.texts import kept_text
-from replay_cli.advice.words import num, pct
+from replay_cli.advice.words import num
+from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import EXPLOSION
 
 STATIC_NEEDED = (C.INTRODUCED, C.EXPLOSION_TRAINED, C.UNCHARGED_ONLY)

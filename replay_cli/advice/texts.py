@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from replay_cli import catalogue as C
-from replay_cli.advice.words import NO_LONG_PROBLEMS, num, pct, sooner_than_off
+from replay_cli.advice.words import NO_LONG_PROBLEMS, num, sooner_than_off
+from replay_cli.catalogue.units import pct, percent, points
 
 NO_FORECAST = (
     "not judged on resolve rate: the summary has no outcome after T steps (the forecast did not "
@@ -17,18 +18,9 @@ NO_FORECAST = (
 NO_TRAINING = "nothing to judge: the input has no training group (every row is validation)"
 
 
-def _rate(x: float) -> str:
-    return f"{x:.1%}"
-
-
 def pct_ratio(x: float | None) -> str:
     """A ratio to shaping off's for a sentence (one decimal, as the tables show it)."""
     return C.show_value("ratio", x)
-
-
-def _points(x: float) -> str:
-    """A change of a probability in percentage points, one decimal."""
-    return f"{x * 100:+.1f}".replace("-", "−")
 
 
 def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
@@ -45,14 +37,14 @@ def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
         return f"has no outcome{scope} ({NO_LONG_PROBLEMS})" if where else "has no forecast"
     against = f"{pct_ratio(ratio)} of " if ratio is not None else "against "
     text = (
-        f"ends at {_rate(on)} resolved{scope} after {num(row, C.FORECAST_STEPS):.0f} steps, "
-        f"{against}shaping off's {_rate(off)}"
+        f"ends at {percent(on)} resolved{scope} after {num(row, C.FORECAST_STEPS):.0f} steps, "
+        f"{against}shaping off's {percent(off)}"
     )
     if start is not None:
         text += (
-            f" (it keeps {_points(on - start)} of shaping off's {_points(off - start)} points)"
+            f" (it keeps {points(on - start)} of shaping off's {points(off - start)} points)"
             if off - start > 1e-12
-            else f" (shaping off moves it {_points(off - start)} points)"
+            else f" (shaping off moves it {points(off - start)} points)"
         )
     return text
 

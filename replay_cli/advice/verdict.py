@@ -9,17 +9,19 @@ was applied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.findings import findings
+from replay_cli.advice.findings import INPUT_COERCED, findings
 from replay_cli.advice.recommendation import ROLES, near_misses, recommend
 from replay_cli.advice.rule import Rule, resolve_criteria
 from replay_cli.advice.texts import pct_ratio
+from replay_cli.rollouts.value_checks import Coerced
 
 
 @dataclass(frozen=True)
@@ -135,15 +137,27 @@ def judge(
     tops: pl.DataFrame | None = None,
     resamples: pl.DataFrame | None = None,
     rule: Rule | None = None,
+    coerced: Sequence[Coerced] = (),
 ) -> Verdict:
     """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
     (the findings name the worst group of a config from it), `resamples` the decision measure's
-    bootstrap table (how often each config would be recommended)."""
+    bootstrap table (how often each config would be recommended), `coerced` the input's values
+    the trainer coerces (`Rollouts.coerced`; a finding each)."""
     rule = rule or Rule()
     table = recommend(summary, rule, resamples)
     return Verdict(
         recommendation=table,
-        findings=findings(summary, tops, rule),
+        findings=findings(summary, tops, rule, coerced),
         decision=Decision.of(table),
         rule=rule,
     )
+
+
+def with_input_findings(verdict: Verdict, before: pl.DataFrame) -> Verdict:
+    """`verdict` with the input's findings of an earlier verdict of the same report (judging
+    again reads the summary, which does not hold the input's values)."""
+    kept = before.filter(pl.col("kind") == INPUT_COERCED)
+    if kept.is_empty():
+        return verdict
+    rest = verdict.findings.filter(pl.col("kind") != INPUT_COERCED)
+    return replace(verdict, findings=pl.concat([kept, rest], how="vertical_relaxed"))

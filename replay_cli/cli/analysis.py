@@ -256,6 +256,15 @@ def import_(
         str | None,
         typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset."),
     ] = None,
+    durations: Annotated[
+        bool,
+        typer.Option(
+            "--durations",
+            help="table: read run times written as durations ('12m', '1h02m', '00:12:00', "
+            "'720s') into seconds. Without it such values are counted: a replay reads them "
+            "as 0 minutes, as the trainer's float() does.",
+        ),
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Convert NeMo-Gym rollouts, W&B full_result tables (files or a run directory) or rollout
@@ -274,6 +283,7 @@ def import_(
                 progress=tick,
                 mapping=map_,
                 split=split,
+                durations=durations,
             )
         typer.echo(f"Wrote {stats.rows} rollouts to {out}")
         for note in stats.notes:

@@ -182,10 +182,10 @@ def inspect(
 ) -> None:
     """Validate an input and summarise it (sizes, group shapes, outcomes, run times)."""
     with user_errors():
-        stats, notes = api.inspect_input(
+        stats, notes, hazards = api.inspect_input(
             sources, mapping=map_, group_size=group_size, strict=strict
         )
-        terminal.print_inspect(stats, notes)
+        terminal.print_inspect(stats, notes, hazards)
 
 
 @app.command(rich_help_panel="Data")

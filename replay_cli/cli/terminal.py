@@ -217,8 +217,11 @@ def print_wandb(out: Path) -> None:
     typer.echo(f"  {sync_command(out)}")
 
 
-def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
-    """An input's description (api.inspect_input) and its loading notes."""
+def print_inspect(
+    stats: dict[str, object], notes: Sequence[str], hazards: Sequence[str] = ()
+) -> None:
+    """An input's description (api.inspect_input), its loading notes, and the values the
+    trainer would coerce: an input with any loads, but is not called valid for shaping."""
     table = Table(title="rollout input", show_header=False, title_justify="left")
     for key, value in stats.items():
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
@@ -226,7 +229,15 @@ def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
     console.print(table)
     for note in notes:
         console.print(f"note: {note}")
-    console.print("OK: the input is valid.")
+    for hazard in hazards:
+        console.print(hazard)
+    if any(h.startswith("hazard") for h in hazards):
+        console.print(
+            "NOT VALID FOR SHAPING: the input loads, but the values above would be read as the "
+            "trainer reads them (fix them, or see `--strict`)."
+        )
+    else:
+        console.print("OK: the input is valid.")
 
 
 def demo_guide(out: Path) -> str:

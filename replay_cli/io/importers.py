@@ -31,6 +31,7 @@ class Options:
     progress: Callable[[int, int], None] | None = None
     mapping: dict[str, str] | None = None  # table: --map SRC=DST
     split: str | None = None  # table: a saved DatasetDict's or a Hub dataset's split
+    durations: bool = False  # table: run times written as '12m', '00:12:00' read into seconds
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,24 @@ def _table(paths: list[Path], out: Path, options: Options) -> ImportStats:
 
     from replay_cli.io.files import atomic_path
     from replay_cli.io.jsonl import ImportStats
-    from replay_cli.io.tables import read_tables
+    from replay_cli.io.tables import duration_seconds, read_tables
+    from replay_cli.schema import RUN_TIME
 
     if options.step is not None:
         raise ConfigError("--step is for nemo-gym and wandb-table; map a table's step column.")
     frame = read_tables(paths, options.mapping or {}, options.split)
+    notes = []
+    if options.durations and frame.schema.get(RUN_TIME) == pl.String:
+        before = frame[RUN_TIME]
+        frame = frame.with_columns(duration_seconds(RUN_TIME))
+        lost = before.filter(before.is_not_null() & frame[RUN_TIME].is_null())
+        if len(lost):
+            shown = ", ".join(repr(v) for v in lost.unique(maintain_order=True).head(3))
+            notes.append(
+                f"{len(lost)} of {frame.height} values of '{RUN_TIME}' "
+                f"({len(lost) / frame.height:.1%}) are not durations (e.g. {shown}); written "
+                "as null, which a replay reads as 0 minutes, as the trainer would read the text"
+            )
     size = options.group_size
     if size is not None:  # the loader's rule (rollouts/validation.py): N consecutive rows
         if "group_id" in frame.columns:
@@ -162,7 +176,7 @@ def _table(paths: list[Path], out: Path, options: Options) -> ImportStats:
         )
     with atomic_path(out) as tmp:
         frame.write_parquet(tmp)
-    return ImportStats(rows=frame.height)
+    return ImportStats(rows=frame.height, notes=notes)
 
 
 IMPORTERS: dict[str, Importer] = {
@@ -194,9 +208,11 @@ def import_logs(
     progress: Callable[[int, int], None] | None = None,
     mapping: dict[str, str] | None = None,
     split: str | None = None,
+    durations: bool = False,
 ) -> ImportStats:
     """Convert NeMo-Gym rollout JSONL, W&B full_result tables or rollout tables (`table`: CSV,
-    JSONL, Arrow, Hugging Face datasets; `mapping` renames columns) into one Parquet file. The
+    JSONL, Arrow, Hugging Face datasets; `mapping` renames columns; `durations` reads run times
+    written as durations, io/tables.DURATION_FORMS, into seconds) into one Parquet file. The
     log formats stream line by line, decoding only the fields a row needs (`decode=json.loads`
     gives the same rows from full decoding, the reference the tests and the benchmark hold it
     to)."""
@@ -212,5 +228,5 @@ def import_logs(
         raise ConfigError(f"--group-size must be at least 1, got {group_size}")
     if fmt not in IMPORTERS:
         raise ConfigError(f"Unknown import format {fmt!r}; choose one of {', '.join(IMPORTERS)}.")
-    options = Options(step, group_size, skip_bad, decode, progress, mapping, split)
+    options = Options(step, group_size, skip_bad, decode, progress, mapping, split, durations)
     return IMPORTERS[fmt].convert(paths, out, options)

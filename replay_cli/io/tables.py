@@ -132,3 +132,34 @@ def read_tables(
     if not frames:
         raise InputFileError("No input given.")
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+_UNITS = rf"^(?:{_NUMBER}\s*h)?\s*(?:{_NUMBER}\s*m(?:in)?)?\s*(?:{_NUMBER}\s*s)?$"
+_CLOCK = rf"^(?:(\d+):)?(\d+):{_NUMBER}$"
+DURATION_FORMS = "'12m', '1h02m', '00:12:00', '12:00', '720s', '1.5h' or a plain number of seconds"
+"""What `import table --durations` reads (the guide and the option's help say the same)."""
+
+
+def duration_seconds(col: str) -> pl.Expr:
+    """A text column of durations as people write them, in seconds (float); anything else null.
+    '12m' -> 720, '1h02m' -> 3720, '00:12:00' and '12:00' (minutes:seconds) -> 720, '720s' and
+    '720' -> 720."""
+    text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
+
+    def part(pattern: str, group: int) -> pl.Expr:
+        return text.str.extract(pattern, group).cast(pl.Float64).fill_null(0.0)
+
+    units = part(_UNITS, 1) * 3600 + part(_UNITS, 2) * 60 + part(_UNITS, 3)
+    clock = part(_CLOCK, 1) * 3600 + part(_CLOCK, 2) * 60 + part(_CLOCK, 3)
+    plain = text.cast(pl.Float64, strict=False)
+    return (
+        pl.when(plain.is_not_null())
+        .then(plain)
+        .when(text.str.contains(_CLOCK))
+        .then(clock)
+        .when(text.str.contains(_UNITS) & (text.str.len_chars() > 0))
+        .then(units)
+        .otherwise(None)
+        .alias(col)
+    )

@@ -221,6 +221,9 @@ def _frontier(report: Report) -> str:
 
     def shown(axis: str, value: float) -> str:
         # y is `gain` (minutes sooner, up); written as solve Δ, negative = sooner, as everywhere.
+        # The rule's line is its bar, written as every sentence writes a threshold (95%).
+        if axis == "rule":
+            return C.pct(value)
         return C.show_value("ratio", value) if axis == "x" else C.show(C.F_SOLVE_VS_OFF, -value)
 
     chart = frontier_svg(
@@ -246,7 +249,7 @@ def _frontier(report: Report) -> str:
         "then, the minutes a success takes minus under shaping off (negative = sooner, so up is "
         "sooner). The dashed line is the "
         "rule's "
-        f"{C.show_value('ratio', line)}; a hollow point is avoided for another criterion "
+        f"{C.pct(line)}; a hollow point is avoided for another criterion "
         f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend} "
         "The same chart as a PNG for slides: charts/frontier.png.</p>"
     )

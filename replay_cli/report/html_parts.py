@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from replay_cli.advice.words import fmt
+from replay_cli.catalogue.units import fmt
 
 
 def cell(value: Any, css: str = "", title: str = "", shown: str | None = None) -> str:
@@ -135,7 +135,8 @@ def frontier_svg(
     its role (hollow where every config it stands for is in `hollow`), labelled with every config
     number it stands for (nudged apart so labels never overprint); hovering lists their labels, a
     click opens the first one's detail, and the summary filters hide the groups they hide.
-    `vline`: the rule's line on the x axis; `shown(axis, value)` writes a tick or a value."""
+    `vline`: the rule's line on the x axis; `shown(axis, value)` writes a tick or a value of
+    axis 'x' or 'y', or the rule line's bar (axis 'rule')."""
     from replay_cli.report.roles import STYLES
 
     many = sum(len(p["n"]) for p in points) > LABEL_ALL_MAX
@@ -183,7 +184,7 @@ def frontier_svg(
         parts.append(
             f'<line x1="{px(vline):.1f}" x2="{px(vline):.1f}" y1="{top}" y2="{height - bottom}" '
             f'class="rule-line"/><text x="{px(vline) + 3:.1f}" y="{top + 10}" class="tick">'
-            f"rule {shown('x', vline)}</text>"
+            f"rule {shown('rule', vline)}</text>"
         )
     parts.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 10}" class="axis">{escape(xlabel)}</text>'

@@ -25,7 +25,14 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
 from replay_cli.advice.rule import Rule
-from replay_cli.advice.verdict import Decision, Verdict, confidence_text, judge, keep_off_text
+from replay_cli.advice.verdict import (
+    Decision,
+    Verdict,
+    confidence_text,
+    judge,
+    keep_off_text,
+    with_input_findings,
+)
 from replay_cli.config import ReplayConfig, unique_labels
 from replay_cli.errors import InputFileError
 from replay_cli.maths.peers import whitening_weights
@@ -164,6 +171,8 @@ class Report:
         result = self.result
         rule = rule or self.rule
         verdict = judge(result.summary, self.top_groups, result.resamples, rule)
+        if result.verdict is not None:
+            verdict = with_input_findings(verdict, result.verdict.findings)
         return replace(self, result=replace(result, verdict=verdict))
 
     def __eq__(self, other: object) -> bool:

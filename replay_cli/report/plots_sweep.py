@@ -328,8 +328,8 @@ def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
             label=None if label in seen else label,
         )
         seen.add(label)
-    line = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long) * 100
-    ax.axvline(line, color="#555", linestyle="--", linewidth=1, label=f"rule: {line:.0f}%")
+    bar = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    ax.axvline(bar * 100, color="#555", linestyle="--", linewidth=1, label=f"rule: {C.pct(bar)}")
     ax.axhline(0, color="#999", linewidth=0.8)
     if len(points) <= 40:
         place_labels(ax, points, "kept", "gain", scale=100)

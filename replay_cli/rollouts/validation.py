@@ -15,7 +15,13 @@ from replay_cli.errors import SchemaError
 from replay_cli.frames import collect
 from replay_cli.io.parquet import discover, scan_file
 from replay_cli.rollouts.chunks import COUNT_ENGINE, fill_positions, in_chunk, step_counts
-from replay_cli.rollouts.value_checks import check_all_values, problems_message
+from replay_cli.rollouts.value_checks import (
+    Coerced,
+    check_all_values,
+    coerced_values,
+    parses_as_number,
+    problems_message,
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,9 @@ class Rollouts:
     setting that reads one cannot act on this input (rollouts/fit.py)."""
     fill_positions: bool = False
     counts: pl.DataFrame | None = None  # rows per step, once known
+    coerced: list[Coerced] = field(default_factory=list)
+    """Values the trainer would coerce (a run time that does not parse, a null reward or call
+    count), read as it reads them: advice/findings.py says so on every surface."""
 
     def step_counts(self) -> pl.DataFrame:
         """Rows per step (sorted; a null step is its own row), counted once."""
@@ -222,6 +231,10 @@ def _build(
         S.ROLLOUT_INDEX not in has or _null_count(lf, S.ROLLOUT_INDEX, names) > 0
     )
     counts = None
+    coerced = coerced_values(frames) if check_values else []
+    refused = [c.problem() for c in coerced if strict and c.refused_by_strict]
+    if refused:
+        raise SchemaError(problems_message(refused))
     if check_values:
         counts = check_all_values(
             lf, group_size, strict, group_derived=S.GROUP_ID not in has, fill=fill
@@ -235,6 +248,7 @@ def _build(
         absent=frozenset(c for c in S.CANONICAL if c not in has),
         fill_positions=fill,
         counts=counts,
+        coerced=coerced,
     )
 
 
@@ -287,8 +301,11 @@ def _normalise(lf: pl.LazyFrame) -> pl.LazyFrame:
     for col, dtype in S.NORMALISED_TYPES.items():
         if col not in sch:
             continue
-        if col == S.RUN_TIME:
-            # Upstream float() semantics: a non-numeric string becomes null, then 0 minutes.
+        if col == S.RUN_TIME and sch[col] == pl.String:
+            # Upstream float() semantics: a non-numeric string becomes null, then 0 minutes
+            # (counted and named: coerced_values).
+            exprs.append(parses_as_number(col))
+        elif col == S.RUN_TIME:
             exprs.append(pl.col(col).cast(pl.Float64, strict=False))
         elif col == S.SPLIT:
             exprs.append(pl.col(col).cast(pl.String))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from replay_cli import schema as S
@@ -146,3 +148,104 @@ def problems_message(problems: list[str]) -> str:
     head = f"{n} problem{'s' if n > 1 else ''} in the rollout input:"
     body = "\n".join(f"  - {p}" for p in problems)
     return f"{head}\n{body}\n\nRows are counted from 0 within each file. See `replay-cli inspect --help`."
+
+
+@dataclass(frozen=True)
+class Coerced:
+    """Values of one column that the trainer reads as something else (its `float()` fallback, or
+    `reward or 0.0`): the replay reads them the same way, and says so."""
+
+    column: str
+    count: int
+    rows: int
+    """Rows of the whole input (the share's denominator)."""
+    read_as: str
+    examples: tuple[str, ...]
+    where: tuple[str, ...]
+    refused_by_strict: bool
+    """A value that does not parse at all (`--strict` refuses it; a null is only missing)."""
+
+    @property
+    def share(self) -> float:
+        return self.count / self.rows
+
+    def what(self) -> str:
+        """'672 of 4704 values of 'openhands_run_time' (14.3%) do not parse as a number (…)'."""
+        kind = "do not parse as a number" if self.refused_by_strict else "are null"
+        shown = ", ".join(repr(v) for v in self.examples)
+        return (
+            f"{self.count} of {self.rows} values of '{self.column}' ({self.share:.1%}) {kind}"
+            f"{f' (e.g. {shown})' if shown else ''}"
+        )
+
+    def problem(self) -> str:
+        """The --strict refusal's paragraph: file, column, rows and values."""
+        return (
+            f"column '{self.column}' does not parse as a number in {self.count} row(s) "
+            f"(values {', '.join(repr(v) for v in self.examples)}), first: {'; '.join(self.where)}; "
+            f"the trainer's float() fallback would read them as {self.read_as} (--strict)"
+        )
+
+
+EXAMPLES_SHOWN = 3
+
+
+def parses_as_number(col: str) -> pl.Expr:
+    """A string column as the trainer's float() reads it: surrounding blanks ignored, anything
+    else that is not a number null."""
+    return pl.col(col).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _coercions(schema: pl.Schema) -> dict[str, tuple[pl.Expr, str, bool]]:
+    """column -> (rows it coerces, what they become, whether they do not parse at all)."""
+    out: dict[str, tuple[pl.Expr, str, bool]] = {}
+    if S.RUN_TIME in schema and schema[S.RUN_TIME] == pl.String:
+        raw = pl.col(S.RUN_TIME)
+        out[S.RUN_TIME] = (
+            raw.is_not_null() & parses_as_number(S.RUN_TIME).is_null(),
+            "0 minutes",
+            True,
+        )
+    if S.REWARD in schema:
+        out[S.REWARD] = (pl.col(S.REWARD).is_null(), "0 (reward or 0.0)", False)
+    if S.CALLS in schema:
+        out[S.CALLS] = (pl.col(S.CALLS).is_null(), "0 calls", False)
+    return out
+
+
+def coerced_values(frames: list[pl.LazyFrame]) -> list[Coerced]:
+    """Every value of the columns the shaping reads that the trainer would coerce, counted over
+    the input files (one pass over those columns, and one over the offending rows)."""
+    found: dict[str, list] = {}
+    total = 0
+    try:
+        for lf in frames:
+            checks = _coercions(lf.collect_schema())
+            counts = (
+                lf.select(
+                    pl.len().alias("_rows"), *(e.sum().alias(c) for c, (e, _, _) in checks.items())
+                )
+                .collect(engine=COUNT_ENGINE)
+                .row(0, named=True)
+            )
+            total += counts.pop("_rows")
+            for col, n in counts.items():
+                if not n:
+                    continue
+                expr, read_as, unparsed = checks[col]
+                bad = lf.filter(expr).select(S.SOURCE_FILE, S.SOURCE_ROW, col)
+                first = bad.head(MAX_ROWS_SHOWN).collect(engine=COUNT_ENGINE)
+                values = bad.select(pl.col(col).unique(maintain_order=True).head(EXAMPLES_SHOWN))
+                entry = found.setdefault(col, [0, read_as, [], [], unparsed])
+                entry[0] += n
+                entry[2].extend(str(v) for v in values.collect()[col] if v is not None)
+                entry[3].extend(f"{f} row {r}" for f, r, _ in first.rows())
+    except pl.exceptions.PolarsError as exc:
+        raise SchemaError(
+            f"Cannot read the rollout input: {exc}\n\nCheck that the files are complete."
+        ) from None
+    return [
+        Coerced(col, n, total, read_as, tuple(dict.fromkeys(ex))[:EXAMPLES_SHOWN],
+                tuple(where[:MAX_ROWS_SHOWN]), unparsed)
+        for col, (n, read_as, ex, where, unparsed) in found.items()
+    ]  # fmt: skip

@@ -1,6 +1,8 @@
 """The Ray engine (a real local Ray instance) gives reports identical to the local engine."""
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -27,9 +29,22 @@ TRL's configs train through the polars plans step by step."""
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    """A Ray instance of this run's own: address="local" never joins a cluster another run
+    started (ray.init() alone reads /tmp/ray/ray_current_cluster), and a temporary directory of
+    its own keeps its sockets, logs and session_latest link apart from a suite running beside
+    it. The directory is short (mkdtemp under /tmp): Ray's socket paths must fit 107 bytes."""
+    temp = tempfile.mkdtemp(prefix="ray-")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        _temp_dir=temp,
+    )
     yield
     ray.shutdown()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def same_reports(a: Path, b: Path) -> None:

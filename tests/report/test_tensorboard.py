@@ -3,7 +3,8 @@ own reader, a real `tensorboard` server's HTTP API over them, and `compare --int
 trainer's event files the same as the W&B CSV route."""
 
 import json
-import socket
+import os
+import re
 import subprocess
 import sys
 import time
@@ -124,10 +125,27 @@ def test_without_the_extra_it_fails_at_once(monkeypatch, tmp_path, synth_path):
     assert not out.exists()  # refused before any replay
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _serve(runs: Path, tmp: Path) -> tuple[subprocess.Popen, str]:
+    """A TensorBoard server over runs on a port the kernel gives it (--port 0; a port found free
+    here and passed on could be taken by a suite running beside this one before the server
+    binds it), its info files under tmp (TMPDIR; TensorBoard keeps them in the system temporary
+    directory otherwise): (process, base URL read from the line it prints)."""
+    log = tmp / "tensorboard.log"
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    with log.open("w") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", "--logdir", str(runs), "--host",
+             "127.0.0.1", "--port", "0", "--reload_interval", "0"],
+            stdout=sink, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and server.poll() is None:
+        found = re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())
+        if found:
+            return server, found.group(1)
+        time.sleep(0.2)
+    server.kill()
+    raise AssertionError(f"TensorBoard did not start: {log.read_text()[-2000:]}")
 
 
 def _get(url: str, body: dict | None = None):
@@ -137,29 +155,11 @@ def _get(url: str, body: dict | None = None):
         return json.loads(response.read())
 
 
-def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep):
+def test_a_real_tensorboard_server_lists_runs_tags_and_hparams(sweep, tmp_path):
     report, runs = sweep
     summary = pl.read_parquet(report / "summary.parquet")
     steps = pl.read_parquet(report / "steps.parquet")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tensorboard.main",
-            "--logdir",
-            str(runs),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--reload_interval",
-            "0",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server, base = _serve(runs, tmp_path)
     try:
         deadline = time.monotonic() + 90
         listed: list = []
