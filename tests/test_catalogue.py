@@ -38,9 +38,8 @@ VOCABULARY = {
 """Names of columns and values beside the metrics that the catalogue writes too: the long
 forecast table's `metric` values, the recommendation table's columns, the `@long` scope."""
 PENDING = {
-    "advice/frontier.py": "role*2 best_trade*2 failed",
-    "advice/recommendation.py": "@long*8 role*6 rank*5 failed*4 trade*4 reasons*2 overrides*2 yaml*2 won_share*2 set_share*2 alike*2 best_trade*2 budget_check*2 resolve*2 trained_digest",
-    "advice/verdict.py": "role*3 set_share won_share best_trade alike reasons",
+    "advice/rule.py": "resolve",
+    "advice/verdict.py": "set_share won_share best_trade alike reasons",
     "cli/terminal.py": "role*3 overrides*2 budget_check trade reasons",
     "engine/first_step.py": "resolve*4 solve_minutes*3 fail_minutes*3",
     "engine/forecast.py": "resolve solve_minutes fail_minutes give_up resolve_vs_off solve_minutes_vs_off fail_minutes_vs_off give_up_vs_off",

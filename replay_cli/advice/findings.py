@@ -318,11 +318,11 @@ def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
     share of shaping off's (the low end of its interval; the point value where no interval was
     computed, as the rule reads it): how far failures' minutes and the resolve rate on long
     problems move, start to T."""
-    low = kept(row, "@long")
+    low = kept(row, C.LONG)
     if low is None or low >= ctx.rule.min_resolve_vs_off_long:
         return None
     which = (
-        "low end of the interval" if width(row, "@long") is not None else "point value, no interval"
+        "low end of the interval" if width(row, C.LONG) is not None else "point value, no interval"
     )
     steps = num(row, C.FORECAST_STEPS)
     fail0, fail = num(row, C.F_FAIL_START_LONG), num(row, C.F_FAIL_LONG)

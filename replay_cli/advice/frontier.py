@@ -46,8 +46,8 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
     (why it is avoided wherever it sits)."""
     verdict = verdict.select(
         S.CONFIG_ID,
-        "role",
-        pl.col("failed")
+        C.ROLE,
+        pl.col(C.FAILED)
         .list.eval(pl.element().is_in([c.name for c in resolve_criteria()]).not_())
         .list.any()
         .fill_null(False)
@@ -84,7 +84,7 @@ def highlights(
         return off + [c for c in ids if c not in off][: 3 - len(off)]
     out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
     for role in ("recommended", "runner-up"):
-        out.extend(c for c in verdict.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
-    if "best_trade" in verdict.columns:  # where shaping off is kept: the trade worth a look
-        out.extend(c for c in verdict.filter(pl.col("best_trade"))[S.CONFIG_ID] if c not in out)
+        out.extend(c for c in verdict.filter(pl.col(C.ROLE) == role)[S.CONFIG_ID] if c not in out)
+    if C.BEST_TRADE in verdict.columns:  # where shaping off is kept: the trade worth a look
+        out.extend(c for c in verdict.filter(pl.col(C.BEST_TRADE))[S.CONFIG_ID] if c not in out)
     return out or ids[:3]

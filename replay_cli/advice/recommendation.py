@@ -386,8 +386,8 @@ def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:
     """Avoided configs that fail the fewest criteria (the ones to look at when nothing is
     eligible), with the criteria they fail."""
-    avoided = verdict.filter(pl.col("role") == "avoid")
+    avoided = verdict.filter(pl.col(C.ROLE) == "avoid")
     if avoided.is_empty():
         return avoided
-    fewest = avoided["failed"].list.len().min()
-    return avoided.filter(pl.col("failed").list.len() == fewest)
+    fewest = avoided[C.FAILED].list.len().min()
+    return avoided.filter(pl.col(C.FAILED).list.len() == fewest)

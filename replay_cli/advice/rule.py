@@ -209,7 +209,7 @@ CRITERIA = [
         ),
     ),
     Criterion.on_resolve("resolve", "", lambda rule: rule.min_resolve_vs_off),
-    Criterion.on_resolve("resolve_long", "@long", lambda rule: rule.min_resolve_vs_off_long),
+    Criterion.on_resolve("resolve_long", C.LONG, lambda rule: rule.min_resolve_vs_off_long),
     Criterion(
         "uncharged_only",
         lambda r, rule: num(r, C.UNCHARGED_ONLY) <= rule.max_uncharged_only,

@@ -23,7 +23,7 @@ def pct_ratio(x: float | None) -> str:
     return C.show_value("ratio", x)
 
 
-def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
+def horizon_text(row: dict[str, Any], where: str = C.LONG) -> str:
     """The outcome at the horizon in the one wording every surface uses, a predicate for 'it
     ...' or "'label' ...": 'ends at 50.7% resolved on long problems after 50 steps, 97.5% of
     shaping off's 52.0% (it keeps +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
@@ -32,7 +32,7 @@ def horizon_text(row: dict[str, Any], where: str = "@long") -> str:
     off = row.get(C.scoped(C.F_RESOLVE_OFF, where))
     start = row.get(C.scoped(C.F_RESOLVE_START, where))
     ratio = row.get(C.scoped(C.F_RESOLVE_VS_OFF, where))
-    scope = " on long problems" if where == "@long" else ""
+    scope = " on long problems" if where == C.LONG else ""
     if on is None or off is None:
         return f"has no outcome{scope} ({NO_LONG_PROBLEMS})" if where else "has no forecast"
     against = f"{pct_ratio(ratio)} of " if ratio is not None else "against "
@@ -68,7 +68,7 @@ def trade_text(row: dict[str, Any]) -> str:
     """What a config buys and what it costs after T steps against shaping off, in words."""
     return (
         f"'{row['label']}': {_faster_text(row, C.F_SOLVE_VS_OFF, 'successes')} after "
-        f"{num(row, C.FORECAST_STEPS):.0f} steps, and it {horizon_text(row, '@long')}; over all "
+        f"{num(row, C.FORECAST_STEPS):.0f} steps, and it {horizon_text(row, C.LONG)}; over all "
         f"problems it keeps {pct_ratio(row.get(C.F_RESOLVE_VS_OFF))} of shaping off's resolve rate"
     )
 
@@ -85,7 +85,7 @@ def why_eligible(row: dict[str, Any]) -> str:
     )
     return (
         f"{_faster_text(row, C.F_SOLVE_VS_OFF, 'successes')} after "
-        f"{num(row, C.FORECAST_STEPS):.0f} steps; it {horizon_text(row, '@long')}, {kept}; "
+        f"{num(row, C.FORECAST_STEPS):.0f} steps; it {horizon_text(row, C.LONG)}, {kept}; "
         f"{_faster_text(row, C.F_FAIL_VS_OFF, 'failures')}; no introduced inversion or "
         "unbounded explosion"
     )

@@ -47,19 +47,19 @@ class Decision:
     def of(cls, verdict: pl.DataFrame) -> Decision:
         """The decision a recommendation table holds (it is derived, never decided again)."""
 
-        def first(role: str, flag: str = "role") -> dict[str, Any] | None:
+        def first(role: str, flag: str = C.ROLE) -> dict[str, Any] | None:
             if flag not in verdict.columns:
                 return None
-            found = verdict.filter(pl.col(flag) == role if flag == "role" else pl.col(flag))
+            found = verdict.filter(pl.col(flag) == role if flag == C.ROLE else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
         recommended, unrated = first("recommended"), first("unrated")
-        eligible = verdict.filter(pl.col("role").is_in(ROLES[:3]))
+        eligible = verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3]))
         off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
         return cls(
             recommended=recommended,
             runner_up=first("runner-up"),
-            avoid=verdict.filter(pl.col("role") == "avoid").to_dicts(),
+            avoid=verdict.filter(pl.col(C.ROLE) == "avoid").to_dicts(),
             near_misses=(
                 [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
             ),
