@@ -1,17 +1,29 @@
-"""The tool against simulated training in every test world (issue 45); prints Markdown tables.
+"""The tool against simulated training in every test world, per log kind (issues 45 and 53);
+prints Markdown tables.
 
-    uv run python benchmarks/worlds.py                       # 16 logs per world, 8 truth seeds
-    uv run python benchmarks/worlds.py --logs 4 --worlds skill --detail
+    uv run python benchmarks/worlds.py --quick               # 8 logs per kind, 6 truth seeds
+    uv run python benchmarks/worlds.py                       # 16 logs per kind, 8 truth seeds
+    uv run python benchmarks/worlds.py --logs 4 --worlds skill --kinds run48 --detail
 
 Per world (tests/worlds/world.py): simulated training of every config for `--horizon` steps
-(`--seeds` seeds, common random numbers) gives the truth; `--logs` independent logs of
-`--log-steps` × `--log-groups` groups are replayed by the tool with the forecast at the same
-horizon (2 seeds, 150 problems per bucket). The table shows, for the first log, the pick with its
-stated confidence and what training does under it (long-problem resolve ratio and change of
-solve minutes against shaping off), whether it is right (check 1, tests/worlds/checks.py), and
-over all logs: the share of right picks, the median Spearman ρ and pair agreement of the
-forecast's long ratio against training's (check 2), and the mean stated confidence against how
-often the pick repeats (check 3). `--detail` adds per config the truth and the tool's numbers.
+(`--seeds` seeds, common random numbers) gives the truth. Per log kind (`world.LOG_KINDS`: `run12`
+and `run48`, the first 12 and 48 steps of a shaping-off run; `fixed`, 12 steps all drawn from the
+starting policy), `--logs` independent logs of `--log-groups` groups a step (seeds 100, 101, ...)
+are replayed by the tool with the forecast at the same horizon (2 seeds, 150 problems per bucket).
+
+The first table, per world × kind: how many picks are right (check 1, tests/worlds/checks.py:
+the pick against training's best), the picks, the median Spearman ρ and separated-pair share of
+the rule's own numbers against training's (check 2: the long-problem resolve ratio, the bar; the
+change of solve minutes, the rank) and on how many logs either passes, and the mean stated
+confidence against how often the pick repeats over the kind's logs (check 3).
+
+The second table, the backtest by hand on the `run48` logs: the tool reads the log's first third
+(`--fit-steps`, 16 steps), forecasts shaping off over the held-out steps (`ForecastSettings.steps`
+= 32), and its mean resolve over forecast steps 1..32 (overall and on long problems, with the
+mean of its per-step band) is set against what the run logged at steps 17..48. Long problems are
+the simulator's long bucket (the tool's is the longest third of groups by median run time; the
+"start" columns, the forecast's step 0 against the logged first third, show how far they agree).
+`--detail` adds per config the truth and the tool's numbers on the `run48` logs.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -35,58 +48,148 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    configs = W.standard_configs()
-    t0 = time.perf_counter()
-    truth = W.truth(world, configs, args.horizon, groups=args.log_groups, seeds=args.seeds)
-    views = [
-        K.ask_tool(
-            W.generate_log(world, args.log_steps, args.log_groups, seed=100 + i),
-            configs,
-            args.horizon,
-            calibrate=args.calibrate,
-        )
-        for i in range(args.logs)
-    ]
-    first = views[0]
-    ranks = [K.rank_agreement(truth, v) for v in views]
-    solve_ranks = [K.rank_agreement(truth, v, "solve_delta") for v in views]
-    solve_pairs = [p for _, p, _ in solve_ranks if p is not None]
-    rhos = [r for r, _, _ in ranks]
-    pairs = [p for _, p, _ in ranks if p is not None]
+def _median(values: list[float]) -> float | None:
+    kept = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.median(kept)) if kept else None
+
+
+def kind_row(world: W.World, kind: str, truth: W.Truth, views: list[K.ToolView]) -> list[str]:
+    """One world × log kind: the checks over its logs."""
+    bar = [K.rank_agreement(truth, v) for v in views]
+    rank = [K.rank_agreement(truth, v, "solve_delta") for v in views]
     repeats = K.Repeats(
         [v.pick for v in views], [v.confidence for v in views], [v.picked_set for v in views]
     )
-    pick = first.pick
-    shaped = pick is not None and pick != W.OFF.label
     picks = ", ".join(f"{p} ×{c}" for p, c in Counter(v.pick for v in views).most_common())
-    row = [
+    right = sum(K.pick_right(truth, v) for v in views)
+
+    def agree(found: list[tuple[float, float | None, int]]) -> str:
+        return f"{sum(K.ranks_agree(r, p) or n == 0 for r, p, n in found)}/{len(found)}"
+
+    return [
         world.name,
-        str(world.group_size),
-        f"{pick} ({_fmt(first.confidence)})",
-        _fmt(truth.mean(pick, "long_ratio"), ".3f") if shaped else "1",
-        _fmt(truth.mean(pick, "solve_delta"), "+.2f") if shaped else "0",
-        "yes" if K.pick_right(truth, first) else "no",
-        f"{sum(K.pick_right(truth, v) for v in views)}/{len(views)}",
-        _fmt(float(np.median(rhos)), "+.2f"),
-        _fmt(float(np.median(pairs)) if pairs else None),
-        str(ranks[0][2]),
-        f"{sum(K.ranks_agree(r, p) or n == 0 for r, p, n in ranks)}/{len(views)}",
-        _fmt(float(np.median([r for r, _, _ in solve_ranks])), "+.2f"),
-        _fmt(float(np.median(solve_pairs)) if solve_pairs else None),
+        kind,
+        f"{right}/{len(views)}",
+        picks,
+        _fmt(_median([r for r, _, _ in bar]), "+.2f"),
+        _fmt(_median([p for _, p, _ in bar])),
+        agree(bar),
+        _fmt(_median([r for r, _, _ in rank]), "+.2f"),
+        _fmt(_median([p for _, p, _ in rank])),
+        agree(rank),
         _fmt(repeats.stated),
         _fmt(repeats.repeat_rate),
-        picks,
-        " ".join(_fmt(v.alpha) for v in views[:8]),
-        f"{time.perf_counter() - t0:.0f}",
+        _fmt(repeats.stated - repeats.repeat_rate, "+.2f"),
     ]
-    detail = []
-    for cfg in configs:
+
+
+HEAD = (
+    "world",
+    "log",
+    "right",
+    "picks over logs",
+    "ρ bar (long ratio)",
+    "bar pairs agree",
+    "bar check, logs",
+    "ρ rank (solve Δ)",
+    "rank pairs agree",
+    "rank check, logs",
+    "stated",
+    "repeat",
+    "stated − repeat",
+)
+
+
+def backtest(world: W.World, log: pl.DataFrame, fit_steps: int) -> dict[str, float]:
+    """Forecast shaping off from the log's first `fit_steps` steps over the rest, against the
+    run's logged resolve over those steps (overall, long problems)."""
+    from replay_cli import api
+    from replay_cli.config import ForecastSettings
+    from replay_cli.rollouts.validation import rollouts_from_frame
+
+    steps = int(log["step"].max()) + 1
+    held = steps - fit_steps
+    forecast = ForecastSettings(steps=held, seeds=2, problems=150)
+    options = api.report_options(forecast=forecast)
+    fit = log.filter(pl.col("step") < fit_steps)
+    result = api.replay(rollouts_from_frame(fit), [W.OFF.tool_config()], options)
+    budget = result.summary["forecast/budget"][0]
+    path = result.forecast.filter(
+        (pl.col("budget") == budget) & (pl.col("metric") == "resolve") & (pl.col("step") >= 0)
+    )
+    long_ids = {f"{world.name}-{p:04d}" for p in np.flatnonzero(W.problems(world).bucket == 2)}
+    logged = log.with_columns(pl.col("instance_id").is_in(list(long_ids)).alias("long"))
+    out: dict[str, float] = {"held": held}
+    for scope, rows in (("all", logged), ("long", logged.filter(pl.col("long")))):
+        ahead = path.filter((pl.col("bucket") == scope) & (pl.col("step") >= 1))
+        start = path.filter((pl.col("bucket") == scope) & (pl.col("step") == 0))
+        per_step = (
+            rows.filter(pl.col("step") >= fit_steps)
+            .group_by("step")
+            .agg(pl.col("resolved").mean())["resolved"]
+            .to_numpy()
+        )
+        out |= {
+            f"{scope}_forecast": float(ahead["mean"].mean()),
+            f"{scope}_low": float(ahead["low"].mean()),
+            f"{scope}_high": float(ahead["high"].mean()),
+            f"{scope}_logged": float(rows.filter(pl.col("step") >= fit_steps)["resolved"].mean()),
+            f"{scope}_logged_se": float(per_step.std(ddof=1) / math.sqrt(len(per_step))),
+            f"{scope}_start": float(start["mean"][0]),
+            f"{scope}_start_logged": float(
+                rows.filter(pl.col("step") < fit_steps)["resolved"].mean()
+            ),
+        }
+    return out
+
+
+def backtest_row(world: W.World, found: list[dict[str, float]], fit_steps: int) -> list[str]:
+    def span(key: str, scale: float = 100.0) -> str:
+        values = [b[key] * scale for b in found]
+        lo, hi = min(values), max(values)
+        return f"{lo:.1f}" if abs(hi - lo) < 0.05 else f"{lo:.1f}–{hi:.1f}"
+
+    cells = [world.name, f"1–{fit_steps} → {fit_steps + 1}–{fit_steps + int(found[0]['held'])}"]
+    for scope in ("all", "long"):
+        gap = [100 * (b[f"{scope}_forecast"] - b[f"{scope}_logged"]) for b in found]
+        inside = sum(b[f"{scope}_low"] <= b[f"{scope}_logged"] <= b[f"{scope}_high"] for b in found)
+        cells += [
+            span(f"{scope}_forecast"),
+            f"{span(f'{scope}_low')} / {span(f'{scope}_high')}",
+            span(f"{scope}_logged"),
+            f"{np.mean(gap):+.1f} ({min(gap):+.1f}…{max(gap):+.1f})",
+            f"{inside}/{len(found)}",
+            f"{span(f'{scope}_start')} vs {span(f'{scope}_start_logged')}",
+        ]
+    return cells
+
+
+BACKTEST_HEAD = (
+    "world",
+    "fit → held-out steps",
+    "forecast resolve %",
+    "band low / high %",
+    "logged resolve %",
+    "forecast − logged, pts (mean, range)",
+    "logged inside band",
+    "start: forecast step 0 vs logged fit steps %",
+    "forecast long %",
+    "long band low / high %",
+    "logged long %",
+    "long: forecast − logged, pts",
+    "long inside band",
+    "long start: forecast vs logged %",
+)
+
+
+def detail_rows(world: W.World, truth: W.Truth, views: list[K.ToolView]) -> list[str]:
+    rows = []
+    for cfg in truth.configs:
         label = cfg.label
         tool_long = np.mean([v.long_ratio[label] for v in views])
         tool_solve = np.mean([v.solve_delta[label] for v in views])
         roles = Counter(v.roles[label] for v in views).most_common(1)[0][0]
-        detail.append(
+        rows.append(
             f"| {world.name} | {label} "
             f"| {truth.mean(label, 'long_ratio'):.3f} ± {truth.se(label, 'long_ratio'):.3f} "
             f"| {truth.mean(label, 'ratio'):.3f} "
@@ -94,64 +197,80 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list[str], list
             f"| {'yes' if label != 'off' and truth.clears(label) else ''} "
             f"| {tool_long:.3f} | {tool_solve:+.2f} | {roles} |"
         )
-    return row, detail
+    return rows
 
 
-HEAD = (
-    "world",
-    "n",
-    "pick, log 0 (stated)",
-    "sim long ratio",
-    "sim solve Δ min",
-    "right",
-    "right, all logs",
-    "ρ (median)",
-    "pairs agree (median)",
-    "pairs separated",
-    "rank check, logs",
-    "ρ solve Δ (median)",
-    "solve pairs agree",
-    "stated conf",
-    "repeat rate",
-    "picks over logs",
-    "α (first 8 logs)",
-    "s",
-)
+def _table(head: tuple[str, ...], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list, list]:
+    configs = W.standard_configs()
+    truth = W.truth(world, configs, args.horizon, groups=args.log_groups, seeds=args.seeds)
+    rows, detail, found = [], [], []
+    for kind in args.kinds:
+        t0 = time.perf_counter()
+        logs = [W.world_log(world, kind, 100 + i, args.log_groups) for i in range(args.logs)]
+        views = [K.ask_tool(log, configs, args.horizon, calibrate=args.calibrate) for log in logs]
+        rows.append([*kind_row(world, kind, truth, views), f"{time.perf_counter() - t0:.0f}"])
+        print("| " + " | ".join(rows[-1]) + " |", flush=True)
+        if kind == "run48":
+            detail = detail_rows(world, truth, views)
+            found = [backtest(world, log, args.fit_steps) for log in logs]
+    back = backtest_row(world, found, args.fit_steps) if found else None
+    return rows, detail, back
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--logs", type=int, default=16)
-    parser.add_argument("--seeds", type=int, default=8, help="training seeds of the truth")
+    parser.add_argument("--quick", action="store_true", help="8 logs per kind, 6 truth seeds")
+    parser.add_argument("--logs", type=int, default=None, help="logs per kind (default 16)")
+    parser.add_argument("--seeds", type=int, default=None, help="truth's seeds (default 8)")
     parser.add_argument("--horizon", type=int, default=50, help="T: training and forecast steps")
-    parser.add_argument("--log-steps", type=int, default=12)
     parser.add_argument("--log-groups", type=int, default=48)
+    parser.add_argument("--fit-steps", type=int, default=16, help="backtest: steps read")
     parser.add_argument("--worlds", nargs="*", default=list(W.WORLDS), choices=list(W.WORLDS))
+    kinds = list(W.LOG_KINDS)
+    parser.add_argument("--kinds", nargs="*", default=kinds, choices=kinds)
     parser.add_argument("--detail", action="store_true", help="per config, truth and tool")
     parser.add_argument(
         "--calibrate",
         action="store_true",
-        help="calibrate the causal share on each log's drift (engine/calibrate.py)",
+        help="calibrate the causal share on each log's drift (forecasting/calibrate.py)",
     )
     args = parser.parse_args()
+    args.logs = args.logs or (8 if args.quick else 16)
+    args.seeds = args.seeds or (6 if args.quick else 8)
+    started = time.perf_counter()
     print(
-        f"T = {args.horizon} steps, truth over {args.seeds} seeds, {args.logs} logs of "
-        f"{args.log_steps} steps × {args.log_groups} groups per world\n"
+        f"T = {args.horizon} steps, truth over {args.seeds} seeds, {args.logs} logs per kind of "
+        f"{args.log_groups} groups a step; kinds: "
+        + ", ".join(
+            f"{k} ({W.LOG_KINDS[k].steps} steps{', fixed policy' if W.LOG_KINDS[k].fixed else ''})"
+            for k in args.kinds
+        )
+        + "\n"
     )
-    print("| " + " | ".join(HEAD) + " |")
-    print("|" + "---|" * len(HEAD))
-    details = []
+    print("| " + " | ".join((*HEAD, "s")) + " |")
+    print("|" + "---|" * (len(HEAD) + 1))
+    backs, details = [], []
     for name in args.worlds:
-        row, detail = run_world(W.WORLDS[name], args)
-        print("| " + " | ".join(row) + " |", flush=True)
+        _, detail, back = run_world(W.WORLDS[name], args)
         details += detail
-    if args.detail:
+        if back:
+            backs.append(back)
+    if backs:
+        print(f"\nBacktest on the run48 logs ({args.logs} per world):\n")
+        print(_table(BACKTEST_HEAD, backs))
+    if args.detail and details:
         print(
-            "\n| world | config | sim long ratio ± se | sim ratio | sim solve Δ min | clears "
-            "| tool long ratio (mean) | tool solve Δ min (mean) | tool role (mode) |"
+            "\nrun48 logs: | world | config | sim long ratio ± se | sim ratio | sim solve Δ min "
+            "| clears | tool long ratio (mean) | tool solve Δ min (mean) | tool role (mode) |"
         )
         print("|" + "---|" * 9)
         print("\n".join(details))
+    print(f"\n{time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

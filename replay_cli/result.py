@@ -33,9 +33,9 @@ class ReplayResult:
     top_groups: pl.DataFrame | None = None
     """`maths.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     resamples: pl.DataFrame | None = None
-    """The forecast's numbers the rule reads per bootstrap resample and config (engine/forecast.RESAMPLED): the confidence reads them."""
+    """The forecast's numbers the rule reads per bootstrap resample and config (forecasting/horizon.RESAMPLED): the confidence reads them."""
     forecast: pl.DataFrame | None = None
-    """The forecast per config, budget, step, bucket and metric (engine/forecast.py); None
+    """The forecast per config, budget, step, bucket and metric (replay_cli/forecasting/); None
     unless asked for."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""

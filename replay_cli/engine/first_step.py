@@ -23,10 +23,11 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import MeasureSettings
-from replay_cli.engine.effort_levels import ConfigLevels, Problems
+from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.maths.bootstrap import interval, measures, summary_value, sums
 from replay_cli.maths.effort import Direction, EffortModel
 from replay_cli.maths.effort_step import Steps, take_steps
+from replay_cli.maths.problems import Problems
 from replay_cli.maths.scopes import SCOPES
 
 BLOCK_VALUES = 1 << 18

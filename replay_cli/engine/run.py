@@ -28,8 +28,6 @@ from replay_cli.engine.diagnostics import group_partials, input_statistics, row_
 from replay_cli.engine.effort_levels import (
     ChunkLevels,
     ConfigLevels,
-    GroupLevels,
-    Problems,
     config_levels,
     effort_levels,
 )
@@ -42,6 +40,7 @@ from replay_cli.frames import collect
 from replay_cli.maths import torch_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
 from replay_cli.maths.effort import EffortLevels
+from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.segments import Runs
 from replay_cli.maths.top_groups import top_groups, top_of_config
 from replay_cli.progress import Progress, phase
@@ -425,7 +424,7 @@ def run_replay(
     Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
     builds no per-row frames (the report's `--rows none`). `settings`: the decision measure's
     step budget, levels and bootstrap (defaults: `MeasureSettings()`); `forecast`: run the
-    forecast too (engine/forecast.py).
+    forecast too (replay_cli/forecasting/).
     """
     settings = settings or MeasureSettings()
     if not configs:

@@ -13,9 +13,11 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig
-from replay_cli.engine.effort_levels import ConfigLevels, GroupLevels, Problems
+from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.engine.first_step import measure
-from replay_cli.engine.forecast import forecast
+from replay_cli.engine.simulated import REPLAY
+from replay_cli.forecasting.runs import forecast
+from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult
 
@@ -47,7 +49,7 @@ def outcomes(
     if ahead is not None and gathered.problems is not None:
         phase(progress, "forecast")
         table, at_t, resamples = forecast(
-            gathered.problems, gathered.groups, configs, ahead, settings.step_kl, settings
+            gathered.problems, gathered.groups, configs, ahead, settings.step_kl, settings, REPLAY
         )
         for cid, row in rows.items():
             row |= at_t[cid]

@@ -457,7 +457,7 @@ def test_log_rates_share_one_softplus_and_stay_finite():
 
 
 def test_groups_of_one_instance_pool_into_one_problem():
-    from replay_cli.engine.effort_levels import GroupLevels, Problems
+    from replay_cli.maths.problems import GroupLevels, Problems
 
     levels = 3
     rng = np.random.default_rng(4)

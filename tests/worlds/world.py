@@ -26,7 +26,12 @@ off the long-problem resolve ratio and the change of solve minutes, with their n
 
 **The log** (`generate_log`): the first N steps of a shaping-off training run from the same start,
 in the canonical rollout schema, with `instance_id` naming the problem (problems recur across
-steps) — the log a user would hold before launching a shaped run from the same checkpoint.
+steps) — the log a user would hold before launching a shaped run from the same checkpoint. Or,
+`fixed=True`, N steps all drawn from the starting policy (no training between them), as a log
+collected from one fixed checkpoint is: the same draws, so its step 0 is the run's step 0.
+`LOG_KINDS` names the kinds the checks use (`world_log(world, kind, seed)`): `run12` and `run48`,
+the first 12 and 48 steps of the run, and `fixed`, 12 drift-free steps (as many rows as `run12`,
+so the two differ only by the drift). The truth and training are the same for every kind.
 
 Nothing here imports the tool's forecast or effort model; the tool is only called by the tests.
 """
@@ -340,10 +345,14 @@ def train(world: World, cfg: Shaping, steps: int, groups: int, seed: int) -> Pol
     return policy
 
 
-def generate_log(world: World, steps: int, groups: int, seed: int) -> pl.DataFrame:
+def generate_log(
+    world: World, steps: int, groups: int, seed: int, fixed: bool = False
+) -> pl.DataFrame:
     """The first `steps` steps of a shaping-off training run from the world's start: the log a
     user would hold (canonical columns plus `agent_timed_out` and `instance_id`). `seed` picks the
-    run; logs of different seeds are independent (their draws are offset from the truth's)."""
+    run; logs of different seeds are independent (their draws are offset from the truth's).
+    `fixed`: every step is drawn from the starting policy (a fixed checkpoint's log, no drift),
+    on the same random numbers as the run's."""
     policy, opt = Policy.start(world), Adam(world.lr)
     frames = []
     n = world.group_size
@@ -366,8 +375,31 @@ def generate_log(world: World, steps: int, groups: int, seed: int) -> pl.DataFra
                 }
             )
         )
-        policy = train_step(world, policy, opt, batch, OFF)
+        if not fixed:
+            policy = train_step(world, policy, opt, batch, OFF)
     return pl.concat(frames)
+
+
+@dataclass(frozen=True)
+class LogKind:
+    """A kind of log the checks read: how many steps, and whether training moves the policy
+    between them (a run's first steps) or not (a fixed checkpoint's)."""
+
+    steps: int
+    fixed: bool = False
+
+
+LOG_KINDS = {
+    "run12": LogKind(12),
+    "run48": LogKind(48),
+    "fixed": LogKind(12, fixed=True),
+}
+
+
+def world_log(world: World, kind: str, seed: int, groups: int = 48) -> pl.DataFrame:
+    """The log of kind `kind` (a key of LOG_KINDS) of the world's shaping-off run `seed`."""
+    k = LOG_KINDS[kind]
+    return generate_log(world, k.steps, groups, seed, fixed=k.fixed)
 
 
 @dataclass
@@ -471,6 +503,27 @@ WORLDS = {
             fail_time_factors=(0.6, 1.6, 2.5),
             per_bucket=False,
             seed=4,
+        ),
+        World(
+            # Added with issue 53's log kinds, before anything was tuned on it. What it tests:
+            # effort whose effect changes sign with the problem's length. Thorough work fails
+            # more on short problems (overthinking, over-editing) and solves more on long ones;
+            # the start leans thorough. A shaping-off run drifts the opposite way in each bucket
+            # (short problems to quick work, long ones to thorough), so pooled over buckets the
+            # log's drift mostly cancels: one causal share, or one drift, for all levels and
+            # lengths misreads it. Shaping helps short problems while it costs long ones, so the
+            # overall resolve rate can rise where the long-problem bar falls. In training, small
+            # λ keeps long resolves (the per-bucket policy keeps long work thorough) and
+            # λ = 1/30 `all` loses 40% of them.
+            name="overthinking",
+            about="thorough work hurts on short problems and pays on long ones; the start leans "
+            "thorough, so a run drifts opposite ways by length",
+            group_size=8,
+            bucket_minutes=(3.0, 7.0, 14.0),
+            success_offsets=((0.8, 0.0, -1.0), (0.0, 0.0, 0.0), (-1.5, 0.0, 0.9)),
+            difficulty=(0.4, -0.2, -0.9),
+            init_logits=(0.0, 0.3, 0.6),
+            seed=5,
         ),
     )
 }

@@ -24,19 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from replay_cli import catalogue as C
 from replay_cli.config import MeasureSettings, ReplayConfig
-from replay_cli.engine.effort_levels import GroupLevels, Problems
+from replay_cli.forecasting.world import World
 from replay_cli.maths.effort import P_EDGE
+from replay_cli.maths.problems import GroupLevels, Problems
 
-World = Any
-"""The forecast's `World` (engine/forecast.py imports this module, not the reverse)."""
 Simulate = Callable[..., tuple[np.ndarray, np.ndarray]]
-"""The forecast's `_simulate(world, runs, steps, budget, seed)`: (trajectories, last efforts)."""
+"""The forecast's `simulate(world, runs, steps, budget, seed)` with its replay bound:
+(trajectories, last efforts)."""
 
 MIN_STEPS = 4
 """Distinct logged steps the calibration needs (fewer: α = 1, uncalibrated)."""
@@ -162,8 +161,7 @@ def calibrate(
     simulate: Simulate,
 ) -> Calibration:
     """The causal share whose shaping-off forecast over the logged steps drifts as the log does
-    (at `budget`; `simulate` is the forecast's, passed in so that the forecast alone imports this
-    module), interpolated between `ALPHAS` on common random numbers; its interval maps the
+    (at `budget`; `simulate` is the forecast's, passed in with the replay the engine lends it), interpolated between `ALPHAS` on common random numbers; its interval maps the
     log's drift's bootstrap interval through the same curve."""
     if drift is None:
         return Calibration(1.0, why="the log names no problem at two steps")

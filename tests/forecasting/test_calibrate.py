@@ -8,8 +8,8 @@ import pytest
 
 from replay_cli import build_config
 from replay_cli.config import MeasureSettings
-from replay_cli.engine import calibrate as K
-from replay_cli.engine.effort_levels import GroupLevels, Problems
+from replay_cli.forecasting import calibrate as K
+from replay_cli.maths.problems import GroupLevels, Problems
 
 
 def test_shrinking_keeps_each_problems_resolve_rate_and_the_time_limit_level():
