@@ -42,7 +42,6 @@ PENDING = {
     "advice/verdict.py": "set_share won_share best_trade alike reasons",
     "cli/terminal.py": "role*3 overrides*2 budget_check trade reasons",
     "engine/first_step.py": "resolve*4 solve_minutes*3 fail_minutes*3",
-    "engine/forecast.py": "resolve solve_minutes fail_minutes give_up resolve_vs_off solve_minutes_vs_off fail_minutes_vs_off give_up_vs_off",
     "engine/pushes.py": "resolve",
     "engine/tables.py": "resolve",
     "maths/bootstrap.py": "resolve solve_minutes fail_minutes",

@@ -80,6 +80,6 @@ def test_the_rules_thresholds_reach_the_texts(synth_path, tmp_path):
     assert "80%" in report.rule_text
     assert "85%" in report.rule_text
     page = (out / "index.html").read_text()
-    assert f"rule's {C.show_value('ratio', 0.8)}" in page
+    assert f"rule's {C.pct(0.8)}" in page
     assert "95%" not in report.rule_text
     assert Report.read(out).rule == rule
