@@ -57,7 +57,7 @@ def replay_rows(
     """Replay one config over an in-memory frame without the forecast: for tests of the rows,
     groups and steps, which the forecast does not touch (it costs most of a small replay)."""
     config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
-    return api.replay(rollouts_from_frame(frame), [config], ReportOptions(forecast=None))
+    return api.replay(rollouts_from_frame(frame), [config], ReportOptions(forecast=None)).result
 
 
 def config(shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayConfig:

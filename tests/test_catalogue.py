@@ -239,7 +239,7 @@ def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
         openhands_run_time=[600.0, 900.0, 1200.0, 300.0] * 2,
     )
     result = replay_frame(frame, {"lambda_time": 1 / 60})
-    row = result.summary.row(0, named=True)
+    row = result.result.summary.row(0, named=True)
     assert row[C.F_RESOLVE_VS_OFF_LONG] is None
     assert row[C.F_RESOLVE_VS_OFF] is not None
     tensorboard.write_runs(Report.of(result), tmp_path / "tb")

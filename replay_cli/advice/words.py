@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from replay_cli.config import lambda_text
-from replay_cli.maths.thresholds import MINUTES_EPS, PUSH_EPS
+from replay_cli.maths.thresholds import MINUTES_EPS
 
 NO_LONG_PROBLEMS = "no long problems in this input"
 """Said where a long-problem metric is null (the long bucket has no group): a null is no 0."""
@@ -51,11 +51,6 @@ def sooner_than_off(x: float) -> str:
     return f"{minutes_shift(x, 'sooner', 'later')} than under shaping off"
 
 
-def push_text(x: float) -> str:
-    """A push for a reader: 0 within PUSH_EPS (rounding), else 3 significant digits."""
-    return "0" if abs(x) <= PUSH_EPS else f"{x:.3g}"
-
-
 def fmt(value: Any) -> str:
     """A number as a reader wants it in a table: 4 significant digits, '-' for missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -81,10 +76,3 @@ def param_text(name: str, value: Any) -> str:
     if name == "lambda_time" and isinstance(value, float):
         return lambda_text(value)
     return fmt(value)
-
-
-def share(value: Any) -> str:
-    """A share as a percentage ('-' for missing)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.1%}" if abs(value) < 10 else f"{value:.0%}"

@@ -28,7 +28,7 @@ from replay_cli.cli.app import app
 from replay_cli.errors import ReplayError
 from replay_cli.maths.peers import ESTIMATORS
 from replay_cli.parameters import registry
-from replay_cli.result import ReplayResult
+from replay_cli.report.model import Report
 from replay_cli.rollouts.value_checks import MAX_RUN_TIME_S
 
 from writers import AGENT_TIMEOUT, write_gym_jsonl, write_wandb_table
@@ -315,10 +315,11 @@ def test_an_in_memory_replay_and_forecast_take_any_valid_table(data):
 
     rollouts = rollouts_from_frame(data.frame)
     configs = [build_config({}), build_config({"shaping": {"apply_to": "correct"}})]
-    result = api.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=1, problems=10))
-    assert result.summary.height == 2
-    assert result.verdict is not None
-    assert result.rows.height == 2 * data.frame.height
+    small = api.report_options(forecast=ForecastSettings(steps=3, seeds=1, problems=10))
+    report = api.replay(rollouts, configs, small)
+    assert report.result.summary.height == 2
+    assert report.verdict.recommendation.height == 2
+    assert report.result.rows.height == 2 * data.frame.height
 
 
 PARAMETERS = st.fixed_dictionaries(
@@ -357,7 +358,7 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
     from replay_cli.rollouts.validation import rollouts_from_frame
 
     configs = list({c.config_id: c for c in map(to_config, points)}.values())
-    outcome: list[ReplayResult] = []
+    outcome: list[Report] = []
     small = api.report_options(forecast=ForecastSettings(steps=3, seeds=1, problems=10))
     refused = refusal(
         lambda: outcome.append(api.replay(rollouts_from_frame(data.frame), configs, small))
@@ -368,10 +369,10 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
             "needs groups of one size" in refused
         )
         return
-    (result,) = outcome
-    assert result.summary.height == len(configs)
-    assert result.verdict is not None
-    assert result.rows.height == len(configs) * data.frame.height
+    (report,) = outcome
+    assert report.result.summary.height == len(configs)
+    assert report.verdict.recommendation.height == len(configs)
+    assert report.result.rows.height == len(configs) * data.frame.height
 
 
 # ---- the CLI: replay, sweep, compare, export --------------------------------------------

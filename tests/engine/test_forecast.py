@@ -128,14 +128,14 @@ def test_the_first_step_agrees_with_the_measures_effort_part():
     settings = ForecastSettings(steps=1, seeds=20, problems=1000, check_budgets=False)
     result = rc.forecast(rollouts, configs, settings)
     for cfg in configs:
-        mine = result.forecast.filter(
+        mine = result.result.forecast.filter(
             (pl.col("config_id") == cfg.config_id)
             & (pl.col("bucket") == "all")
             & (pl.col("metric") == "resolve")
         ).sort("step")
         change = mine["mean"][1] - mine["mean"][0]
         spread = mine["high"][1] - mine["low"][1]  # the seeds' range, about 4 standard errors
-        row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+        row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
         assert abs(change - row["step/resolve_effort"]) < spread, cfg.label
 
 
@@ -148,7 +148,9 @@ def test_shaping_off_leaves_a_problem_that_never_resolves_alone():
         [config({"enabled": False})],
         ForecastSettings(steps=5, seeds=2, check_budgets=False),
     )
-    resolve = result.forecast.filter(pl.col("metric").is_in(["resolve", "give_up", "fail_minutes"]))
+    resolve = result.result.forecast.filter(
+        pl.col("metric").is_in(["resolve", "give_up", "fail_minutes"])
+    )
     first = resolve.filter(pl.col("step") == 0).drop("step", "low", "high")
     last = resolve.filter(pl.col("step") == 5).drop("step", "low", "high")
     assert first.equals(last)
@@ -178,21 +180,25 @@ def demo_forecast():
 
 def test_apply_to_all_teaches_failures_on_long_problems_to_quit(demo_forecast):
     configs, result = demo_forecast
-    row = result.summary.filter(pl.col("config_id") == configs[1].config_id).row(0, named=True)
+    row = result.result.summary.filter(pl.col("config_id") == configs[1].config_id).row(
+        0, named=True
+    )
     assert row["forecast/fail_minutes@long"] < row["forecast/fail_minutes_start@long"]
     assert row["forecast/fail_minutes@long"] < row["forecast/fail_minutes_off@long"]
     assert row["forecast/resolve@long"] < row["forecast/resolve_off@long"]
     assert row["forecast/give_up_vs_off@long"] > 0  # more effort at the lowest level
-    correct = result.summary.filter(pl.col("config_id") == configs[2].config_id).row(0, named=True)
+    correct = result.result.summary.filter(pl.col("config_id") == configs[2].config_id).row(
+        0, named=True
+    )
     assert correct["forecast/resolve_vs_off@long"] > row["forecast/resolve_vs_off@long"]
 
 
 def test_shaping_off_against_itself_is_one_and_the_table_is_complete(demo_forecast):
     _, result = demo_forecast
-    off = result.summary.row(0, named=True)
+    off = result.result.summary.row(0, named=True)
     assert off["forecast/resolve_vs_off"] == 1.0
     assert off["forecast/resolve_vs_off_low@long"] == 1.0
-    table = result.forecast
+    table = result.result.forecast
     assert set(table["budget"].unique()) == {0.0005, 0.001, 0.002}
     assert (
         table.filter(pl.col("step") == 0).select(pl.col("low") == pl.col("high")).to_series().all()
@@ -205,17 +211,17 @@ def test_the_same_seed_gives_the_same_numbers(demo_forecast):
     configs, result = demo_forecast
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
     again = rc.forecast(demo_rollouts(6), configs, settings)
-    assert again.forecast.equals(result.forecast)
+    assert again.forecast.equals(result.result.forecast)
 
 
 def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forecast):
     configs, result = demo_forecast
-    verdict = dict(result.recommendation.select("config_id", "failed").rows())
-    summary = {r["config_id"]: r for r in result.summary.to_dicts()}
+    verdict = dict(result.verdict.recommendation.select("config_id", "failed").rows())
+    summary = {r["config_id"]: r for r in result.result.summary.to_dicts()}
     for cfg in configs:
         low = summary[cfg.config_id]["forecast/resolve_vs_off_low@long"]
         assert ("resolve_long" in verdict[cfg.config_id]) == (low < 0.95)
-    drift = result.findings.filter(
+    drift = result.verdict.findings.filter(
         (pl.col("kind") == "forecast_drift") & pl.col("config_id").is_not_null()
     )
     assert configs[1].config_id in drift["config_id"].to_list()
@@ -223,7 +229,9 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
     row = summary[configs[1].config_id]
     assert f"from {row['forecast/fail_minutes_start@long']:.1f} to " in text
     assert f"{row['forecast/fail_minutes@long']:.1f} minutes" in text
-    checked = result.recommendation.filter(pl.col("role") == "recommended")["budget_check"][0]
+    checked = result.verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"][
+        0
+    ]
     assert checked.startswith(("the verdict holds", "at half", "at twice", "after "))
 
 
@@ -232,9 +240,9 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
 
 def test_the_summarys_start_columns_are_the_tables_first_step(demo_forecast):
     configs, result = demo_forecast
-    table = result.forecast
+    table = result.result.forecast
     for cfg in configs:
-        row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+        row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
         assert row["forecast/steps"] == table["step"].max()
         for bucket, scope in (("all", ""), ("long", "@long")):
             first = table.filter(
@@ -323,7 +331,7 @@ def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
 
 def test_a_config_equal_to_its_twin_is_one_in_every_resample(demo_forecast):
     configs, result = demo_forecast
-    off = result.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    off = result.result.resamples.filter(pl.col("config_id") == configs[0].config_id)
     assert off.height == 200
     assert (off["forecast/resolve_vs_off"] == 1.0).all()
     assert (off["forecast/solve_minutes_vs_off"] == 0.0).all()
@@ -441,10 +449,10 @@ def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     settings = ForecastSettings(steps=3, seeds=2, problems=5, check_budgets=False)
     result = rc.forecast(rollouts, configs, settings)
-    row = result.summary.row(1, named=True)
+    row = result.result.summary.row(1, named=True)
     assert row["forecast/problems"] == 15  # five per length bucket and seed
     assert row["forecast/problems_total"] == 4 * 48
-    assert result.forecast["step"].max() == 3
+    assert result.result.forecast["step"].max() == 3
 
 
 def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
@@ -454,7 +462,7 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     configs = list(SHAPED[:2])
     settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
     result = rc.forecast(demo_rollouts(4), configs, settings)
-    table = result.forecast.filter(pl.col("config_id") == configs[1].config_id)
+    table = result.result.forecast.filter(pl.col("config_id") == configs[1].config_id)
     wide = table.pivot("metric", index=["budget", "step", "bucket"], values="mean")
     for name in ("solve_minutes", "fail_minutes", "give_up"):
         diff = (wide[name] - wide[f"{name}_off"] - wide[f"{name}_vs_off"]).abs().max()
@@ -462,7 +470,7 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     last = table.filter((pl.col("step") == 6) & (pl.col("metric") == "resolve_vs_off"))
     half = last.filter(pl.col("budget") == BUDGET / 2)
     assert (half["low"] < half["high"]).any()  # two seeds, not one
-    row = result.summary.row(1, named=True)
+    row = result.result.summary.row(1, named=True)
     for suffix in ("_half", "_twice"):
         point = row[f"forecast/resolve_vs_off{suffix}@long"]
         assert row[f"forecast/resolve_vs_off_low{suffix}@long"] <= point
@@ -477,7 +485,7 @@ def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
     )
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     result = rc.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
-    table = result.forecast.filter(pl.col("metric") == "resolve")
+    table = result.result.forecast.filter(pl.col("metric") == "resolve")
     start = table.filter(pl.col("step") == 0).sort("config_id", "bucket")["mean"]
     end = table.filter(pl.col("step") == 3).sort("config_id", "bucket")["mean"]
     assert end.to_list() == start.to_list()
@@ -494,12 +502,12 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
 
     cfg = config({}, {"estimator": "dr-grpo", "precision": "float64", "filter": "nemo-rl"})
     result = rc.replay(rc.rollouts_from_frame(_two_steps()), [config({"enabled": False}), cfg])
-    row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+    row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
     assert "needs groups of one size" in row["forecast/refused"]
     assert row["forecast/resolve"] is None
     assert row["forecast/resolve_vs_off"] is None
     rule = Rule(require_launchable=False, min_problems=1)
-    verdict = recommend(result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
+    verdict = recommend(result.result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
     assert verdict["role"][0] == "unrated"
     assert (
         "the forecast could not train it (dr-grpo needs groups of one size" in verdict["reasons"][0]

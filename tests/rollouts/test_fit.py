@@ -34,7 +34,7 @@ def test_a_call_bonus_without_a_calls_column_is_refused_before_any_work():
     )
     # With the column, the bonus is paid.
     paid = api.replay(rollouts_from_frame(FRAME), [paying])
-    assert paid.rows["bonus"].max() == pytest.approx(0.1 * 10 / 20)
+    assert paid.result.rows["bonus"].max() == pytest.approx(0.1 * 10 / 20)
 
 
 SETTINGS = {
@@ -52,7 +52,7 @@ def test_a_setting_that_cannot_act_on_the_input_is_said(column):
     cfg, what = SETTINGS[column]
     lacking = api.replay(rollouts_from_frame(FRAME.drop(column)), [cfg])
     (note,) = [n for n in lacking.notes if column in n]
-    label = lacking.summary["label"][0]
+    label = lacking.result.summary["label"][0]
     assert note.startswith(f"'{label}': the input has no '{column}' column, so {what}")
     assert note.endswith("(the setting does nothing here).")
     having = api.replay(rollouts_from_frame(FRAME), [cfg])
