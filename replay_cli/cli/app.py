@@ -136,7 +136,9 @@ def sweep(
     inputs: InputOptions = INJECTED,
     run: RunOptions = INJECTED,
 ) -> None:
-    """Replay the Cartesian product of parameter lists in one pass and write one report.
+    """Replay the Cartesian product of parameter lists in one pass and write one report, with
+    the forecast of T steps of training under each config (--no-forecast skips it; there is no
+    separate forecast command).
 
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
