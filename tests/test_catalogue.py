@@ -15,7 +15,6 @@ import pytest
 from replay_cli import api
 from replay_cli import catalogue as C
 from replay_cli.parameters import registry
-from replay_cli.report.model import Report
 
 from factories import config, replay_frame, rollouts
 
@@ -242,12 +241,12 @@ def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
     row = result.result.summary.row(0, named=True)
     assert row[C.F_RESOLVE_VS_OFF_LONG] is None
     assert row[C.F_RESOLVE_VS_OFF] is not None
-    tensorboard.write_runs(Report.of(result), tmp_path / "tb")
+    tensorboard.write_runs(result, tmp_path / "tb")
     tags = set(read_scalars(tmp_path / "tb", run_name(row["label"]))["metric"])
     pct, pct_long = C.human_name(C.F_RESOLVE_VS_OFF), C.human_name(C.F_RESOLVE_VS_OFF_LONG)
     assert tensorboard.hparam_tag(pct) in tags
     assert tensorboard.hparam_tag(pct_long) not in tags
-    wandb_runs.write_runs(Report.of(result), tmp_path / "wb", group="g")
+    wandb_runs.write_runs(result, tmp_path / "wb", group="g")
     (log,) = runs_of(tmp_path / "wb").values()
     logged = read_log(log).summary
     assert logged[pct] == pytest.approx(row[C.F_RESOLVE_VS_OFF] * 100)

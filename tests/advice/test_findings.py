@@ -205,14 +205,14 @@ def test_the_forecast_trains_beyond_the_logged_groups():
 def test_the_uncharged_twin_is_not_said_to_leave_failures_alone_where_the_forecast_drifts():
     # λ=1/120 correct charges no failure and its one step leaves them about as shaping off's,
     # but over the forecast its effort drifts and failures on long problems end sooner.
-    result = api.forecast(
+    result = api.replay(
         api.load(["data_samples/rollouts_medium.parquet"]),
         [
             config({"lambda_time": lam, "apply_to": a})
             for lam in (0.0, 1 / 120)
             for a in ("all", "correct")
         ],
-        ForecastSettings(steps=50, seeds=2),
+        api.report_options(forecast=ForecastSettings(steps=50, seeds=2)),
     )
     twin = result.result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
     drift = twin[C.F_FAIL_VS_OFF]
@@ -813,7 +813,7 @@ def test_a_floor_tie_is_a_tie_whichever_side_was_charged():
     for result in results.values():
         assert result.result.groups["floor_tie"].to_list() == [True]
         assert texts(result, "floor_tie")
-    digests = {a: r.summary["trained_digest"][0] for a, r in results.items()}
+    digests = {a: r.result.summary["trained_digest"][0] for a, r in results.items()}
     assert digests["all"] == digests["correct"]  # the same trained rows
 
 

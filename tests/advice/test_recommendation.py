@@ -1100,8 +1100,8 @@ def test_the_confidence_sentence(row, text):
 
 def test_a_verdict_judged_without_a_rule_carries_the_default_rule():
     verdict = judge(summary(OFF, {}))
-    assert verdict.verdict.rule == Rule()
-    assert verdict.verdict.decision.recommended is not None
+    assert verdict.rule == Rule()
+    assert verdict.decision.recommended is not None
 
 
 # ---- the budget check ----------------------------------------------------------------------------

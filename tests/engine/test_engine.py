@@ -70,7 +70,7 @@ def test_streamed_rows_equal_in_memory_rows(synth_path, tmp_path):
 def test_rows_sample_keeps_whole_groups(synth_path, tmp_path):
     api.replay_to_report([synth_path], [config()], tmp_path / "r", rows="sample")
     written = pl.read_parquet(tmp_path / "r" / "rollouts.parquet")
-    full = run_replay(api.load([synth_path]), [config()]).result.rows
+    full = run_replay(api.load([synth_path]), [config()]).rows
     sizes = written.group_by("step", "group_id").len()
     expected = (
         full.join(sizes.select("step", "group_id"), on=["step", "group_id"])

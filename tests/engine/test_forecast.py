@@ -23,6 +23,11 @@ from reference_impl import grpo_group
 BUDGET = 0.001
 
 
+def forecast(rollouts, configs, settings: ForecastSettings):
+    """The report of a replay with the forecast under `settings`."""
+    return rc.replay(rollouts, configs, rc.ReportOptions(forecast=settings))
+
+
 def one_problem_world(seeds: int, pi, p, minutes, rewards) -> World:
     """S copies of one problem with two levels, a group of four, and one logged rollout per
     (level, outcome) cell (its minutes and reward)."""
@@ -126,7 +131,7 @@ def test_the_first_step_agrees_with_the_measures_effort_part():
     rollouts = rc.rollouts_from_frame(deterministic_world())
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     settings = ForecastSettings(steps=1, seeds=20, problems=1000, check_budgets=False)
-    result = rc.forecast(rollouts, configs, settings)
+    result = forecast(rollouts, configs, settings)
     for cfg in configs:
         mine = result.result.forecast.filter(
             (pl.col("config_id") == cfg.config_id)
@@ -143,7 +148,7 @@ def test_shaping_off_leaves_a_problem_that_never_resolves_alone():
     frame = synth_rollouts(steps=2, groups_per_step=12, group_size=6, seed=1).with_columns(
         pl.lit(0.0).alias("reward"), pl.lit(False).alias("resolved")
     )
-    result = rc.forecast(
+    result = forecast(
         rc.rollouts_from_frame(frame),
         [config({"enabled": False})],
         ForecastSettings(steps=5, seeds=2, check_budgets=False),
@@ -175,7 +180,7 @@ def demo_rollouts(steps: int):
 def demo_forecast():
     configs = list(SHAPED)
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
-    return configs, rc.forecast(demo_rollouts(6), configs, settings)
+    return configs, forecast(demo_rollouts(6), configs, settings)
 
 
 def test_apply_to_all_teaches_failures_on_long_problems_to_quit(demo_forecast):
@@ -210,8 +215,8 @@ def test_shaping_off_against_itself_is_one_and_the_table_is_complete(demo_foreca
 def test_the_same_seed_gives_the_same_numbers(demo_forecast):
     configs, result = demo_forecast
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
-    again = rc.forecast(demo_rollouts(6), configs, settings)
-    assert again.forecast.equals(result.result.forecast)
+    again = forecast(demo_rollouts(6), configs, settings)
+    assert again.result.forecast.equals(result.result.forecast)
 
 
 def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forecast):
@@ -345,7 +350,7 @@ def test_the_interval_brackets_the_point_and_narrows_with_more_problems():
         rollouts = rc.rollouts_from_frame(
             synth_rollouts(steps=4, groups_per_step=groups, group_size=8, seed=7)
         )
-        row = rc.forecast(rollouts, configs, settings).summary.row(1, named=True)
+        row = forecast(rollouts, configs, settings).result.summary.row(1, named=True)
         for scope in ("", "@long"):
             low = row[f"forecast/resolve_vs_off_low{scope}"]
             high = row[f"forecast/resolve_vs_off_high{scope}"]
@@ -448,7 +453,7 @@ def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
     )
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     settings = ForecastSettings(steps=3, seeds=2, problems=5, check_budgets=False)
-    result = rc.forecast(rollouts, configs, settings)
+    result = forecast(rollouts, configs, settings)
     row = result.result.summary.row(1, named=True)
     assert row["forecast/problems"] == 15  # five per length bucket and seed
     assert row["forecast/problems_total"] == 4 * 48
@@ -461,7 +466,7 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     interval around their own point."""
     configs = list(SHAPED[:2])
     settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
-    result = rc.forecast(demo_rollouts(4), configs, settings)
+    result = forecast(demo_rollouts(4), configs, settings)
     table = result.result.forecast.filter(pl.col("config_id") == configs[1].config_id)
     wide = table.pivot("metric", index=["budget", "step", "bucket"], values="mean")
     for name in ("solve_minutes", "fail_minutes", "give_up"):
@@ -484,7 +489,7 @@ def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
         synth_rollouts(steps=4, groups_per_step=60, group_size=1, seed=3)
     )
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
-    result = rc.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
+    result = forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
     table = result.result.forecast.filter(pl.col("metric") == "resolve")
     start = table.filter(pl.col("step") == 0).sort("config_id", "bucket")["mean"]
     end = table.filter(pl.col("step") == 3).sort("config_id", "bucket")["mean"]
@@ -522,8 +527,8 @@ def test_the_horizon_checks_read_the_run_at_half_its_steps_and_continue_it_to_tw
     full = ForecastSettings(steps=8, seeds=2, check_budgets=True)
     short = ForecastSettings(steps=4, seeds=2, check_budgets=False)
     rollouts = demo_rollouts(4)
-    checked = rc.forecast(rollouts, configs, full).summary.row(1, named=True)
-    halfway = rc.forecast(rollouts, configs, short).summary.row(1, named=True)
+    checked = forecast(rollouts, configs, full).result.summary.row(1, named=True)
+    halfway = forecast(rollouts, configs, short).result.summary.row(1, named=True)
     for name in RULE_READS:
         assert checked[C.at_check(name, "half_steps")] == pytest.approx(halfway[name], rel=1e-12)
     twice = C.at_check(C.F_RESOLVE_VS_OFF_LONG, "twice_steps")

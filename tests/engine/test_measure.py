@@ -180,7 +180,7 @@ def tiny_lambda():
 def test_at_a_rounding_sized_lambda_only_the_time_only_share_moves_the_ratio(tiny_lambda):
     # The step spends its budget partly on groups whose outcomes are all equal (time alone);
     # the rest, a share 1 - s of the KL, is a step sqrt(1 - s) as long in the mixed groups.
-    for row in tiny_lambda.summary.filter(pl.col("precision") == "float64").to_dicts():
+    for row in tiny_lambda.result.summary.filter(pl.col("precision") == "float64").to_dicts():
         share = row["step/time_only_share"]
         assert share > 0.05  # normalisation trains the tied groups on time at full size
         explained = np.sqrt(1 - share)
@@ -189,7 +189,7 @@ def test_at_a_rounding_sized_lambda_only_the_time_only_share_moves_the_ratio(tin
 
 
 def test_the_jump_at_a_rounding_sized_lambda_is_named(tiny_lambda):
-    found = tiny_lambda.findings.filter(
+    found = tiny_lambda.verdict.findings.filter(
         (pl.col("kind") == "time_only_step") & pl.col("config_id").is_not_null()
     )
     tiny = found.filter(pl.col("text").str.contains("λ=1e-06", literal=True))
@@ -380,8 +380,8 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     frame = synth_rollouts(steps=4, groups_per_step=24, group_size=6, seed=8)
     configs = [config({"enabled": False}, CLIP), config({"apply_to": "correct"}, CLIP)]
     one, two = replayed(frame, configs), replayed(frame, configs)
-    assert one.resamples.equals(two.result.resamples)
-    off = one.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    assert one.result.resamples.equals(two.result.resamples)
+    off = one.result.resamples.filter(pl.col("config_id") == configs[0].config_id)
     # paired: off vs itself (the verdict's resamples are the forecast's)
     assert off["forecast/resolve_vs_off"].to_list() == [1.0] * off.height
     row = one.summary.row(1, named=True)
@@ -392,7 +392,7 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     from replay_cli.config import MeasureSettings
 
     level = MeasureSettings().interval
-    mine = one.resamples.filter(pl.col("config_id") == configs[1].config_id)
+    mine = one.result.resamples.filter(pl.col("config_id") == configs[1].config_id)
     values = mine["forecast/resolve_vs_off"].to_numpy()
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     assert row["forecast/resolve_vs_off_low"] == pytest.approx(low, rel=1e-12)
@@ -574,9 +574,9 @@ def test_an_instance_id_that_pools_nothing_changes_nothing():
     frame = synth_rollouts(steps=3, groups_per_step=12, group_size=6, seed=11)
     ids = frame.with_columns(instance_id=pl.format("p{}-{}", pl.col("step"), pl.col("group_id")))
     plain, named = replayed(frame, POOLING_CONFIGS), replayed(ids, POOLING_CONFIGS)
-    assert named.result.summary.equals(plain.summary)
-    assert named.result.resamples.equals(plain.resamples)
-    assert named.verdict.recommendation.equals(plain.recommendation)
+    assert named.result.summary.equals(plain.result.summary)
+    assert named.result.resamples.equals(plain.result.resamples)
+    assert named.verdict.recommendation.equals(plain.verdict.recommendation)
 
 
 def test_a_problem_seen_at_every_step_replays_and_pools():

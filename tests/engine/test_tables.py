@@ -474,7 +474,7 @@ def test_row_diagnostics_recomputed_from_the_rows(synth_path, shaping, advantage
     from replay_cli.rollouts.validation import load_rollouts
 
     result = api.replay(load_rollouts([synth_path]), [config(shaping, advantage)], NO_FORECAST)
-    rows, summary = result.rows, result.summary.row(0, named=True)
+    rows, summary = result.result.rows, result.result.summary.row(0, named=True)
     t = (
         (rows["split"] == "train")
         & ~rows["masked"]
@@ -506,7 +506,7 @@ def test_std_at_max_is_the_std_of_the_rows_at_the_groups_largest_unclipped_advan
 
     cfg = config({"lambda_time": 1 / 5}, {"clip_low": -3.0, "clip_high": 3.0})
     result = api.replay(load_rollouts([synth_path]), [cfg], NO_FORECAST)
-    rows = result.rows.filter(
+    rows = result.result.rows.filter(
         (pl.col("split") == "train") & ~pl.col("masked") & pl.col("kept")
     ).with_columns(pl.col("advantage_unclipped").abs().alias("u"))
     expected = {}
