@@ -384,7 +384,7 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     off = one.result.resamples.filter(pl.col("config_id") == configs[0].config_id)
     # paired: off vs itself (the verdict's resamples are the forecast's)
     assert off["forecast/resolve_vs_off"].to_list() == [1.0] * off.height
-    row = one.summary.row(1, named=True)
+    row = one.result.summary.row(1, named=True)
     assert row["step/resolve_vs_off_low"] <= row["step/resolve_vs_off"]
     assert row["step/resolve_vs_off"] <= row["step/resolve_vs_off_high"]
     # The interval's ends are the resamples' quantiles at (1 ∓ interval) / 2 (90% by default:
@@ -397,7 +397,7 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     assert row["forecast/resolve_vs_off_low"] == pytest.approx(low, rel=1e-12)
     assert row["forecast/resolve_vs_off_high"] == pytest.approx(high, rel=1e-12)
-    won = one.recommendation["won_share"].sum()
+    won = one.verdict.recommendation["won_share"].sum()
     assert won == pytest.approx(1.0)  # shaping off is always eligible: every resample has a pick
 
 

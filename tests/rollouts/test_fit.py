@@ -56,11 +56,11 @@ def test_a_setting_that_cannot_act_on_the_input_is_said(column):
     assert note.startswith(f"'{label}': the input has no '{column}' column, so {what}")
     assert note.endswith("(the setting does nothing here).")
     having = api.replay(rollouts_from_frame(FRAME), [cfg])
-    assert not [n for n in having.notes if "does nothing here" in n]
+    assert not [n for n in having.result.notes if "does nothing here" in n]
     # The default settings read the same columns without a word: they ask for nothing.
     assert not [
         n
-        for n in api.replay(rollouts_from_frame(FRAME.drop(column)), [config()]).notes
+        for n in api.replay(rollouts_from_frame(FRAME.drop(column)), [config()]).result.notes
         if "does nothing" in n
     ]
 
