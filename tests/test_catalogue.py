@@ -227,6 +227,9 @@ def test_a_scoped_metric_is_its_base_label_and_scope():
 def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
     """Groups of one length have no long problems: every `@long` headline is null, and both
     exports write the others."""
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     from replay_cli.io.tensorboard import read_scalars
     from replay_cli.io.wandb_run import read_log, runs_of
     from replay_cli.report import tensorboard, wandb_runs

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -381,6 +382,9 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
 @examples(20)
 @given(data=inputs(), rows=st.sampled_from(["all", "sample", "none"]))
 def test_replay_then_compare_and_export(data, rows):
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     with workdir() as tmp:
         path, out = written(tmp, data), tmp / "report"
         code, output = invoke(["replay", path, "--out", out, "--rows", rows, *QUICK])
@@ -424,6 +428,7 @@ def test_sweep_with_and_without_the_forecast(data, forecast):
 @examples(8)
 @given(data=inputs(faults=False))
 def test_export_wandb_writes_one_run_per_config(data):
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     with workdir() as tmp:
         path, out = written(tmp, data), tmp / "report"
         code, output = invoke(["sweep", path, "--out", out, "--lambda-time", "0,1/60", *QUICK])
