@@ -6,6 +6,19 @@ from __future__ import annotations
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
 
+# The decision measure's and the forecast's defaults (`MeasureSettings`, `ForecastSettings`, and
+# the options `--step-kl`, `--resamples`, `--steps`, `--seeds`, `--problems`).
+STEP_KL = 0.001
+"""The first step's budget: mean KL per problem (nats)."""
+RESAMPLES = 200
+"""Bootstrap resamples over problems."""
+STEPS = 50
+"""The forecast's horizon T (training steps)."""
+SEEDS = 4
+"""The forecast's seeds S."""
+PROBLEMS = 150
+"""Problems the forecast samples per length bucket and seed."""
+
 
 def lambda_text(value: float) -> str:
     """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
@@ -17,4 +30,12 @@ def lambda_text(value: float) -> str:
     return f"{value:.4g}"
 
 
-__all__ = ["DEFAULT_CHUNK_ROWS", "lambda_text"]
+__all__ = [
+    "DEFAULT_CHUNK_ROWS",
+    "PROBLEMS",
+    "RESAMPLES",
+    "SEEDS",
+    "STEPS",
+    "STEP_KL",
+    "lambda_text",
+]

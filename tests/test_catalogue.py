@@ -16,7 +16,6 @@ from replay_cli import api
 from replay_cli import catalogue as C
 from replay_cli.catalogue import columns
 from replay_cli.parameters import registry
-from replay_cli.report.model import Report
 
 from factories import config, replay_frame, rollouts
 
@@ -274,6 +273,9 @@ def test_a_scoped_metric_is_its_base_label_and_scope():
 def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
     """Groups of one length have no long problems: every `@long` headline is null, and both
     exports write the others."""
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     from replay_cli.io.tensorboard import read_scalars
     from replay_cli.io.wandb_run import read_log, runs_of
     from replay_cli.report import tensorboard, wandb_runs
@@ -285,15 +287,15 @@ def test_a_null_headline_is_left_out_of_tensorboard_and_wandb_runs(tmp_path):
         openhands_run_time=[600.0, 900.0, 1200.0, 300.0] * 2,
     )
     result = replay_frame(frame, {"lambda_time": 1 / 60})
-    row = result.summary.row(0, named=True)
+    row = result.result.summary.row(0, named=True)
     assert row[C.F_RESOLVE_VS_OFF_LONG] is None
     assert row[C.F_RESOLVE_VS_OFF] is not None
-    tensorboard.write_runs(Report.of(result), tmp_path / "tb")
+    tensorboard.write_runs(result, tmp_path / "tb")
     tags = set(read_scalars(tmp_path / "tb", run_name(row["label"]))["metric"])
     pct, pct_long = C.human_name(C.F_RESOLVE_VS_OFF), C.human_name(C.F_RESOLVE_VS_OFF_LONG)
     assert tensorboard.hparam_tag(pct) in tags
     assert tensorboard.hparam_tag(pct_long) not in tags
-    wandb_runs.write_runs(Report.of(result), tmp_path / "wb", group="g")
+    wandb_runs.write_runs(result, tmp_path / "wb", group="g")
     (log,) = runs_of(tmp_path / "wb").values()
     logged = read_log(log).summary
     assert logged[pct] == pytest.approx(row[C.F_RESOLVE_VS_OFF] * 100)

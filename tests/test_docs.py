@@ -73,10 +73,11 @@ def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "readme_snippet.py"
     script.write_text(re.search(r"```python\n(.*?)```", README, re.DOTALL).group(1))
-    result = runpy.run_path(str(script))["result"]
-    assert result.summary.height == 2
-    assert result.recommendation.height == 2
-    assert set(result.recommendation["role"]) <= {"recommended", "runner-up", "eligible", "avoid"}
+    report = runpy.run_path(str(script))["report"]
+    assert report.result.summary.height == 2
+    roles = report.verdict.recommendation["role"]
+    assert roles.len() == 2
+    assert set(roles) <= {"recommended", "runner-up", "eligible", "avoid"}
     assert "role" in capsys.readouterr().out
     assert (tmp_path / "report" / "summary.parquet").exists()
     assert (tmp_path / "report" / "recommendation.parquet").exists()

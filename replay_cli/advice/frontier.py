@@ -18,8 +18,8 @@ __all__ = ["frontier", "highlights", "rated", "shaping_off"]
 
 
 def rated(summary: pl.DataFrame) -> bool:
-    """The summary has the columns the recommendation and the frontier read (a report of this
-    version, not an earlier one re-rendered)."""
+    """The summary has the columns the whole rule and the frontier read (a replay with the
+    forecast; `--no-forecast` has no outcome to place a config by)."""
     return all(c in summary.columns for c in NEEDED)
 
 
@@ -79,7 +79,7 @@ def highlights(
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
-    if verdict is None or not rated(summary):  # an earlier version's report: the first configs
+    if verdict is None or not rated(summary):  # nothing ranked (no forecast): the first configs
         off = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
         return off + [c for c in ids if c not in off][: 3 - len(off)]
     out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()

@@ -34,7 +34,7 @@ class Decision:
     avoid: list[dict[str, Any]]
     near_misses: list[dict[str, Any]]
     unrated: str | None
-    """Why no config was rated (a report of an earlier version), else None."""
+    """Why no config was rated (no forecast, too few problems, no training rows), else None."""
     keep_off: bool
     """The recommended config is shaping off: no shaped config is worth launching."""
     shaped_eligible: int

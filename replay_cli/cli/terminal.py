@@ -70,8 +70,8 @@ def fit_columns(
 def print_summary(report: Report, out: Path) -> None:
     """One line per config: its role, then the measures the rule reads and what disqualifies,
     as many columns as the terminal's width holds (never wrapping a row)."""
-    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
-    summary = report.summary
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    summary = report.result.summary
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
     width = terminal_width()
@@ -93,9 +93,9 @@ def print_summary(report: Report, out: Path) -> None:
 def print_decision(report: Report) -> None:
     """The verdict first: what to launch (or why shaping off is kept, and the best trade), how
     sure the pick is, the overrides, the runner-up, what to avoid."""
-    if report.recommendation.is_empty():
+    if report.verdict.recommendation.is_empty():
         return
-    d = report.decision
+    d = report.verdict.decision
     rec, runner = d.recommended, d.runner_up
     if d.unrated:
         typer.echo(f"No recommendation: {d.unrated}.")
@@ -132,8 +132,8 @@ FINDINGS_SHOWN = 4
 def print_forecast(report: Report) -> None:
     """The forecast in a few lines: shaping off's trajectory on long problems, where the pick (or
     the best trade) ends after T steps, and whether the verdict holds at other budgets."""
-    summary, verdict = report.summary, report.verdict
-    if report.forecast is None or C.FORECAST_STEPS not in summary.columns:
+    summary, verdict = report.result.summary, report.verdict
+    if report.result.forecast is None or C.FORECAST_STEPS not in summary.columns:
         typer.echo("No forecast (--no-forecast): the verdict did not judge resolve rate.")
         return
     row = summary.row(0, named=True)
@@ -195,7 +195,7 @@ def print_report(
     print_decision(report)
     print_forecast(report)
     print_summary(report, out)
-    print_findings(report.findings, out)
+    print_findings(report.verdict.findings, out)
     if tensorboard is not None:
         print_tensorboard(tensorboard)
     if wandb is not None:

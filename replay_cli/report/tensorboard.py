@@ -55,9 +55,9 @@ def write_runs(
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(report.steps, report.summary, roles, tmp, tick)
+        names = _write(report.result.steps, report.result.summary, roles, tmp, tick)
     return [out / name for name in names]
 
 

@@ -86,13 +86,13 @@ def write_runs(
     directories. `group` names the sweep (default: `out`'s name)."""
     wandb = wandb_module()
     out = Path(out)
-    verdict = {row[S.CONFIG_ID]: row for row in report.recommendation.iter_rows(named=True)}
-    configs = {c.config_id: c for c in report.configs}
+    verdict = {row[S.CONFIG_ID]: row for row in report.verdict.recommendation.iter_rows(named=True)}
+    configs = {c.config_id: c for c in report.result.configs}
     group = group or out.name
-    names = run_names(report.summary)
+    names = run_names(report.result.summary)
     with staged_directory(out, force) as tmp:
         made = []
-        for row, name in zip(report.summary.iter_rows(named=True), names, strict=True):
+        for row, name in zip(report.result.summary.iter_rows(named=True), names, strict=True):
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
             config = run_config(
@@ -110,7 +110,7 @@ def write_runs(
                 reinit="create_new",
             )
             logged = 0
-            for step, scalars in step_scalars(report.steps, cid):
+            for step, scalars in step_scalars(report.result.steps, cid):
                 run.log(scalars, step=step)
                 logged += 1
             run.summary.update(
@@ -119,7 +119,7 @@ def write_runs(
             made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
-                tick(len(made), report.summary.height)
+                tick(len(made), report.result.summary.height)
         # run.finish() returns before W&B's writer has flushed the log: shut the writer down,
         # then read every run back, so no run is reported written before its log is whole.
         wandb.teardown()

@@ -32,7 +32,7 @@ CASES = [
 @pytest.mark.parametrize(("shaping", "advantage"), CASES)
 def test_launch_overrides_and_yaml_rebuild_the_same_config(tmp_path, shaping, advantage):
     cfg = config(shaping, advantage)
-    row = api.replay(api.load(["data_samples/rollouts_small.parquet"]), [cfg]).summary
+    row = api.replay(api.load(["data_samples/rollouts_small.parquet"]), [cfg]).result.summary
     row = row.row(0, named=True)
     off = not cfg.shaping.enabled
     values, ignored = parse_overrides(launch_overrides(row, off).split())

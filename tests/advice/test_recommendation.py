@@ -405,13 +405,13 @@ def test_configs_that_train_alike_on_real_rows_are_twins_whatever_their_settings
             config({"lambda_time": 1 / 120, "apply_to": "all", "floor": -0.1}),
         ],
     )
-    floored = results.summary["time_efficiency/floored_frac"].to_list()
+    floored = results.result.summary["time_efficiency/floored_frac"].to_list()
     assert floored[:3] == [0.0, 0.0, 0.0]
     assert floored[3] > 0  # bookkeeping differs, training does not
-    digests = results.summary["trained_digest"].to_list()
+    digests = results.result.summary["trained_digest"].to_list()
     assert len(set(digests[:4])) == 1
     assert digests[4] != digests[0]
-    solve = results.summary["forecast/solve_minutes_vs_off"].to_list()
+    solve = results.result.summary["forecast/solve_minutes_vs_off"].to_list()
     assert solve[:4] == [solve[0]] * 4
     # Four problems: the default rule would not decide; this one reads whatever there is.
     loose = Rule(
@@ -420,7 +420,7 @@ def test_configs_that_train_alike_on_real_rows_are_twins_whatever_their_settings
         max_fail_faster=10.0,
         min_problems=1,
     )
-    verdict = recommend(results.summary, loose)
+    verdict = recommend(results.result.summary, loose)
     reasons = dict(verdict.select("label", "reasons").rows())
     assert verdict["label"][0] == "λ=1/120 correct"
     for twin in ("λ=1/120 correct floor=-10", "λ=1/120 correct floor=0.5", "λ=1/120 all floor=0"):
@@ -441,12 +441,12 @@ def test_configs_whose_clipped_advantages_differ_on_a_loss_masked_row_are_no_twi
         rollouts_from_frame(frame),
         [config({"lambda_time": 1 / 120}), config({"lambda_time": 1 / 120}, {"clip_low": -3.0})],
     )
-    rows = results.rows.filter(pl.col("source_row") == 0)
+    rows = results.result.rows.filter(pl.col("source_row") == 0)
     assert rows["advantage"][0] < -20
     assert rows["advantage"][1] == -3.0
-    others = results.rows.filter(pl.col("source_row") > 0)
+    others = results.result.rows.filter(pl.col("source_row") > 0)
     assert others.filter(pl.col("advantage").abs() >= 3).is_empty()
-    first, second = results.summary["trained_digest"].to_list()
+    first, second = results.result.summary["trained_digest"].to_list()
     assert first != second
     loose = Rule(
         min_resolve_vs_off=0.0,
@@ -455,7 +455,7 @@ def test_configs_whose_clipped_advantages_differ_on_a_loss_masked_row_are_no_twi
         min_faster=0.0,
         min_problems=1,
     )
-    verdict = recommend(results.summary, loose)
+    verdict = recommend(results.result.summary, loose)
     assert verdict["role"].to_list() == ["recommended", "runner-up"]
     assert not any(r.startswith("no alternative") for r in verdict["reasons"].to_list())
 
@@ -576,7 +576,7 @@ def test_a_validation_only_input_has_nothing_to_judge_and_says_so():
     """Not 'written before the recommendation rule' (that would send the user to replay again):
     a validation-only input has no training group, so nothing trains."""
     frame = rollouts(reward=[1.0, 0.0], split=["validation", "validation"])
-    verdict = replay_frame(frame, {}).recommendation
+    verdict = replay_frame(frame, {}).verdict.recommendation
     assert verdict["role"].to_list() == ["unrated"]
     assert verdict["reasons"][0] == (
         "nothing to judge: the input has no training group (every row is validation)"

@@ -164,12 +164,12 @@ def test_each_sweep_config_equals_a_single_replay(synth_path):
     swept = api.replay(rollouts, configs)
     for cfg in configs:
         single = api.replay(rollouts, cfg)
-        mine = swept.rows.filter(pl.col("config_id") == cfg.config_id)
-        assert mine.equals(single.rows)
-        steps = swept.steps.filter(pl.col("config_id") == cfg.config_id).select(
-            single.steps.columns
+        mine = swept.result.rows.filter(pl.col("config_id") == cfg.config_id)
+        assert mine.equals(single.result.rows)
+        steps = swept.result.steps.filter(pl.col("config_id") == cfg.config_id).select(
+            single.result.steps.columns
         )
-        assert steps.equals(single.steps)
+        assert steps.equals(single.result.steps)
 
 
 def test_sweep_command(synth_path, tmp_path):

@@ -141,7 +141,7 @@ def test_wandb_names_a_steps_table_after_the_previous_step(tmp_path, monkeypatch
     """The naming rule, from the wandb package itself: an offline run logged as NeMo-RL logs
     (one call per step with the train metrics and the full_result table, step=k) names step k's
     table `full_result_<k-1>_<hash>.table.json`, and the import reads each back at its step."""
-    import wandb
+    wandb = pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

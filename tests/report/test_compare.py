@@ -71,16 +71,18 @@ def test_join_and_deltas(synth_path, tmp_path):
     rollouts = api.load([synth_path])
     base, other = config({"enabled": False}), config({"apply_to": "correct"})
     result = api.replay(rollouts, [base, other])
-    deltas = metric_deltas(result.summary.with_columns(pl.lit("r").alias("report")))
+    deltas = metric_deltas(result.result.summary.with_columns(pl.lit("r").alias("report")))
     mine = deltas.filter(
         (pl.col("config_id") == other.config_id) & (pl.col("metric") == "total_reward/mean")
     )
     expected = (
-        result.summary.filter(pl.col("config_id") == other.config_id)["total_reward/mean"][0]
-        - result.summary.filter(pl.col("config_id") == base.config_id)["total_reward/mean"][0]
+        result.result.summary.filter(pl.col("config_id") == other.config_id)["total_reward/mean"][0]
+        - result.result.summary.filter(pl.col("config_id") == base.config_id)["total_reward/mean"][
+            0
+        ]
     )
     assert mine["delta"][0] == pytest.approx(expected)
-    steps = result.steps.filter(pl.col("config_id") == other.config_id).sort("step")
+    steps = result.result.steps.filter(pl.col("config_id") == other.config_id).sort("step")
     internal = pl.DataFrame(
         {
             "run": ["x", "x"],
@@ -89,7 +91,7 @@ def test_join_and_deltas(synth_path, tmp_path):
             "value": [0.0, 0.0],
         }
     )
-    joined = join_internal(result.steps, internal, other.config_id)
+    joined = join_internal(result.result.steps, internal, other.config_id)
     assert joined["replayed"].to_list() == pytest.approx(steps["total_reward/mean"][:2].to_list())
     assert joined["delta"].to_list() == joined["replayed"].to_list()
 

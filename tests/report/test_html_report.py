@@ -105,7 +105,8 @@ def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(report, copy)
     (copy / "index.html").unlink()
-    (copy / "findings.parquet").unlink()
+    findings = pl.read_parquet(copy / "findings.parquet")
+    findings.head(0).write_parquet(copy / "findings.parquet")  # judged again, not copied
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == str(copy / "index.html")
@@ -133,26 +134,19 @@ def test_a_report_without_charts_points_at_itself(tmp_path):
     assert "--no-charts" not in html
 
 
-def test_a_report_of_an_earlier_version_rerenders_unrated(report, tmp_path):
-    """A report written before the pushes re-renders with no recommendation rather than one
-    computed from missing columns."""
-    from replay_cli.advice.rule import NEEDED
-
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_a_report_of_an_earlier_version_is_refused_with_exit_2(report, tmp_path, command):
+    """A report written before the verdict was stored is not re-rendered: the error names the
+    directory and says to rerun the replay, and the directory is left as it was."""
     old = tmp_path / "old"
     shutil.copytree(report, old)
-    summary = pl.read_parquet(old / "summary.parquet")
-    summary.drop(
-        [c for c in summary.columns if c in NEEDED or c.startswith("push/")]
-    ).write_parquet(old / "summary.parquet")
-    for name in ("recommendation.parquet", "findings.parquet", "index.html"):
-        (old / name).unlink()
-    for args in (["report", str(old)], ["plot", str(old)]):
-        result = CliRunner().invoke(app, args)
-        assert result.exit_code == 0, result.output
-    html = (old / "index.html").read_text()
-    assert "No recommendation: this report was written before the recommendation rule" in html
-    assert set(pl.read_parquet(old / "recommendation.parquet")["role"]) == {"unrated"}
-    assert not (old / "charts" / "frontier.png").exists()
+    (old / "recommendation.parquet").unlink()
+    before = sorted(p.name for p in old.rglob("*"))
+    result = CliRunner().invoke(app, [command, str(old)])
+    assert result.exit_code == 2, result.output
+    assert f"{old} was written by an earlier version of replay-cli" in result.output
+    assert "rerun the replay" in result.output
+    assert sorted(p.name for p in old.rglob("*")) == before
 
 
 def test_compare_and_explain_directories_get_an_index(report, tmp_path):

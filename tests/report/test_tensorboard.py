@@ -33,6 +33,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
     """A 4-config sweep with its TensorBoard runs: (report dir, tensorboard dir)."""
     root = tmp_path_factory.mktemp("tb")
     data = write_small_synth(root / "rollouts.parquet", seed=5)

@@ -30,6 +30,8 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+\-]*$")
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """An 8-config sweep with its W&B runs: (report dir, W&B dir, runs by display name)."""
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
     root = tmp_path_factory.mktemp("wb")
     data = write_small_synth(root / "rollouts.parquet", seed=5)
     report, runs = root / "report", root / "runs"
@@ -242,7 +244,7 @@ def test_compare_reads_a_wandb_run_directory_like_the_csv_export(sweep, tmp_path
 def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
     """A record larger than a 32 KiB block is cut in pieces across blocks; a log cut mid-record
     (a run killed while writing) reads up to its last whole record."""
-    import wandb
+    wandb = pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
 
     settings = wandb.Settings(mode="offline", silent=True, console="off", x_disable_stats=True)
     big = "x" * (3 * BLOCK)
@@ -268,6 +270,7 @@ def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
 
 
 def test_not_a_wandb_log_is_named(tmp_path):
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     from replay_cli.errors import InputFileError
 
     path = tmp_path / "run-x.wandb"
