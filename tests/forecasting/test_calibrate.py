@@ -140,9 +140,7 @@ def test_the_causal_share_is_one_where_effort_pays_and_near_zero_where_it_buys_n
     options = api.report_options(
         forecast=ForecastSettings(steps=5, seeds=2, check_budgets=False, calibrate=True)
     )
-    row = api.replay(rollouts_from_frame(log), [off], options).result.summary.row(
-        0, named=True
-    )
+    row = api.replay(rollouts_from_frame(log), [off], options).result.summary.row(0, named=True)
     assert low <= row["forecast/alpha"] <= high
     assert row["forecast/budget"] == MeasureSettings().step_kl
     assert row["forecast/drift_steps"] == 11
