@@ -91,7 +91,7 @@ FORECAST = (
 DELTA = (
     C.TOTAL_REWARD,
     C.DEDUCTION_MEAN,
-    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE,
     C.F_SOLVE_VS_OFF,
     C.F_FAIL_VS_OFF,
     C.SIGNAL,
@@ -103,7 +103,9 @@ DELTA = (
     C.EXPLOSION_UNCLIPPED,
     C.SIGN_FLIPS,
 )
-"""What `compare` sets beside the reference config."""
+"""What `compare` sets beside the reference config, each a quantity whose difference reads in
+its own unit: the resolve rate itself (a share, its change in points), not its ratio to shaping
+off's (whose difference is no resolve rate's move)."""
 
 TRACKER_CURVES = (
     C.SIGNAL,
