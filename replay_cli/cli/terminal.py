@@ -51,20 +51,22 @@ def fit_columns(
     width: int,
     header: Callable[[str], str] = lambda name: C.metric(name).brief,
     other: int = len("recommended") + 3,
+    kept: Sequence[str] = (),
 ) -> list[str]:
-    """The metric columns (most important first) that fit beside the config column and `other`
-    characters of other columns (the role's) in `width` characters, one line per row: the least
-    important are dropped first."""
+    """The metric columns that fit beside the config column and `other` characters of other
+    columns (the role's) in `width` characters, one line per row, in `cells`' order: `kept`
+    (those present) are taken first, then the others in order; the rest are dropped."""
     label = label_width(labels, width)
     used = 4 + label + 3 + other  # borders, config, the other columns
-    kept = []
-    for name, values in cells.items():
-        need = max(len(header(name)), *(len(v) for v in values)) + 3
+    first = [name for name in kept if name in cells]
+    chosen = set()
+    for name in first + [name for name in cells if name not in first]:
+        need = max(len(header(name)), *(len(v) for v in cells[name])) + 3
         if used + need > width:
             break
-        kept.append(name)
+        chosen.add(name)
         used += need
-    return kept
+    return [name for name in cells if name in chosen]
 
 
 def print_summary(report: Report, out: Path) -> None:
@@ -75,7 +77,7 @@ def print_summary(report: Report, out: Path) -> None:
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
     width = terminal_width()
-    shown = fit_columns(summary["label"].to_list(), cells, width)
+    shown = fit_columns(summary["label"].to_list(), cells, width, kept=L.TERMINAL_KEPT)
     table = Table(title=f"replay report: {out}", title_justify="left")
     label = label_width(summary["label"].to_list(), width)
     table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
@@ -86,7 +88,7 @@ def print_summary(report: Report, out: Path) -> None:
         table.add_row(label, roles.get(cid, ""), *(cells[m][i] for m in shown))
     _console().print(table)
     if len(shown) < len(names):
-        dropped = ", ".join(C.metric(m).brief for m in names[len(shown) :])
+        dropped = ", ".join(C.metric(m).brief for m in names if m not in shown)
         typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 

@@ -20,8 +20,13 @@ TERMINAL = (
     C.TIME_ONLY_SHARE,
     C.ABS_MAX,
 )
-"""The terminal's table after a run, most important first (a narrow terminal drops from the
-end): what the rule reads (the outcome at the horizon), then what disqualifies."""
+"""The terminal's table after a run: what the rule reads (the outcome at the horizon), then what
+disqualifies. A narrow terminal keeps TERMINAL_KEPT first and drops the others from the end."""
+
+TERMINAL_KEPT = (C.F_SOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LOW)
+"""The columns a narrow terminal drops last, the last to go first: what the rule ranks by (solve
+Δ@T), then the low ends its bar reads; without them the rows left could show an eligible config
+beating the pick."""
 
 SUMMARY_GROUPS = (
     (
