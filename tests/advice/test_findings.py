@@ -937,3 +937,15 @@ def test_the_reset_cause_needs_a_zeroed_row_not_just_item_2(odd):
     assert summary["signal/uncharged_only_reset_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "zeroing penalty" not in text
+
+
+def test_the_explosion_headline_is_true_without_a_clip():
+    """Configs without a clip train on what they compute: their headline names no clip as
+    having acted, and says the count and the largest values."""
+    rows = [{"config_id": k, "value": v} for k, v in {"a": 65.5, "b": 59.6, "c": 30.0}.items()]
+    out = _headline("explosion_unbounded", rows, {"a": "λ=1/60 all", "b": "B", "c": "C"})
+    assert "after the clip" not in out["text"]
+    assert out["text"].startswith(
+        "3 configs train on |advantage| > 3 (after their clip, where they have one); largest: "
+        "'λ=1/60 all' (65.5)"
+    )
