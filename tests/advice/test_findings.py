@@ -557,7 +557,7 @@ def test_labels_are_unique_when_the_difference_is_hidden(synth_path, tmp_path):
     result = api.replay_to_report([synth_path], configs, out)
     labels = result.summary["label"].to_list()
     assert len(set(labels)) == 4
-    assert labels[0] == "no shaping [λ=1/120]"  # λ as written everywhere, not its float
+    assert labels[0] == "shaping off [λ=1/120]"  # λ as written everywhere, not its float
     assert labels[2] == "λ=1/60 all [scale_rewards=batch]"
     html = (out / "index.html").read_text()
     assert all(label.replace("'", "&#x27;") in html for label in labels)
