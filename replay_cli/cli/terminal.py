@@ -220,10 +220,13 @@ def print_wandb(out: Path) -> None:
 
 
 def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
-    """An input's description (api.inspect_input) and its loading notes."""
+    """An input's description (api.inspect_input) in the units of every other surface (shares
+    in %, run times in minutes) and its loading notes."""
+    from replay_cli.analysis.describe import shown
+
     table = Table(title="rollout input", show_header=False, title_justify="left")
-    for key, value in stats.items():
-        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for key, value in shown(stats).items():
+        table.add_row(key, value)
     console = _console()
     console.print(table)
     for note in notes:
