@@ -235,12 +235,17 @@ def print_inspect(stats: dict[str, object], notes: Sequence[str]) -> None:
 
 
 def demo_guide(out: Path) -> str:
-    """Where to look after `replay-cli demo`."""
+    """Where to look after `replay-cli demo`: the page, the charts and every table it wrote (read
+    from `out`, the summary first)."""
+    names = sorted((p.stem for p in Path(out).glob("*.parquet")), key=lambda n: (n != "summary", n))
+    tables = ", ".join(
+        f"{out}/{n}.parquet (one row per config)" if n == "summary" else f"{n}.parquet"
+        for n in names
+    )
     return (
         f"\nOpen {out}/index.html first: the decision, findings, the sortable summary, the frontier "
         "and every chart.\n"
-        f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
-        "recommendation.parquet, findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
+        f"Charts: {out}/charts/*.png. Tables: {tables}."
     )
 
 

@@ -244,6 +244,9 @@ def test_demo_writes_report_and_charts(demo_run):
         set(pl.read_parquet(out / "summary.parquet")["config_id"])
     )
     assert "replay-demo/index.html" in result.output
+    tables = result.output.split("Tables: ")[1]
+    assert {f"{p.name}" for p in out.glob("*.parquet")} >= {"forecast.parquet", "resamples.parquet"}
+    assert all(p.name in tables for p in out.glob("*.parquet"))
     # It ran over an earlier report (the fixture's), which it replaced whole.
     assert not (out / "earlier.txt").exists()
 

@@ -63,3 +63,16 @@ def test_fit_columns_keeps_first_and_takes_an_exact_fit():
     assert fit_columns(labels, cells, width, header=str, other=0, kept=("c",)) == ["a", "c"]
     assert fit_columns(labels, cells, width - 1, header=str, other=0, kept=("c",)) == ["c"]
     assert fit_columns(labels, cells, width, header=str, other=0) == ["a", "b"]
+
+
+def test_the_demo_guide_lists_every_table_written(tmp_path):
+    from replay_cli.cli.terminal import demo_guide
+
+    names = ["summary", "forecast", "resamples", "findings", "steps", "new_table"]
+    for name in names:
+        (tmp_path / f"{name}.parquet").write_bytes(b"")
+    tables = demo_guide(tmp_path).split("Tables: ")[1]
+    assert tables == (
+        f"{tmp_path}/summary.parquet (one row per config), findings.parquet, forecast.parquet, "
+        "new_table.parquet, resamples.parquet, steps.parquet."
+    )
