@@ -138,3 +138,15 @@ def test_readme_is_short_and_links_the_docs():
     for doc in ("guide", "cli", "report", "semantics", "architecture", "benchmarks"):
         assert f"(docs/{doc}.md)" in README
         assert (ROOT / "docs" / f"{doc}.md").exists()
+
+
+def test_the_findings_table_lists_every_kind_in_the_reports_order():
+    """docs/report.md's Findings table names each kind of advice/findings.py's KINDS once, in the
+    order the reports print them."""
+    from replay_cli.advice.findings import KINDS
+
+    text = (ROOT / "docs" / "report.md").read_text()
+    section = text.split("\n## Findings\n")[1].split("\n## ")[0]
+    listed = re.findall(r"^\| `([a-z_]+)` \| (hazard|warning|info) \|", section, re.MULTILINE)
+    assert [kind for kind, _ in listed] == list(KINDS)
+    assert [severity for _, severity in listed] == [KINDS[k][0] for k in KINDS]
