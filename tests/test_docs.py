@@ -177,4 +177,4 @@ def test_readme_states_the_rules_resolve_bar():
     assert "without costing" not in promise
     assert rule.min_resolve_vs_off == rule.min_resolve_vs_off_long
     assert f"≥ {rule.min_resolve_vs_off:.0%} of shaping off's" in promise
-    assert "the low end of its interval" in promise
+    assert "interval's low end" in promise

@@ -238,14 +238,12 @@ def demo_guide(out: Path) -> str:
     """Where to look after `replay-cli demo`: the page, the charts and every table it wrote (read
     from `out`, the summary first)."""
     names = sorted((p.stem for p in Path(out).glob("*.parquet")), key=lambda n: (n != "summary", n))
-    tables = ", ".join(
-        f"{out}/{n}.parquet (one row per config)" if n == "summary" else f"{n}.parquet"
-        for n in names
-    )
+    tables = ", ".join(names)
     return (
         f"\nOpen {out}/index.html first: the decision, findings, the sortable summary, the frontier "
         "and every chart.\n"
-        f"Charts: {out}/charts/*.png. Tables: {tables}."
+        f"Charts: {out}/charts/*.png. Tables: {out}/*.parquet ({tables}; summary: one row per "
+        "config)."
     )
 
 

@@ -73,6 +73,6 @@ def test_the_demo_guide_lists_every_table_written(tmp_path):
         (tmp_path / f"{name}.parquet").write_bytes(b"")
     tables = demo_guide(tmp_path).split("Tables: ")[1]
     assert tables == (
-        f"{tmp_path}/summary.parquet (one row per config), findings.parquet, forecast.parquet, "
-        "new_table.parquet, resamples.parquet, steps.parquet."
+        f"{tmp_path}/*.parquet (summary, findings, forecast, new_table, resamples, steps; "
+        "summary: one row per config)."
     )
