@@ -98,7 +98,7 @@ def test_index_numbers_are_the_tables_numbers(report):
     decision = re.search(r'<section id="decision">(.*?)</section>', html, re.DOTALL).group(1)
     recommended = verdict.filter(pl.col("role") == "recommended").row(0, named=True)
     assert recommended["label"].replace("'", "&#x27;") in decision
-    assert recommended["overrides"] in decision
+    assert recommended["overrides"] in decision.replace("<wbr>", "")  # break points, no text
     assert recommended["yaml"].split("\n")[0] in decision
     assert decision.count('class="copy"') >= 2  # the overrides and the YAML (and a trade's)
 
