@@ -339,7 +339,7 @@ class ReplayConfig(_Frozen):
         """Readable label for charts and tables."""
         s, a = self.shaping, self.advantage
         if not s.enabled:
-            parts = ["no shaping"]
+            parts = ["shaping off"]  # the verdict's word for the baseline, on every surface
         else:
             parts = [f"λ={lambda_text(s.lambda_time)}", s.apply_to]
             if s.floor is not None:

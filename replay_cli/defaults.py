@@ -22,12 +22,14 @@ PROBLEMS = 150
 
 def lambda_text(value: float) -> str:
     """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
-    minutes, else 4 significant digits."""
+    minutes, else the float's shortest exact text (0.016667, as the launch overrides carry it;
+    never rounded to another number such as 0.01667)."""
     if value != 0:
         k = round(1 / abs(value))
         if 1 < k <= 100_000 and 1 / k == abs(value):
             return f"{'-' if value < 0 else ''}1/{k}"
-    return f"{value:.4g}"
+    text = repr(float(value))
+    return text.removesuffix(".0")
 
 
 __all__ = [

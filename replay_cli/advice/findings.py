@@ -370,7 +370,7 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
     "explosion_unbounded": (
         "hazard",
         explosion_unbounded,
-        f"train on |advantage| > {EXPLOSION:g} after the clip",
+        f"train on |advantage| > {EXPLOSION:g} (after their clip, where they have one)",
     ),
     "floor_tie": ("hazard", floor_tie, "tie successes to failures on the floor"),
     "forecast_drift": (

@@ -250,8 +250,9 @@ def import_(
         for note in stats.notes:
             typer.echo(f"Note: {note}")
         if stats.mask_sources:
-            where = ", ".join(f"{k}: {v}" for k, v in sorted(stats.mask_sources.items()))
-            typer.echo(f"mask_sample read from ({where} rows)")
+            from replay_cli.io.gym import mask_note
+
+            typer.echo(mask_note(stats.mask_sources))
         if stats.bad_lines:
             typer.echo(f"Skipped {stats.bad_lines} bad lines, first:", err=True)
             for line in stats.first_bad:

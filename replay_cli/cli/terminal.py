@@ -51,20 +51,22 @@ def fit_columns(
     width: int,
     header: Callable[[str], str] = lambda name: C.metric(name).brief,
     other: int = len("recommended") + 3,
+    kept: Sequence[str] = (),
 ) -> list[str]:
-    """The metric columns (most important first) that fit beside the config column and `other`
-    characters of other columns (the role's) in `width` characters, one line per row: the least
-    important are dropped first."""
+    """The metric columns that fit beside the config column and `other` characters of other
+    columns (the role's) in `width` characters, one line per row, in `cells`' order: `kept`
+    (those present) are taken first, then the others in order; the rest are dropped."""
     label = label_width(labels, width)
     used = 4 + label + 3 + other  # borders, config, the other columns
-    kept = []
-    for name, values in cells.items():
-        need = max(len(header(name)), *(len(v) for v in values)) + 3
+    first = [name for name in kept if name in cells]
+    chosen = set()
+    for name in first + [name for name in cells if name not in first]:
+        need = max(len(header(name)), *(len(v) for v in cells[name])) + 3
         if used + need > width:
             break
-        kept.append(name)
+        chosen.add(name)
         used += need
-    return kept
+    return [name for name in cells if name in chosen]
 
 
 def print_summary(report: Report, out: Path) -> None:
@@ -75,7 +77,7 @@ def print_summary(report: Report, out: Path) -> None:
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
     width = terminal_width()
-    shown = fit_columns(summary["label"].to_list(), cells, width)
+    shown = fit_columns(summary["label"].to_list(), cells, width, kept=L.TERMINAL_KEPT)
     table = Table(title=f"replay report: {out}", title_justify="left")
     label = label_width(summary["label"].to_list(), width)
     table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
@@ -86,7 +88,7 @@ def print_summary(report: Report, out: Path) -> None:
         table.add_row(label, roles.get(cid, ""), *(cells[m][i] for m in shown))
     _console().print(table)
     if len(shown) < len(names):
-        dropped = ", ".join(C.metric(m).brief for m in names[len(shown) :])
+        dropped = ", ".join(C.metric(m).brief for m in names if m not in shown)
         typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 
@@ -220,11 +222,14 @@ def print_wandb(out: Path) -> None:
 def print_inspect(
     stats: dict[str, object], notes: Sequence[str], hazards: Sequence[str] = ()
 ) -> None:
-    """An input's description (api.inspect_input), its loading notes, and the values the
-    trainer would coerce: an input with any loads, but is not called valid for shaping."""
+    """An input's description (api.inspect_input) in the units of every other surface (shares
+    in %, run times in minutes), its loading notes, and the values the trainer would coerce:
+    an input with any loads, but is not called valid for shaping."""
+    from replay_cli.analysis.describe import shown
+
     table = Table(title="rollout input", show_header=False, title_justify="left")
-    for key, value in stats.items():
-        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for key, value in shown(stats).items():
+        table.add_row(key, value)
     console = _console()
     console.print(table)
     for note in notes:
@@ -241,12 +246,15 @@ def print_inspect(
 
 
 def demo_guide(out: Path) -> str:
-    """Where to look after `replay-cli demo`."""
+    """Where to look after `replay-cli demo`: the page, the charts and every table it wrote (read
+    from `out`, the summary first)."""
+    names = sorted((p.stem for p in Path(out).glob("*.parquet")), key=lambda n: (n != "summary", n))
+    tables = ", ".join(names)
     return (
         f"\nOpen {out}/index.html first: the decision, findings, the sortable summary, the frontier "
         "and every chart.\n"
-        f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
-        "recommendation.parquet, findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
+        f"Charts: {out}/charts/*.png. Tables: {out}/*.parquet ({tables}; summary: one row per "
+        "config)."
     )
 
 

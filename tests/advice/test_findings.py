@@ -565,7 +565,7 @@ def test_labels_are_unique_when_the_difference_is_hidden(synth_path, tmp_path):
     result = api.replay_to_report([synth_path], configs, out)
     labels = result.result.summary["label"].to_list()
     assert len(set(labels)) == 4
-    assert labels[0] == "no shaping [λ=1/120]"  # λ as written everywhere, not its float
+    assert labels[0] == "shaping off [λ=1/120]"  # λ as written everywhere, not its float
     assert labels[2] == "λ=1/60 all [scale_rewards=batch]"
     html = (out / "index.html").read_text()
     assert all(label.replace("'", "&#x27;") in html for label in labels)
@@ -945,3 +945,15 @@ def test_the_reset_cause_needs_a_zeroed_row_not_just_item_2(odd):
     assert summary["signal/uncharged_only_reset_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "zeroing penalty" not in text
+
+
+def test_the_explosion_headline_is_true_without_a_clip():
+    """Configs without a clip train on what they compute: their headline names no clip as
+    having acted, and says the count and the largest values."""
+    rows = [{"config_id": k, "value": v} for k, v in {"a": 65.5, "b": 59.6, "c": 30.0}.items()]
+    out = _headline("explosion_unbounded", rows, {"a": "λ=1/60 all", "b": "B", "c": "C"})
+    assert "after the clip" not in out["text"]
+    assert out["text"].startswith(
+        "3 configs train on |advantage| > 3 (after their clip, where they have one); largest: "
+        "'λ=1/60 all' (65.5)"
+    )

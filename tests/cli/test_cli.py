@@ -1,6 +1,7 @@
 """Tests for replay_cli.cli.app through typer's CliRunner: exit codes, messages and the written reports."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -212,6 +213,16 @@ def test_inspect(synth_path):
     assert result.exit_code == 0, result.output
     assert "OK: the input is valid." in result.output
     assert "18×4" in result.output
+    # Shares in % and run times in minutes, as on every other surface.
+    frame = pl.read_parquet(synth_path).filter(pl.col("split") == "train")
+    resolved = frame["resolved"].mean()
+    assert re.search(rf"│ resolved +│ {resolved:.1%} ", result.output), result.output
+    times = pl.read_parquet(synth_path)["openhands_run_time"].drop_nulls()
+    p50 = times.quantile(0.5) / 60
+    assert re.search(rf"│ run time p50 +│ {p50:.4g} min ", result.output), result.output
+    assert re.search(r"│ run time mean +│ \d+(\.\d+)? min ", result.output)
+    assert "share" not in result.output
+    assert "(s)" not in result.output
 
 
 def test_synth_writes_parquet(tmp_path):
@@ -233,6 +244,10 @@ def test_demo_writes_report_and_charts(demo_run):
         set(pl.read_parquet(out / "summary.parquet")["config_id"])
     )
     assert "replay-demo/index.html" in result.output
+    tables = result.output.split("Tables: ")[1]
+    assert {f"{p.name}" for p in out.glob("*.parquet")} >= {"forecast.parquet", "resamples.parquet"}
+    listed = tables.split("(")[1].split(";")[0].split(", ")
+    assert sorted(listed) == sorted(p.stem for p in out.glob("*.parquet"))
     # It ran over an earlier report (the fixture's), which it replaced whole.
     assert not (out / "earlier.txt").exists()
 

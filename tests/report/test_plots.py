@@ -104,3 +104,20 @@ def test_the_frontier_writes_solve_time_signed_as_the_tables(result):
     assert "negative = sooner" in FRONTIER_Y
     ticks = [ax.yaxis.get_major_formatter()(y, 0) for y in (0.5, 1.0)]
     assert ticks == ["−0.5", "−1"]
+
+
+def test_the_forecast_legend_names_shaping_off_once(synth_path):
+    """Shaping off disabled and at λ 0 leave the rewards as they are: the forecast draws them as
+    the one dashed 'shaping off' line, never as configs of their own under another name."""
+    from replay_cli.report.plots_forecast import forecast_chart
+
+    configs = [
+        config({"enabled": False}),
+        config({"lambda_time": 0.0}),
+        config({"lambda_time": 1 / 60, "apply_to": "correct"}),
+    ]
+    report = Report.of(api.replay(api.load([synth_path]), configs))
+    fig = forecast_chart(report.forecast, report.summary, report.recommendation)
+    names = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert names == ["shaping off", "λ=1/60 correct"]
+    assert report.summary["label"][0] == "shaping off"
