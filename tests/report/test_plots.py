@@ -116,8 +116,10 @@ def test_the_forecast_legend_names_shaping_off_once(synth_path):
         config({"lambda_time": 0.0}),
         config({"lambda_time": 1 / 60, "apply_to": "correct"}),
     ]
-    report = Report.of(api.replay(api.load([synth_path]), configs))
-    fig = forecast_chart(report.forecast, report.summary, report.recommendation)
+    report = api.replay(api.load([synth_path]), configs)
+    fig = forecast_chart(
+        report.result.forecast, report.result.summary, report.verdict.recommendation
+    )
     names = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert names == ["shaping off", "λ=1/60 correct"]
     assert report.summary["label"][0] == "shaping off"
