@@ -113,8 +113,8 @@ def backtest(world: W.World, log: pl.DataFrame, fit_steps: int) -> dict[str, flo
     options = api.report_options(forecast=forecast)
     fit = log.filter(pl.col("step") < fit_steps)
     result = api.replay(rollouts_from_frame(fit), [W.OFF.tool_config()], options)
-    budget = result.summary["forecast/budget"][0]
-    path = result.forecast.filter(
+    budget = result.result.summary["forecast/budget"][0]
+    path = result.result.forecast.filter(
         (pl.col("budget") == budget) & (pl.col("metric") == "resolve") & (pl.col("step") >= 0)
     )
     long_ids = {f"{world.name}-{p:04d}" for p in np.flatnonzero(W.problems(world).bucket == 2)}

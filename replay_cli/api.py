@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule
-from replay_cli.advice.verdict import judge
-from replay_cli.config import ForecastSettings, ReplayConfig, build_config, config_warnings
+from replay_cli.config import ReplayConfig, build_config, config_warnings
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
 from replay_cli.errors import InputFileError
@@ -73,33 +71,22 @@ def replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig] | ReplayConfig | None = None,
     options: ReportOptions | None = None,
-) -> ReplayResult:
+) -> Report:
     """Replay one or more configs in memory and judge them (default: NeMo-RL defaults with
-    shaping on); `options` gives the decision measure's settings and the rule."""
+    shaping on): the `Report` (`report.result`'s tables, `report.verdict`); `options` gives the
+    decision measure's and the forecast's settings and the rule."""
     if configs is None:
         configs = [ReplayConfig()]
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
     options = options or ReportOptions()
     replayed = run_replay(rollouts, configs, settings=options.measure, forecast=options.forecast)
-    return judged(replayed, rollouts, options.rule)
+    return Report.of(annotated(replayed, rollouts), options, rollouts)
 
 
-def forecast(
-    rollouts: Rollouts,
-    configs: Sequence[ReplayConfig] | ReplayConfig,
-    settings: ForecastSettings | None = None,
-    options: ReportOptions | None = None,
-) -> ReplayResult:
-    """Replay and judge configs with the forecast (`result.forecast`: per config, budget, step,
-    length bucket and metric; its numbers at the last step are summary columns the rule reads)."""
-    ahead = settings or ForecastSettings()
-    return replay(rollouts, configs, report_options(options, forecast=ahead))
-
-
-def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -> ReplayResult:
-    """The result with how its input was read (loading notes), the warnings about replaying its
-    configs on it, and its verdict (`judge`, once per report)."""
+def annotated(result: ReplayResult, rollouts: Rollouts) -> ReplayResult:
+    """The result with how its input was read (loading notes) and the warnings about replaying
+    its configs on it."""
     columns = rollouts.frame.collect_schema().names()
     return replace(
         result,
@@ -109,7 +96,6 @@ def judged(result: ReplayResult, rollouts: Rollouts, rule: Rule | None = None) -
             *inert_settings(rollouts, result.configs),
         ],
         input_notes=list(rollouts.notes),
-        verdict=judge(result.summary, result.top_groups, result.resamples, rule, rollouts.coerced),
     )
 
 
@@ -223,18 +209,18 @@ def _report(
             progress=progress,
         )
         phase(progress, "verdict")
-        report = Report.of(judged(replayed, rollouts, options.rule), options, rollouts)
+        report = Report.of(annotated(replayed, rollouts), options, rollouts)
         write(report, tmp, charts=options.charts, progress=progress)
     if options.tensorboard is not None:
         from replay_cli.report.tensorboard import write_runs
 
         # check_outputs checked the extra and the directory before replaying.
-        tick = phase(progress, "TensorBoard", report.summary.height)
+        tick = phase(progress, "TensorBoard", report.result.summary.height)
         write_runs(report, options.tensorboard, force=True, tick=tick)
     if options.wandb is not None:
         from replay_cli.report import wandb_runs
 
-        tick = phase(progress, "W&B", report.summary.height)
+        tick = phase(progress, "W&B", report.result.summary.height)
         wandb_runs.write_runs(report, options.wandb, force=True, group=out.name, tick=tick)
     return report
 
@@ -346,9 +332,9 @@ def compare_reports(
     if internal is not None:
         chosen = compare.choose_config(summary, config_id)
         read = [Report.read(r) for r in reports]
-        report = next(r for r in read if chosen in r.summary[S.CONFIG_ID].to_list())
+        report = next(r for r in read if chosen in r.result.summary[S.CONFIG_ID].to_list())
         joined = compare.join_internal(
-            report.steps, compare.read_internal(internal, internal_run), chosen
+            report.result.steps, compare.read_internal(internal, internal_run), chosen
         )
         if joined.height == 0:
             raise InputFileError(

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from replay_cli import defaults as D
 from replay_cli.defaults import DEFAULT_CHUNK_ROWS, lambda_text  # noqa: F401 (re-exported)
 from replay_cli.errors import ConfigError
 
@@ -338,7 +339,7 @@ class ReplayConfig(_Frozen):
         """Readable label for charts and tables."""
         s, a = self.shaping, self.advantage
         if not s.enabled:
-            parts = ["no shaping"]
+            parts = ["shaping off"]  # the verdict's word for the baseline, on every surface
         else:
             parts = [f"λ={lambda_text(s.lambda_time)}", s.apply_to]
             if s.floor is not None:
@@ -367,7 +368,7 @@ class MeasureSettings(_Frozen):
     bootstrap over problems. Report-wide, not a config parameter."""
 
     step_kl: float = Field(
-        0.001,
+        D.STEP_KL,
         gt=0,
         description="the step's budget: the mean KL divergence (nats) of the problems' policies "
         "after one step, the same for every config",
@@ -376,7 +377,7 @@ class MeasureSettings(_Frozen):
         4, ge=2, le=12, description="effort levels per length bucket (run-time bins + time limit)"
     )
     resamples: int = Field(
-        200, ge=0, description="bootstrap resamples over problems (0: no intervals)"
+        D.RESAMPLES, ge=0, description="bootstrap resamples over problems (0: no intervals)"
     )
     interval: float = Field(
         0.90,
@@ -392,12 +393,14 @@ class ForecastSettings(_Frozen):
     """How the forecast runs the decision measure's step forward (docs/report.md, "The
     forecast"): T steps, S seeds, a stratified sample of problems."""
 
-    steps: int = Field(50, ge=1, le=10_000, description="simulated training steps (T)")
+    steps: int = Field(D.STEPS, ge=1, le=10_000, description="simulated training steps (T)")
     seeds: int = Field(
-        4, ge=1, le=62, description="seeds (S): each its own problem sample and draws"
+        D.SEEDS, ge=1, le=62, description="seeds (S): each its own problem sample and draws"
     )
     problems: int = Field(
-        150, ge=1, description="problems sampled per length bucket and seed (all where fewer)"
+        D.PROBLEMS,
+        ge=1,
+        description="problems sampled per length bucket and seed (all where fewer)",
     )
     check_budgets: bool = Field(
         True,

@@ -6,15 +6,38 @@ from __future__ import annotations
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
 
+# The decision measure's and the forecast's defaults (`MeasureSettings`, `ForecastSettings`, and
+# the options `--step-kl`, `--resamples`, `--steps`, `--seeds`, `--problems`).
+STEP_KL = 0.001
+"""The first step's budget: mean KL per problem (nats)."""
+RESAMPLES = 200
+"""Bootstrap resamples over problems."""
+STEPS = 50
+"""The forecast's horizon T (training steps)."""
+SEEDS = 4
+"""The forecast's seeds S."""
+PROBLEMS = 150
+"""Problems the forecast samples per length bucket and seed."""
+
 
 def lambda_text(value: float) -> str:
     """lambda_time as a user writes it: 1/60 when it is exactly one over a whole number of
-    minutes, else 4 significant digits."""
+    minutes, else the float's shortest exact text (0.016667, as the launch overrides carry it;
+    never rounded to another number such as 0.01667)."""
     if value != 0:
         k = round(1 / abs(value))
         if 1 < k <= 100_000 and 1 / k == abs(value):
             return f"{'-' if value < 0 else ''}1/{k}"
-    return f"{value:.4g}"
+    text = repr(float(value))
+    return text.removesuffix(".0")
 
 
-__all__ = ["DEFAULT_CHUNK_ROWS", "lambda_text"]
+__all__ = [
+    "DEFAULT_CHUNK_ROWS",
+    "PROBLEMS",
+    "RESAMPLES",
+    "SEEDS",
+    "STEPS",
+    "STEP_KL",
+    "lambda_text",
+]

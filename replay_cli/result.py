@@ -1,5 +1,5 @@
-"""What a replay returns: the report tables in memory and, once judged, their verdict
-(`ReplayResult`)."""
+"""What a replay returns: the report tables in memory (`ReplayResult`); the verdict on them is
+the report's (`report.model.Report`)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from replay_cli.advice.verdict import Verdict
 from replay_cli.config import ReplayConfig
 
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """The report tables of spec §6 for one or more configs, and their verdict.
+    """The report tables of spec §6 for one or more configs.
 
-    The engine builds the tables; the API adds the notes and the verdict (`judge`) with
-    `dataclasses.replace`, so nothing fills a result after it is made. `rows` and `groups` are
+    The engine builds the tables; the API adds the notes with `dataclasses.replace`, so nothing
+    fills a result after it is made. `rows` and `groups` are
     None when they were streamed to sinks instead of kept in memory. `advantages` (trainable
     rows) and `deductions` (charged rows) per config_id and the input's `minutes` back the
     distribution charts and the quantiles.
@@ -45,15 +44,3 @@ class ReplayResult:
     computed_by: list[str] = field(default_factory=list)
     """Where arithmetic other than replay_cli's own kernels ran (`--precision torch`: torch's
     version and device), for the manifest and the terminal."""
-    verdict: Verdict | None = None
-    """The recommendation, findings and decision (`advice.verdict.judge`); None until judged."""
-
-    @property
-    def recommendation(self) -> pl.DataFrame | None:
-        """The role of every config and why (`verdict.recommendation`)."""
-        return None if self.verdict is None else self.verdict.recommendation
-
-    @property
-    def findings(self) -> pl.DataFrame | None:
-        """The findings in words (`verdict.findings`)."""
-        return None if self.verdict is None else self.verdict.findings

@@ -57,7 +57,7 @@ def replay_rows(
     """Replay one config over an in-memory frame without the forecast: for tests of the rows,
     groups and steps, which the forecast does not touch (it costs most of a small replay)."""
     config = build_config({"shaping": shaping or {}, "advantage": advantage or {}, **kw})
-    return api.replay(rollouts_from_frame(frame), [config], ReportOptions(forecast=None))
+    return api.replay(rollouts_from_frame(frame), [config], ReportOptions(forecast=None)).result
 
 
 def config(shaping: dict | None = None, advantage: dict | None = None, **kw: Any) -> ReplayConfig:
@@ -70,3 +70,8 @@ def write_small_synth(path: Path, seed: int, groups_per_step: int = 8) -> Path:
         steps=3, groups_per_step=groups_per_step, group_size=4, seed=seed, validation_groups=2
     ).write_parquet(path)
     return path
+
+
+def forecast(rollouts: Any, configs: list[ReplayConfig], settings: Any) -> Any:
+    """The report of a replay of `configs` with the forecast under `settings` (a `Report`)."""
+    return api.replay(rollouts, configs, ReportOptions(forecast=settings))

@@ -73,10 +73,11 @@ def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "readme_snippet.py"
     script.write_text(re.search(r"```python\n(.*?)```", README, re.DOTALL).group(1))
-    result = runpy.run_path(str(script))["result"]
-    assert result.summary.height == 2
-    assert result.recommendation.height == 2
-    assert set(result.recommendation["role"]) <= {"recommended", "runner-up", "eligible", "avoid"}
+    report = runpy.run_path(str(script))["report"]
+    assert report.result.summary.height == 2
+    roles = report.verdict.recommendation["role"]
+    assert roles.len() == 2
+    assert set(roles) <= {"recommended", "runner-up", "eligible", "avoid"}
     assert "role" in capsys.readouterr().out
     assert (tmp_path / "report" / "summary.parquet").exists()
     assert (tmp_path / "report" / "recommendation.parquet").exists()
@@ -138,3 +139,43 @@ def test_readme_is_short_and_links_the_docs():
     for doc in ("guide", "cli", "report", "semantics", "architecture", "benchmarks"):
         assert f"(docs/{doc}.md)" in README
         assert (ROOT / "docs" / f"{doc}.md").exists()
+
+
+def test_the_findings_table_lists_every_kind_in_the_reports_order():
+    """docs/report.md's Findings table names each kind of advice/findings.py's KINDS once, in the
+    order the reports print them."""
+    from replay_cli.advice.findings import KINDS
+
+    text = (ROOT / "docs" / "report.md").read_text()
+    section = text.split("\n## Findings\n")[1].split("\n## ")[0]
+    listed = re.findall(r"^\| `([a-z_]+)` \| (hazard|warning|info) \|", section, re.MULTILINE)
+    assert [kind for kind, _ in listed] == list(KINDS)
+    assert [severity for _, severity in listed] == [KINDS[k][0] for k in KINDS]
+
+
+def test_readme_commands_run_as_written_after_the_set_up():
+    """Every command of the README's shell blocks runs through `uv run` (the set-up installs no
+    tool on the PATH), and one that needs an extra names it (`--extra tensorboard`)."""
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
+    commands = [
+        line for block in blocks for line in block.splitlines() if line and not line[0].isspace()
+    ]
+    assert any("tensorboard" in c for c in commands)
+    for command in commands:
+        if command.startswith("pip install"):
+            continue
+        assert command.startswith("uv run "), command
+        if "tensorboard" in command:
+            assert command.startswith("uv run --extra tensorboard "), command
+
+
+def test_readme_states_the_rules_resolve_bar():
+    """The promise says the bar the rule uses, not that resolve rate costs nothing."""
+    from replay_cli.advice.recommendation import Rule
+
+    rule = Rule()
+    promise = README.split("* **One decision you can launch**")[1].split("\n* ")[0]
+    assert "without costing" not in promise
+    assert rule.min_resolve_vs_off == rule.min_resolve_vs_off_long
+    assert f"≥ {rule.min_resolve_vs_off:.0%} of shaping off's" in promise
+    assert "interval's low end" in promise

@@ -202,10 +202,6 @@ def test_public_entry_points_keep_working():
 
     assert run_replay is replay_cli.run_replay
     assert callable(replay_cli.findings)  # the function, not a module of that name
-    # The forecast's room is `forecasting/`: a subpackage `forecast/` would replace the public
-    # function `replay_cli.forecast` with itself once imported.
-    importlib.import_module("replay_cli.forecasting.runs")
-    assert callable(replay_cli.forecast)
     cli = importlib.import_module("replay_cli.cli")
     assert cli.main is not None
     # The CLI leaves `replay_cli.api` and its terminal half-imported (lazy, for --help); load

@@ -20,9 +20,9 @@ def test_notebook_runs(path, monkeypatch):
     assert code
     for source in code:
         exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 -- running the notebook is the test
-    result = namespace["result"]
-    assert result.summary.height >= 3
-    assert result.recommendation["config_id"].to_list() != []
+    report = namespace["report"]
+    assert report.result.summary.height >= 3
+    assert report.verdict.recommendation["config_id"].to_list() != []
     if "best" in namespace:  # the walkthrough ends at the overrides of the recommended config
         from replay_cli.parameters import parse_overrides, to_config
 
@@ -31,7 +31,7 @@ def test_notebook_runs(path, monkeypatch):
         values, _ = parse_overrides(best["overrides"].split())
         launched = to_config(values)
         assert launched.config_id == best["config_id"]
-        assert best["config_id"] in [c.config_id for c in result.configs]
+        assert best["config_id"] in [c.config_id for c in report.result.configs]
         # What the notebook shows for the config it recommends is what that config gives when
         # launched alone: the same summary row as in the sweep.
         from polars.testing import assert_frame_equal
@@ -40,5 +40,5 @@ def test_notebook_runs(path, monkeypatch):
         from replay_cli.engine.run import run_replay
 
         alone = run_replay(namespace["rollouts"], [launched], forecast=ForecastSettings()).summary
-        in_sweep = result.summary.filter(pl.col("config_id") == launched.config_id)
+        in_sweep = report.result.summary.filter(pl.col("config_id") == launched.config_id)
         assert_frame_equal(alone, in_sweep, check_dtypes=False)

@@ -116,15 +116,21 @@ def test_splitting_input_across_files_changes_nothing(synth_path, tmp_path):
     whole = api.replay(api.load([synth_path]), options=NO_FORECAST)
     split = api.replay(api.load([a, b]), options=NO_FORECAST)
     drop = ["source_file", "source_row"]
-    assert_frame_equal(whole.rows.drop(drop).sort(KEY), split.rows.drop(drop).sort(KEY))
-    assert_frame_equal(whole.groups, split.groups)
-    assert_frame_equal(whole.steps, split.steps)
+    assert_frame_equal(
+        whole.result.rows.drop(drop).sort(KEY), split.result.rows.drop(drop).sort(KEY)
+    )
+    assert_frame_equal(whole.result.groups, split.result.groups)
+    assert_frame_equal(whole.result.steps, split.result.steps)
 
 
 def test_in_memory_and_file_inputs_agree(synth_path):
     data = pl.read_parquet(synth_path)
-    from_file = api.replay(api.load([synth_path]), options=NO_FORECAST).rows.drop("source_file")
-    from_frame = api.replay(rollouts_from_frame(data), options=NO_FORECAST).rows.drop("source_file")
+    from_file = api.replay(api.load([synth_path]), options=NO_FORECAST).result.rows.drop(
+        "source_file"
+    )
+    from_frame = api.replay(rollouts_from_frame(data), options=NO_FORECAST).result.rows.drop(
+        "source_file"
+    )
     assert_frame_equal(from_file, from_frame)
 
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule, kept, width
 from replay_cli.advice.words import NO_LONG_PROBLEMS, num, sooner_than_off
 from replay_cli.catalogue.units import minutes_text, pct
 from replay_cli.config import lambda_text
@@ -318,12 +318,12 @@ def forecast_drift(row: dict[str, Any], ctx: Context) -> Found | None:
     share of shaping off's (the low end of its interval; the point value where no interval was
     computed, as the rule reads it): how far failures' minutes and the resolve rate on long
     problems move, start to T."""
-    low = row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
-    which = "low end of the interval"
-    if low is None:  # no bootstrap (--resamples 0): the rule reads the point value
-        low, which = row.get(C.F_RESOLVE_VS_OFF_LONG), "point value, no interval"
+    low = kept(row, C.LONG)
     if low is None or low >= ctx.rule.min_resolve_vs_off_long:
         return None
+    which = (
+        "low end of the interval" if width(row, C.LONG) is not None else "point value, no interval"
+    )
     steps = num(row, C.FORECAST_STEPS)
     fail0, fail = num(row, C.F_FAIL_START_LONG), num(row, C.F_FAIL_LONG)
     res0, res = num(row, C.F_RESOLVE_START_LONG), num(row, C.F_RESOLVE_LONG)
@@ -370,7 +370,7 @@ KINDS: dict[str, tuple[str, Callable[[dict[str, Any], Context], Found | None], s
     "explosion_unbounded": (
         "hazard",
         explosion_unbounded,
-        f"train on |advantage| > {EXPLOSION:g} after the clip",
+        f"train on |advantage| > {EXPLOSION:g} (after their clip, where they have one)",
     ),
     "floor_tie": ("hazard", floor_tie, "tie successes to failures on the floor"),
     "forecast_drift": (

@@ -12,29 +12,31 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.recommendation import NEEDED, RESOLVE_CRITERIA, shaping_off
+from replay_cli.advice.rule import NEEDED, kept, resolve_criteria, shaping_off
 
 __all__ = ["frontier", "highlights", "rated", "shaping_off"]
 
 
 def rated(summary: pl.DataFrame) -> bool:
-    """The summary has the columns the recommendation and the frontier read (a report of this
-    version, not an earlier one re-rendered)."""
+    """The summary has the columns the whole rule and the frontier read (a replay with the
+    forecast; `--no-forecast` has no outcome to place a config by)."""
     return all(c in summary.columns for c in NEEDED)
 
 
-def _kept(summary: pl.DataFrame) -> pl.Expr:
-    """The resolve progress a config keeps for the rule: the lower of the interval's low ends
-    overall and on long problems (point values where there is no interval, 100% where shaping
-    off makes none)."""
-
-    def one(low: str, point: str) -> pl.Expr:
-        have = [c for c in (low, point) if c in summary.columns]
-        return pl.coalesce([pl.col(c).cast(pl.Float64) for c in have] + [pl.lit(1.0)])
-
-    overall = one(C.F_RESOLVE_VS_OFF_LOW, C.F_RESOLVE_VS_OFF)
-    long = one(C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LONG)
-    return pl.min_horizontal(overall, long)
+def _kept(summary: pl.DataFrame) -> pl.Series:
+    """The resolve rate a config keeps for the rule: the lower of `rule.kept` over the resolve
+    criteria's scopes (overall and long problems), 100% where shaping off makes none. Read per
+    row through the one `kept` the rule, the confidence and the trade call, not as a polars
+    expression of its own: a sweep's summary has one row per config, so there is nothing to
+    vectorise."""
+    scopes = [c.scope for c in resolve_criteria()]
+    return pl.Series(
+        [
+            min(1.0 if v is None else v for v in (kept(row, s) for s in scopes))
+            for row in summary.iter_rows(named=True)
+        ],
+        dtype=pl.Float64,
+    )
 
 
 def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
@@ -44,9 +46,9 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
     (why it is avoided wherever it sits)."""
     verdict = verdict.select(
         S.CONFIG_ID,
-        "role",
-        pl.col("failed")
-        .list.eval(pl.element().is_in(list(RESOLVE_CRITERIA)).not_())
+        C.ROLE,
+        pl.col(C.FAILED)
+        .list.eval(pl.element().is_in([c.name for c in resolve_criteria()]).not_())
         .list.any()
         .fill_null(False)
         .alias("other"),
@@ -77,12 +79,12 @@ def highlights(
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
-    if verdict is None or not rated(summary):  # an earlier version's report: the first configs
+    if verdict is None or not rated(summary):  # nothing ranked (no forecast): the first configs
         off = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
         return off + [c for c in ids if c not in off][: 3 - len(off)]
     out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
     for role in ("recommended", "runner-up"):
-        out.extend(c for c in verdict.filter(pl.col("role") == role)[S.CONFIG_ID] if c not in out)
-    if "best_trade" in verdict.columns:  # where shaping off is kept: the trade worth a look
-        out.extend(c for c in verdict.filter(pl.col("best_trade"))[S.CONFIG_ID] if c not in out)
+        out.extend(c for c in verdict.filter(pl.col(C.ROLE) == role)[S.CONFIG_ID] if c not in out)
+    if C.BEST_TRADE in verdict.columns:  # where shaping off is kept: the trade worth a look
+        out.extend(c for c in verdict.filter(pl.col(C.BEST_TRADE))[S.CONFIG_ID] if c not in out)
     return out or ids[:3]

@@ -18,22 +18,10 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import INPUT_COERCED, findings
-from replay_cli.advice.recommendation import (
-    ROLES,
-    Rule,
-    near_misses,
-    pct_ratio,
-    recommend,
-)
+from replay_cli.advice.recommendation import ROLES, near_misses, recommend
+from replay_cli.advice.rule import Rule, resolve_criteria
+from replay_cli.advice.texts import pct_ratio
 from replay_cli.rollouts.value_checks import Coerced
-
-
-def first_where(verdict: pl.DataFrame, flag: str) -> dict[str, Any] | None:
-    """The first row of a recommendation table whose boolean `flag` column is true."""
-    if flag not in verdict.columns:
-        return None
-    found = verdict.filter(pl.col(flag))
-    return found.row(0, named=True) if found.height else None
 
 
 @dataclass(frozen=True)
@@ -46,7 +34,7 @@ class Decision:
     avoid: list[dict[str, Any]]
     near_misses: list[dict[str, Any]]
     unrated: str | None
-    """Why no config was rated (a report of an earlier version), else None."""
+    """Why no config was rated (no forecast, too few problems, no training rows), else None."""
     keep_off: bool
     """The recommended config is shaping off: no shaped config is worth launching."""
     shaped_eligible: int
@@ -59,24 +47,26 @@ class Decision:
     def of(cls, verdict: pl.DataFrame) -> Decision:
         """The decision a recommendation table holds (it is derived, never decided again)."""
 
-        def first(role: str) -> dict[str, Any] | None:
-            found = verdict.filter(pl.col("role") == role)
+        def first(role: str, flag: str = C.ROLE) -> dict[str, Any] | None:
+            if flag not in verdict.columns:
+                return None
+            found = verdict.filter(pl.col(flag) == role if flag == C.ROLE else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
         recommended, unrated = first("recommended"), first("unrated")
-        eligible = verdict.filter(pl.col("role").is_in(ROLES[:3]))
+        eligible = verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3]))
         off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
         return cls(
             recommended=recommended,
             runner_up=first("runner-up"),
-            avoid=verdict.filter(pl.col("role") == "avoid").to_dicts(),
+            avoid=verdict.filter(pl.col(C.ROLE) == "avoid").to_dicts(),
             near_misses=(
                 [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
             ),
             unrated=None if unrated is None else unrated["reasons"],
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
             shaped_eligible=eligible.filter(~off).height,
-            best_trade=first_where(verdict, "best_trade"),
+            best_trade=first("", "best_trade"),
         )
 
 
@@ -96,7 +86,7 @@ def keep_off_text(d: Decision, rule: Rule) -> str:
     best trade, if any, is `d.best_trade['trade']`)."""
     if d.shaped_eligible:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
-    least = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+    least = min(c.least(rule) for c in resolve_criteria())
     return (
         f"no shaped config keeps {C.show_value('ratio', least)} of shaping off's resolve rate "
         "after T steps with confidence (and passes the other criteria)"

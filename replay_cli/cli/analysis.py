@@ -138,41 +138,6 @@ PROGRESS_BYTES = 200 * 1024 * 1024
 """Imports of more than this many bytes show a progress bar (on a terminal)."""
 
 
-OldOutArg = Annotated[
-    Path | None,
-    typer.Argument(
-        hidden=True,
-        metavar="OUT",
-        show_default=False,
-        help="Deprecated: the output directory, now --out.",
-    ),
-]
-"""`export KIND REPORT OUT`'s output as the positional it was before it became `--out`, as every
-other command takes it; still accepted, with a warning, so existing scripts keep working."""
-
-
-def _export_out(out: Path | None, old_out: Path | None, kind: str) -> Path:
-    """The export's output directory: `--out`, or the deprecated positional with a warning."""
-    if out is not None and old_out is not None:
-        raise typer.BadParameter(
-            f"The output is given twice ({old_out} and --out {out}); give only --out.",
-            param_hint="'--out'",
-        )
-    if old_out is not None:
-        typer.echo(
-            f"Warning: `export {kind} REPORT OUT` is deprecated; use `export {kind} REPORT "
-            f"--out {old_out}`.",
-            err=True,
-        )
-        return old_out
-    if out is None:
-        raise typer.BadParameter(
-            f"Missing: the directory for the runs, e.g. `export {kind} REPORT --out runs`.",
-            param_hint="'--out'",
-        )
-    return out
-
-
 def export_tensorboard(
     report: Annotated[
         Path,
@@ -181,15 +146,13 @@ def export_tensorboard(
         ),
     ],
     out: Annotated[
-        Path | None,
+        Path,
         typer.Option("--out", "-o", help="Directory for the TensorBoard runs.", show_default=False),
-    ] = None,
-    old_out: OldOutArg = None,
+    ],
     force: ForceOpt = False,
 ) -> None:
     """Write a report as TensorBoard runs: one per config, the trainer's tags at the trainer's steps,
     the replay's diagnostics under replay/, and an HParams view of the sweep."""
-    out = _export_out(out, old_out, "tensorboard")
     with user_errors():
         runs = api.export_tensorboard(report, out, force=force)
         typer.echo(f"Wrote {len(runs)} TensorBoard runs to {out}")
@@ -204,10 +167,9 @@ def export_wandb(
         ),
     ],
     out: Annotated[
-        Path | None,
+        Path,
         typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False),
-    ] = None,
-    old_out: OldOutArg = None,
+    ],
     group: Annotated[
         str | None,
         typer.Option(help="The W&B group of the runs (default: the report directory's name)."),
@@ -217,7 +179,6 @@ def export_wandb(
     """Write a report as offline W&B runs: one per config, its parameters and launch overrides as
     config, the trainer's tags as history, the decision's numbers as summary, its role as a tag;
     `wandb sync` uploads them."""
-    out = _export_out(out, old_out, "wandb")
     with user_errors():
         runs = api.export_wandb(report, out, force=force, group=group)
         typer.echo(f"Wrote {len(runs)} W&B runs to {out}")
@@ -289,8 +250,9 @@ def import_(
         for note in stats.notes:
             typer.echo(f"Note: {note}")
         if stats.mask_sources:
-            where = ", ".join(f"{k}: {v}" for k, v in sorted(stats.mask_sources.items()))
-            typer.echo(f"mask_sample read from ({where} rows)")
+            from replay_cli.io.gym import mask_note
+
+            typer.echo(mask_note(stats.mask_sources))
         if stats.bad_lines:
             typer.echo(f"Skipped {stats.bad_lines} bad lines, first:", err=True)
             for line in stats.first_bad:

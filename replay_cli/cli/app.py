@@ -57,10 +57,8 @@ def _report(
     opts: tuple[InputOptions, RunOptions],
     charts: bool,
     label: str,
-    forecast: bool = False,
 ) -> None:
-    """Replay the configs `configs_of(base)` builds and print the report (replay, sweep and
-    forecast)."""
+    """Replay the configs `configs_of(base)` builds and print the report (replay and sweep)."""
     inputs, run = opts
     with user_errors():
         paths, base = inputs.layers(sources)
@@ -70,7 +68,7 @@ def _report(
                 paths,
                 configs,
                 out,
-                run.report_options(charts, forecast),
+                run.report_options(charts),
                 progress=tick,
                 **inputs.load_args(),
             )
@@ -138,34 +136,14 @@ def sweep(
     inputs: InputOptions = INJECTED,
     run: RunOptions = INJECTED,
 ) -> None:
-    """Replay the Cartesian product of parameter lists in one pass and write one report.
+    """Replay the Cartesian product of parameter lists in one pass and write one report, with
+    the forecast of T steps of training under each config (--no-forecast skips it; there is no
+    separate forecast command).
 
     Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --floor none,0.05
     """
     configs_of = _grid_configs(params, grid)
     _report(sources, configs_of, out, (inputs, run), charts, "{n} configs")
-
-
-@app.command(rich_help_panel="Replay")
-@with_parameters("sweep")
-def forecast(
-    sources: Sources,
-    out: OutOpt,
-    params: dict[str, Any],
-    grid: GridOpt = None,
-    charts: ChartsOpt = True,
-    inputs: InputOptions = INJECTED,
-    run: RunOptions = INJECTED,
-) -> None:
-    """Forecast what T steps of training under each config (a sweep's lists, grids and ++
-    overrides) do to the resolve rate and the minutes, beside shaping off, and write the sweep's
-    report with it (forecast.parquet, a chart, a section of index.html).
-
-    Example: --lambda-time 0,1/120,1/60 --apply-to all,correct --steps 50 --seeds 4
-    """
-    configs_of = _grid_configs(params, grid)
-    label = "{n} configs"
-    _report(sources, configs_of, out, (inputs, run), charts, label, forecast=True)
 
 
 @app.command(rich_help_panel="Data")

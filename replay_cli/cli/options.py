@@ -394,14 +394,13 @@ class RunOptions:
     seeds: int
     problems: int
 
-    def report_options(self, charts: bool, forecast: bool = False) -> Any:
-        """The report's `ReportOptions` (imported here: `--help` loads no pydantic models);
-        `forecast` forces the forecast on (the `forecast` command)."""
+    def report_options(self, charts: bool) -> Any:
+        """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
         from replay_cli.config import ForecastSettings, MeasureSettings
         from replay_cli.report.options import ReportOptions
 
         ahead = None
-        if forecast or self.forecast:
+        if self.forecast:
             ahead = ForecastSettings(steps=self.steps, seeds=self.seeds, problems=self.problems)
 
         return ReportOptions(
@@ -421,23 +420,23 @@ class RunOptions:
 
 def _option_types() -> dict[str, tuple[Any, Any]]:
     """Annotation and default of every injected option."""
-    from replay_cli.defaults import DEFAULT_CHUNK_ROWS
+    from replay_cli import defaults as D
 
     return {
         "force": (ForceOpt, False),
         "rows": (RowsOpt, Rows.all),
-        "chunk_rows": (ChunkRowsOpt, DEFAULT_CHUNK_ROWS),
+        "chunk_rows": (ChunkRowsOpt, D.DEFAULT_CHUNK_ROWS),
         "engine": (EngineOpt, EngineName.local),
         "ray_address": (RayAddressOpt, None),
         "highlight": (HighlightOpt, None),
         "tensorboard": (TensorBoardOpt, None),
         "wandb": (WandbOpt, None),
-        "step_kl": (StepKlOpt, 0.001),
-        "resamples": (ResamplesOpt, 200),
+        "step_kl": (StepKlOpt, D.STEP_KL),
+        "resamples": (ResamplesOpt, D.RESAMPLES),
         "forecast": (ForecastOpt, True),
-        "steps": (StepsOpt, 50),
-        "seeds": (SeedsOpt, 4),
-        "problems": (ProblemsOpt, 150),
+        "steps": (StepsOpt, D.STEPS),
+        "seeds": (SeedsOpt, D.SEEDS),
+        "problems": (ProblemsOpt, D.PROBLEMS),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -51,31 +51,33 @@ def fit_columns(
     width: int,
     header: Callable[[str], str] = lambda name: C.metric(name).brief,
     other: int = len("recommended") + 3,
+    kept: Sequence[str] = (),
 ) -> list[str]:
-    """The metric columns (most important first) that fit beside the config column and `other`
-    characters of other columns (the role's) in `width` characters, one line per row: the least
-    important are dropped first."""
+    """The metric columns that fit beside the config column and `other` characters of other
+    columns (the role's) in `width` characters, one line per row, in `cells`' order: `kept`
+    (those present) are taken first, then the others in order; the rest are dropped."""
     label = label_width(labels, width)
     used = 4 + label + 3 + other  # borders, config, the other columns
-    kept = []
-    for name, values in cells.items():
-        need = max(len(header(name)), *(len(v) for v in values)) + 3
+    first = [name for name in kept if name in cells]
+    chosen = set()
+    for name in first + [name for name in cells if name not in first]:
+        need = max(len(header(name)), *(len(v) for v in cells[name])) + 3
         if used + need > width:
             break
-        kept.append(name)
+        chosen.add(name)
         used += need
-    return kept
+    return [name for name in cells if name in chosen]
 
 
 def print_summary(report: Report, out: Path) -> None:
     """One line per config: its role, then the measures the rule reads and what disqualifies,
     as many columns as the terminal's width holds (never wrapping a row)."""
-    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
-    summary = report.summary
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    summary = report.result.summary
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
     width = terminal_width()
-    shown = fit_columns(summary["label"].to_list(), cells, width)
+    shown = fit_columns(summary["label"].to_list(), cells, width, kept=L.TERMINAL_KEPT)
     table = Table(title=f"replay report: {out}", title_justify="left")
     label = label_width(summary["label"].to_list(), width)
     table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
@@ -86,16 +88,16 @@ def print_summary(report: Report, out: Path) -> None:
         table.add_row(label, roles.get(cid, ""), *(cells[m][i] for m in shown))
     _console().print(table)
     if len(shown) < len(names):
-        dropped = ", ".join(C.metric(m).brief for m in names[len(shown) :])
+        dropped = ", ".join(C.metric(m).brief for m in names if m not in shown)
         typer.echo(f"(narrow terminal: {dropped} left out; every column is in index.html)")
 
 
 def print_decision(report: Report) -> None:
     """The verdict first: what to launch (or why shaping off is kept, and the best trade), how
     sure the pick is, the overrides, the runner-up, what to avoid."""
-    if report.recommendation.is_empty():
+    if report.verdict.recommendation.is_empty():
         return
-    d = report.decision
+    d = report.verdict.decision
     rec, runner = d.recommended, d.runner_up
     if d.unrated:
         typer.echo(f"No recommendation: {d.unrated}.")
@@ -132,8 +134,8 @@ FINDINGS_SHOWN = 4
 def print_forecast(report: Report) -> None:
     """The forecast in a few lines: shaping off's trajectory on long problems, where the pick (or
     the best trade) ends after T steps, and whether the verdict holds at other budgets."""
-    summary, verdict = report.summary, report.verdict
-    if report.forecast is None or C.FORECAST_STEPS not in summary.columns:
+    summary, verdict = report.result.summary, report.verdict
+    if report.result.forecast is None or C.FORECAST_STEPS not in summary.columns:
         typer.echo("No forecast (--no-forecast): the verdict did not judge resolve rate.")
         return
     row = summary.row(0, named=True)
@@ -195,7 +197,7 @@ def print_report(
     print_decision(report)
     print_forecast(report)
     print_summary(report, out)
-    print_findings(report.findings, out)
+    print_findings(report.verdict.findings, out)
     if tensorboard is not None:
         print_tensorboard(tensorboard)
     if wandb is not None:
@@ -220,11 +222,14 @@ def print_wandb(out: Path) -> None:
 def print_inspect(
     stats: dict[str, object], notes: Sequence[str], hazards: Sequence[str] = ()
 ) -> None:
-    """An input's description (api.inspect_input), its loading notes, and the values the
-    trainer would coerce: an input with any loads, but is not called valid for shaping."""
+    """An input's description (api.inspect_input) in the units of every other surface (shares
+    in %, run times in minutes), its loading notes, and the values the trainer would coerce:
+    an input with any loads, but is not called valid for shaping."""
+    from replay_cli.analysis.describe import shown
+
     table = Table(title="rollout input", show_header=False, title_justify="left")
-    for key, value in stats.items():
-        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for key, value in shown(stats).items():
+        table.add_row(key, value)
     console = _console()
     console.print(table)
     for note in notes:
@@ -241,12 +246,15 @@ def print_inspect(
 
 
 def demo_guide(out: Path) -> str:
-    """Where to look after `replay-cli demo`."""
+    """Where to look after `replay-cli demo`: the page, the charts and every table it wrote (read
+    from `out`, the summary first)."""
+    names = sorted((p.stem for p in Path(out).glob("*.parquet")), key=lambda n: (n != "summary", n))
+    tables = ", ".join(names)
     return (
         f"\nOpen {out}/index.html first: the decision, findings, the sortable summary, the frontier "
         "and every chart.\n"
-        f"Charts: {out}/charts/*.png. Tables: {out}/summary.parquet (one row per config), "
-        "recommendation.parquet, findings.parquet, steps.parquet, groups.parquet, rollouts.parquet."
+        f"Charts: {out}/charts/*.png. Tables: {out}/*.parquet ({tables}; summary: one row per "
+        "config)."
     )
 
 

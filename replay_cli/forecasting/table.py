@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.forecasting.world import BUCKETS, METRICS
@@ -17,12 +18,8 @@ def _ratios(run: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:
     """Per seed and bucket: the resolve rate against shaping off's (ratio), and the minutes and
     giving up against shaping off's (differences)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return {
-            "resolve_vs_off": run[..., 0] / off[..., 0],
-            "solve_minutes_vs_off": run[..., 1] - off[..., 1],
-            "fail_minutes_vs_off": run[..., 2] - off[..., 2],
-            "give_up_vs_off": run[..., 3] - off[..., 3],
-        }
+        ratio = {C.vs_off(C.T_RESOLVE): run[..., 0] / off[..., 0]}
+        return ratio | {C.vs_off(n): run[..., i] - off[..., i] for i, n in enumerate(METRICS) if i}
 
 
 def table(
@@ -34,7 +31,7 @@ def table(
     for k, cfg in enumerate(configs):
         own, off = sim[:, k], sim[:, twin_of[k]]
         series = {name: own[..., i] for i, name in enumerate(METRICS)}
-        series |= {f"{name}_off": off[..., i] for i, name in enumerate(METRICS)}
+        series |= {C.off(name): off[..., i] for i, name in enumerate(METRICS)}
         series |= _ratios(own, off)
         names = list(series)
         values = np.stack([series[n] for n in names])  # (metrics, steps, seeds, buckets)

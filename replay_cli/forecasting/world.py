@@ -9,13 +9,14 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from replay_cli import catalogue as C
 from replay_cli.forecasting.pool import Pool
 from replay_cli.maths.effort import P_EDGE, outcome_sums
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.scopes import SCOPES
 
 BUCKETS = tuple(scope.name for scope in SCOPES)
-METRICS = ("resolve", "solve_minutes", "fail_minutes", "give_up")
+METRICS = C.TABLE_METRICS
 """Per step and bucket: the expected resolve rate, the mean minutes of a resolved and of a failed
 rollout, and the share of effort at the lowest level (giving up)."""
 

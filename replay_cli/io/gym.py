@@ -122,6 +122,24 @@ def rollout_row(result: Any, grouper: Grouper) -> dict[str, Any]:
     }
 
 
+MASK_SOURCES = {
+    "mask_sample": "the top-level `mask_sample` field",
+    "instance_config.mask_sample": "`instance_config.mask_sample`",
+    "absent": "no field (taken as not masked)",
+}
+"""Where a NeMo-Gym row's mask_sample came from (`_mask`'s sources), in words."""
+
+
+def mask_note(counts: dict[str, int]) -> str:
+    """Where the rows' mask_sample came from, each source named with its count of rows:
+    `mask_sample read from the top-level `mask_sample` field in 16 rows`."""
+    parts = [
+        f"{MASK_SOURCES.get(source, repr(source))} in {n:,} row{'s' if n != 1 else ''}"
+        for source, n in sorted(counts.items())
+    ]
+    return "mask_sample read from " + "; ".join(parts)
+
+
 def _mask(result: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """mask_sample from the top level (NeMo-Gym 0.7), else instance_config (earlier releases)."""
     if result.get("mask_sample") is not None:

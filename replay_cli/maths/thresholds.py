@@ -22,8 +22,6 @@ GAIN_EPS = 1e-9
 """A signal-rate gain over shaping off below this is no gain."""
 MINUTES_EPS = 1e-9
 """A change of minutes per step nearer 0 than this is rounding, not a change."""
-PUSH_EPS = 1e-9
-"""A behaviour push (advantage × property per group) nearer 0 than this is rounding, not a push."""
 
 
 def above(x: np.ndarray, threshold: float) -> np.ndarray:

@@ -38,7 +38,9 @@ def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
 
 def load_summaries(dirs: Sequence[str | Path]) -> pl.DataFrame:
     """The summary rows of several reports, with the report directory as a column."""
-    frames = [Report.read(d).summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs]
+    frames = [
+        Report.read(d).result.summary.with_columns(pl.lit(str(d)).alias("report")) for d in dirs
+    ]
     return pl.concat(frames, how="diagonal_relaxed")
 
 

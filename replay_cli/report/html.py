@@ -61,7 +61,7 @@ GUIDE = (
 
 def _inputs(report: Report) -> str:
     """What was replayed: files (by name), sizes, rows, steps, groups, outcome shares, run times."""
-    manifest, summary = report.manifest, report.summary
+    manifest, summary = report.manifest, report.result.summary
     file_rows = [
         [f'<td class="text">{escape(Path(f["path"]).name)}</td>', f["size"], f["sha256"][:12]]
         for f in manifest.get("inputs", [])
@@ -114,10 +114,10 @@ def _findings(found: pl.DataFrame) -> str:
 def _summary_table(report: Report) -> str:
     """The summary in column groups (the rule's, the hazards, context folded, the parameters),
     each group's visibility a checkbox; sortable, filterable, with a CSV download."""
-    summary, rule = report.summary, report.rule
+    summary, rule = report.result.summary, report.verdict.rule
     varying = facets.varying(summary, exclude=())
-    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
-    verdict = report.recommendation
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    verdict = report.verdict.recommendation
     won = dict(verdict.select(S.CONFIG_ID, "won_share").rows()) if "won_share" in verdict else {}
     groups = [
         (key, title, [m for m in names if m in summary.columns])
@@ -214,7 +214,7 @@ def _summary_table(report: Report) -> str:
 def _frontier(report: Report) -> str:
     front = report.frontier
     if front is None:
-        return '<p class="muted">No frontier: the report predates its columns.</p>'
+        return '<p class="muted">No frontier: replayed without the forecast (--no-forecast).</p>'
     points = point_groups(front, "kept", "gain")
     hollow = frozenset(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())
     line = report.rule_line
@@ -282,7 +282,7 @@ def _wandb(where: str) -> str:
 def _decision(report: Report) -> str:
     """What to launch (or to keep shaping off, with the best trade), how sure the pick is, the
     runner-up, what to avoid and why, and the overrides and YAML that launch it."""
-    d = report.decision
+    d = report.verdict.decision
 
     def name(r: dict[str, Any]) -> str:
         cid = r[S.CONFIG_ID]
@@ -332,7 +332,9 @@ def _decision(report: Report) -> str:
                 f"<details><summary>{len(items) - AVOID_SHOWN} more avoided configs</summary>"
                 f'<ul class="avoid">{"".join(items[AVOID_SHOWN:])}</ul></details>'
             )
-    parts.append(f'<p class="muted">The rule (docs/report.md): {escape(report.rule_text)}.</p>')
+    parts.append(
+        f'<p class="muted">The rule (docs/report.md): {escape(report.verdict.rule.summary_text())}.</p>'
+    )
     return "".join(parts)
 
 
@@ -340,12 +342,12 @@ def _forecast(report: Report, directory: Path) -> str:
     """What T steps of training under each config do, beside shaping off: a table per config
     at the last step, whether the verdict holds at half and twice the budget and the horizon, and
     the chart."""
-    summary = report.summary
+    summary = report.result.summary
     settings = report.manifest.get("forecast") or {}
     row = summary.row(0, named=True)
     steps = int(row.get(C.FORECAST_STEPS) or 0)
     start, off = row.get(C.F_RESOLVE_START_LONG), row.get(C.F_RESOLVE_OFF_LONG)
-    roles = report.recommendation
+    roles = report.verdict.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
     budget = row.get(C.FORECAST_BUDGET)
@@ -368,7 +370,7 @@ def _forecast(report: Report, directory: Path) -> str:
     for r in summary.iter_rows(named=True):
         cells = [cell(report.numbers[r[S.CONFIG_ID]]), cell(r["label"], "text config")]
         for name in columns:
-            css, why = C.hazard(name, r.get(name), r, report.rule.bars())
+            css, why = C.hazard(name, r.get(name), r, report.verdict.rule.bars())
             cells.append(
                 cell(r.get(name), css, why or C.metric(name).description, C.show(name, r.get(name)))
             )
@@ -415,7 +417,7 @@ def _charts(directory: Path, rated: bool) -> str:
 def _details(report: Report) -> str:
     """Each config folded: its findings, parameters, metrics and the groups of its largest
     unclipped |advantage|."""
-    summary, found, worst = report.summary, report.findings, report.top_groups
+    summary, found, worst = report.result.summary, report.verdict.findings, report.top_groups
     top: dict[str, pl.DataFrame] = {}
     if worst is not None:
         top = {k[0]: v for k, v in worst.partition_by(S.CONFIG_ID, as_dict=True).items()}
@@ -483,9 +485,9 @@ def render_page(report: Report, directory: str | Path) -> Path:
         nav.append((anchor, title))
 
     add("decision", "Decision", _decision(report))
-    if report.forecast is not None and C.FORECAST_STEPS in report.summary.columns:
+    if report.result.forecast is not None and C.FORECAST_STEPS in report.result.summary.columns:
         add("forecast", "Forecast", _forecast(report, directory))
-    add("findings", "Findings", _findings(report.findings))
+    add("findings", "Findings", _findings(report.verdict.findings))
     add("summary", "Summary", _summary_table(report) + _frontier(report))
     add("replayed", "What was replayed", _inputs(report))
     if manifest.get("tensorboard"):

@@ -252,7 +252,7 @@ img.chart{max-width:100%;height:auto;border:1px solid #e6e9ef}
 .frontier{display:flex;flex-wrap:wrap;gap:16px}svg.scatter{max-width:100%;height:auto}
 td.config,th:nth-child(2){position:sticky;left:0;background:#fff;z-index:1}thead th:nth-child(2){z-index:2;background:#f0f2f6}
 .key{display:inline-block;margin-right:10px;white-space:nowrap}.key i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
-p.verdict{font-size:15px;margin:6px 0}.launch{position:relative}button.copy{position:absolute;right:6px;top:6px;font-size:11.5px;padding:2px 8px;border:1px solid #b8c0cc;border-radius:3px;background:#fff;cursor:pointer}pre.overrides{background:#f0f2f6;padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px}
+p.verdict{font-size:15px;margin:6px 0}.launch{position:relative}button.copy{position:absolute;right:6px;top:6px;font-size:11.5px;padding:2px 8px;border:1px solid #b8c0cc;border-radius:3px;background:#fff;cursor:pointer}pre.overrides{background:#f0f2f6;padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:normal;word-break:normal;overflow-x:auto;font-size:12.5px}
 td.role-recommended{color:#2e7d32;font-weight:700}td.role-runner-up{color:#558b2f;font-weight:600}td.role-avoid{color:#8a1c14}
 @media (max-width:600px){main{padding:4px 8px 24px}header,nav{padding-left:10px;padding-right:10px}section{padding:8px 10px 12px}dl.facts{grid-template-columns:1fr}}.muted{color:#667085;font-size:12.5px}
 details{border-top:1px solid #eef0f4;padding:4px 0}summary{cursor:pointer;font-weight:600}
@@ -312,11 +312,18 @@ JS = """
 """
 
 
+def breakable(text: str) -> str:
+    """Escaped text that may wrap after each `=` besides its spaces (a <wbr>, which a copy does
+    not take), never inside a number (`0.016666666666666666`) or a name."""
+    return "=<wbr>".join(escape(part) for part in text.split("="))
+
+
 def launch_block(text: str, what: str) -> str:
-    """A block of text to paste (overrides, a YAML block) with a copy button."""
+    """A block of text to paste (overrides, a YAML block) with a copy button; it wraps at spaces
+    and after `=`, never inside a number."""
     return (
         f'<div class="launch"><button type="button" class="copy" aria-label="copy the {escape(what)}">'
-        f'copy</button><pre class="overrides"><code>{escape(text)}</code></pre></div>'
+        f'copy</button><pre class="overrides"><code>{breakable(text)}</code></pre></div>'
     )
 
 

@@ -20,8 +20,13 @@ TERMINAL = (
     C.TIME_ONLY_SHARE,
     C.ABS_MAX,
 )
-"""The terminal's table after a run, most important first (a narrow terminal drops from the
-end): what the rule reads (the outcome at the horizon), then what disqualifies."""
+"""The terminal's table after a run: what the rule reads (the outcome at the horizon), then what
+disqualifies. A narrow terminal keeps TERMINAL_KEPT first and drops the others from the end."""
+
+TERMINAL_KEPT = (C.F_SOLVE_VS_OFF, C.F_RESOLVE_VS_OFF_LOW_LONG, C.F_RESOLVE_VS_OFF_LOW)
+"""The columns a narrow terminal drops last, the last to go first: what the rule ranks by (solve
+Δ@T), then the low ends its bar reads; without them the rows left could show an eligible config
+beating the pick."""
 
 SUMMARY_GROUPS = (
     (
@@ -91,7 +96,7 @@ FORECAST = (
 DELTA = (
     C.TOTAL_REWARD,
     C.DEDUCTION_MEAN,
-    C.F_RESOLVE_VS_OFF,
+    C.F_RESOLVE,
     C.F_SOLVE_VS_OFF,
     C.F_FAIL_VS_OFF,
     C.SIGNAL,
@@ -103,7 +108,9 @@ DELTA = (
     C.EXPLOSION_UNCLIPPED,
     C.SIGN_FLIPS,
 )
-"""What `compare` sets beside the reference config."""
+"""What `compare` sets beside the reference config, each a quantity whose difference reads in
+its own unit: the resolve rate itself (a share, its change in points), not its ratio to shaping
+off's (whose difference is no resolve rate's move)."""
 
 TRACKER_CURVES = (
     C.SIGNAL,

@@ -1,9 +1,9 @@
 """One report: a judged replay's tables, its verdict and the record of how it was made (the
 manifest), built once and only read afterwards.
 
-`Report.of` builds it after a replay (the API does, once); `Report.read` builds it for a report
-directory, reading the verdict the report stored (or judging a report of an earlier version that
-stored none). Every surface renders it: the page, the terminal, the charts, TensorBoard and W&B;
+`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it
+for a report directory, reading the verdict the report stored (a directory of an earlier version,
+which stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts, TensorBoard and W&B;
 `write.write` is its one serialiser, and `Report.read(write(report, d)) == report`. The views more
 than one surface shows live here: the frontier, the highlighted configs, the trade to show and the
 texts that state the rule's thresholds.
@@ -24,7 +24,7 @@ import polars as pl
 
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.advice.verdict import (
     Decision,
     Verdict,
@@ -106,11 +106,11 @@ def _same(a: pl.DataFrame | None, b: pl.DataFrame | None) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class Report:
-    """A judged replay as every surface shows it: its tables (`result`), its verdict
-    (`result.verdict`) and its manifest. Two reports are equal when their tables, verdicts and
-    manifests are."""
+    """A judged replay as every surface shows it: its tables (`result`), its verdict and its
+    manifest. Two reports are equal when their tables, verdicts and manifests are."""
 
     result: ReplayResult
+    verdict: Verdict
     manifest: dict[str, Any]
 
     # -- building ------------------------------------------------------------------------------
@@ -122,16 +122,19 @@ class Report:
         options: ReportOptions | None = None,
         rollouts: Rollouts | None = None,
     ) -> Report:
-        """The report of a judged replay (`api.judged`); `rollouts` names its inputs."""
-        if result.verdict is None:
-            raise ValueError("a report is made of a judged result (api.judged)")
-        return cls(result, manifest(result, rollouts, options))
+        """The report of a replay, judged here (`advice.verdict.judge`, once, under the options'
+        rule); `rollouts` names its inputs."""
+        options = options or ReportOptions()
+        coerced = rollouts.coerced if rollouts is not None else ()
+        verdict = judge(result.summary, result.top_groups, result.resamples, options.rule, coerced)
+        return cls(result, verdict, manifest(result, rollouts, options))
 
     @classmethod
     def read(cls, directory: str | Path, *, rows: bool = False) -> Report:
-        """The report in `directory`, with the verdict it stored (judged now, under the rule it
-        records, where a report of an earlier version stored none). `rows`: also read the
-        per-row table's advantages, deductions and minutes (the distribution charts)."""
+        """The report in `directory`, with the verdict it stored; a directory written by an
+        earlier version of replay-cli, which stored none, is refused (rerun the replay). `rows`:
+        also read the per-row table's advantages, deductions and minutes (the distribution
+        charts)."""
         directory = Path(directory)
         missing = [name for name in NEEDED if not (directory / name).exists()]
         if missing:
@@ -139,6 +142,12 @@ class Report:
                 f"{directory} is not a replay report: missing {', '.join(missing)}."
             )
         record = json.loads((directory / "manifest.json").read_text())
+        recommendation, found = _read(directory, "recommendation"), _read(directory, "findings")
+        if found is None or recommendation is None or S.SHAPING_OFF not in recommendation.columns:
+            raise InputFileError(
+                f"{directory} was written by an earlier version of replay-cli (it stores no "
+                "verdict this version reads): rerun the replay to rebuild it."
+            )
         configs = [
             ReplayConfig.model_validate({k: c[k] for k in ("shaping", "advantage", "metrics_by")})
             for c in record["configs"]
@@ -154,112 +163,38 @@ class Report:
             forecast=_read(directory, "forecast"),
             **(_distributions(directory, summary) if rows else {}),
         )
-        rule = Rule.model_validate(record["rule"]) if "rule" in record else Rule()
-        recommendation, found = _read(directory, "recommendation"), _read(directory, "findings")
-        stored = recommendation is not None and found is not None
-        if stored and S.SHAPING_OFF in recommendation.columns:
-            verdict = Verdict(recommendation, found, Decision.of(recommendation), rule)
-            return cls(replace(result, verdict=verdict), record)
-        # Written before the verdict was stored: judged now, once.
-        unjudged = cls(result, record)
-        return unjudged.judged_again(rule)
+        rule = Rule.model_validate(record["rule"])
+        verdict = Verdict(recommendation, found, Decision.of(recommendation), rule)
+        return cls(result, verdict, record)
 
     def judged_again(self, rule: Rule | None = None) -> Report:
         """This report judged again from its own tables under `rule` (default: the rule it
-        records), for `replay-cli report` and `plot`: a report of an earlier version gets this
-        version's verdict."""
-        result = self.result
-        rule = rule or self.rule
-        verdict = judge(result.summary, self.top_groups, result.resamples, rule)
-        if result.verdict is not None:
-            verdict = with_input_findings(verdict, result.verdict.findings)
-        return replace(self, result=replace(result, verdict=verdict))
+        records), for `replay-cli report` and `plot`."""
+        rule = rule or self.verdict.rule
+        verdict = judge(self.result.summary, self.top_groups, self.result.resamples, rule)
+        # The input's findings (values the trainer coerces) came from its rows, not its tables.
+        return replace(self, verdict=with_input_findings(verdict, self.verdict.findings))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Report):
             return NotImplemented
         frames = [(getattr(self.result, n), getattr(other.result, n)) for n in TABLES]
+        mine, theirs = self.verdict, other.verdict
         frames += [
-            (self.recommendation, other.recommendation),
-            (self.findings, other.findings),
+            (mine.recommendation, theirs.recommendation),
+            (mine.findings, theirs.findings),
         ]
         return (
             all(_same(a, b) for a, b in frames)
-            and self.rule == other.rule
+            and mine.rule == theirs.rule
             and self.manifest == other.manifest
         )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        roles = self.recommendation["role"].to_list() if self.result.verdict else []
-        return f"Report({self.summary.height} configs, roles {roles})"
-
-    # -- the tables ----------------------------------------------------------------------------
-
-    @property
-    def summary(self) -> pl.DataFrame:
-        return self.result.summary
-
-    @property
-    def steps(self) -> pl.DataFrame:
-        return self.result.steps
-
-    @property
-    def groups(self) -> pl.DataFrame | None:
-        return self.result.groups
-
-    @property
-    def forecast(self) -> pl.DataFrame | None:
-        return self.result.forecast
-
-    @property
-    def resamples(self) -> pl.DataFrame | None:
-        return self.result.resamples
-
-    @property
-    def rows(self) -> pl.DataFrame | None:
-        return self.result.rows
-
-    @property
-    def advantages(self) -> dict[str, pl.Series]:
-        return self.result.advantages
-
-    @property
-    def deductions(self) -> dict[str, pl.Series]:
-        return self.result.deductions
-
-    @property
-    def minutes(self) -> pl.Series | None:
-        return self.result.minutes
-
-    @property
-    def configs(self) -> list[ReplayConfig]:
-        return self.result.configs
-
-    @property
-    def verdict(self) -> Verdict:
-        if self.result.verdict is None:  # only while Report.read judges an earlier version
-            raise ValueError("this report has not been judged")
-        return self.result.verdict
-
-    @property
-    def recommendation(self) -> pl.DataFrame:
-        return self.verdict.recommendation
-
-    @property
-    def findings(self) -> pl.DataFrame:
-        return self.verdict.findings
-
-    @property
-    def decision(self) -> Decision:
-        return self.verdict.decision
-
-    @property
-    def rule(self) -> Rule:
-        if self.result.verdict is not None:
-            return self.result.verdict.rule
-        return Rule.model_validate(self.manifest["rule"]) if "rule" in self.manifest else Rule()
+        roles = self.verdict.recommendation["role"].to_list()
+        return f"Report({self.result.summary.height} configs, roles {roles})"
 
     @cached_property
     def top_groups(self) -> pl.DataFrame | None:
@@ -276,53 +211,50 @@ class Report:
 
     @cached_property
     def frontier(self) -> pl.DataFrame | None:
-        """`advice.frontier.frontier` of this report; None for a report of an earlier version,
-        whose summary lacks the rule's columns."""
-        return frontier(self.summary, self.recommendation) if rated(self.summary) else None
+        """`advice.frontier.frontier` of this report; None for a replay without the forecast,
+        whose summary lacks the rule's outcome columns."""
+        summary = self.result.summary
+        return frontier(summary, self.verdict.recommendation) if rated(summary) else None
 
     @cached_property
     def numbers(self) -> dict[str, int]:
         """Each config's number on the page, the frontier and the charts (summary order, from 1)."""
-        return {cid: n for n, cid in enumerate(self.summary[S.CONFIG_ID], start=1)}
+        return {cid: n for n, cid in enumerate(self.result.summary[S.CONFIG_ID], start=1)}
 
     def highlighted(self, chosen: list[str] | None = None) -> list[str]:
         """The config ids drawn step by step: `chosen` (ids, id prefixes or labels), else those
         the report was written with (--highlight), else shaping off, the recommended and the
         runner-up configs and the best trade."""
         chosen = chosen or self.manifest.get("highlight")
-        return highlights(self.summary, chosen, self.recommendation)
+        return highlights(self.result.summary, chosen, self.verdict.recommendation)
 
     @property
     def trade(self) -> dict[str, Any] | None:
         """The best trade to show beside the verdict: only where shaping off is kept (or nothing
         passes), and only when it has a trade to state."""
-        d = self.decision
+        d = self.verdict.decision
         trade = d.best_trade if d.keep_off or d.recommended is None else None
         return trade if trade is not None and trade.get("trade") else None
 
     @property
     def why(self) -> str:
         """Why the recommended config (or shaping off) is the pick, in words."""
-        d = self.decision
+        d = self.verdict.decision
         if d.recommended is None:
             return ""
-        return keep_off_text(d, self.rule) if d.keep_off else d.recommended["reasons"]
+        return keep_off_text(d, self.verdict.rule) if d.keep_off else d.recommended["reasons"]
 
     @property
     def confidence(self) -> str:
         """How sure the pick is (its interval and how often a new log would pick it)."""
-        rec = self.decision.recommended
+        rec = self.verdict.decision.recommended
         return "" if rec is None else confidence_text(rec)
 
     @property
     def rule_line(self) -> float:
         """The rule's least share of shaping off's resolve rate (the frontier's line)."""
-        return min(self.rule.min_resolve_vs_off, self.rule.min_resolve_vs_off_long)
-
-    @property
-    def rule_text(self) -> str:
-        """The rule in one sentence, with the thresholds this report was judged by."""
-        return self.rule.summary_text()
+        rule = self.verdict.rule
+        return min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
 
 
 def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:

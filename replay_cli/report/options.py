@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSettings
 from replay_cli.io.parquet import RowsMode
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli.io.files import atomic_path
 from replay_cli.report.compare import delta_table
 from replay_cli.report.html import final_path
@@ -37,13 +38,44 @@ def frame_table(frame: pl.DataFrame, limit: int = 500) -> str:
     return f'<div class="scroll">{body}</div>{note}'
 
 
+def _delta_rows(frame: pl.DataFrame) -> str:
+    """The headline deltas as one row per config, in the catalogue's labels and units (changes
+    of shares in points, of minutes in minutes), each cell sorting by its exact value."""
+    wide = delta_table(frame)
+    metrics = [c for c in wide.columns if c not in ("report", "label")]
+    rows = [
+        [cell(r["report"], "text"), cell(r["label"], "text")]
+        + [cell(r[m], shown=C.show_change(C.metric(m).unit, r[m])) for m in metrics]
+        for r in wide.iter_rows(named=True)
+    ]
+    headers = ["report", "config", *(C.metric(m).label for m in metrics)]
+    body = table(headers, rows, css="sortable", text_headers=("report", "config"))
+    return f'<div class="scroll">{body}</div>'
+
+
+def _long_rows(frame: pl.DataFrame) -> str:
+    """Every metric's value, the reference's and the change, in the metric's label and unit."""
+    rows = []
+    for r in frame.iter_rows(named=True):
+        metric = C.metric(r["metric"])
+        rows.append(
+            [cell(r["report"], "text"), cell(r["label"], "text"), cell(metric.label, "text")]
+            + [cell(r[k], shown=metric.show(r[k])) for k in ("value", "reference")]
+            + [cell(r["delta"], shown=C.show_change(metric.unit, r["delta"]))]
+        )
+    headers = ["report", "config", "metric", "value", "reference", "change"]
+    body = table(headers, rows, css="sortable", text_headers=headers[:3])
+    return f'<div class="scroll">{body}</div>'
+
+
 def _comparison(frame: pl.DataFrame) -> str:
     """The headline deltas as one row per config, then the long table folded away."""
     return (
-        '<p class="muted">Change of each headline metric from the reference config.</p>'
-        + frame_table(delta_table(frame))
+        '<p class="muted">Change of each headline metric from the reference config (shares in '
+        "percentage points, times in minutes).</p>"
+        + _delta_rows(frame)
         + "<details><summary>Every metric, value and reference</summary>"
-        + frame_table(frame)
+        + _long_rows(frame)
         + "</details>"
     )
 

@@ -151,7 +151,7 @@ class Chart:
 
 
 def _lambdas(report: Report) -> int:
-    return report.summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
+    return report.result.summary.filter(pl.col("enabled"))["lambda_time"].n_unique()
 
 
 CHARTS: dict[str, Chart] = {
@@ -159,54 +159,62 @@ CHARTS: dict[str, Chart] = {
         "The rule's own axes: solve Δ after T steps (minutes vs shaping off, negative = "
         "sooner, drawn up) against the resolve rate kept then (low end of the interval); the "
         "dashed line is the rule's bar.",
-        lambda r, _: frontier_chart(r.summary, r.recommendation, r.rule),
-        lambda r: r.summary.height > 1 and r.frontier is not None,
+        lambda r, _: frontier_chart(r.result.summary, r.verdict.recommendation, r.verdict.rule),
+        lambda r: r.result.summary.height > 1 and r.frontier is not None,
     ),
     "forecast": Chart(
         "The forecast: the resolve rate on long problems and the minutes of a resolved rollout "
         "over simulated training steps, per config; shaping off dashed.",
-        lambda r, chosen: forecast_chart(r.forecast, r.summary, r.recommendation, chosen),
-        lambda r: r.forecast is not None and not r.forecast.is_empty(),
+        lambda r, chosen: forecast_chart(
+            r.result.forecast, r.result.summary, r.verdict.recommendation, chosen
+        ),
+        lambda r: r.result.forecast is not None and not r.result.forecast.is_empty(),
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",
-        lambda r, _: signal_vs_lambda(r.summary),
+        lambda r, _: signal_vs_lambda(r.result.summary),
         lambda r: _lambdas(r) > 1,
     ),
     "heatmap_lambda_floor": Chart(
         "Signal rate (colour) and inversion rate over lambda × floor.",
-        lambda r, _: heatmap_lambda_floor(r.summary),
-        lambda r: _lambdas(r) > 1 and has_heatmap(r.summary),
+        lambda r, _: heatmap_lambda_floor(r.result.summary),
+        lambda r: _lambdas(r) > 1 and has_heatmap(r.result.summary),
     ),
     "inversion_vs_lambda": Chart(
         "Share of groups where a resolved rollout ends below an unresolved one.",
-        lambda r, _: inversion_vs_lambda(r.summary),
+        lambda r, _: inversion_vs_lambda(r.result.summary),
         lambda r: _lambdas(r) > 1,
     ),
     "explosion_vs_lambda": Chart(
         "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
-        lambda r, _: explosion_vs_lambda(r.summary),
+        lambda r, _: explosion_vs_lambda(r.result.summary),
         lambda r: _lambdas(r) > 1,
     ),
     "estimators_vs_lambda": Chart(
         "Signal rate and largest |advantage| per estimator.",
-        lambda r, _: estimators_vs_lambda(r.summary),
-        lambda r: _lambdas(r) > 1 and r.summary["estimator"].n_unique() > 1,
+        lambda r, _: estimators_vs_lambda(r.result.summary),
+        lambda r: _lambdas(r) > 1 and r.result.summary["estimator"].n_unique() > 1,
     ),
     "advantage_distribution": Chart(
         "Advantage quantiles per config (p01-p99, p05-p95, median).",
-        lambda r, _: advantage_bands(r.summary),
+        lambda r, _: advantage_bands(r.result.summary),
     ),
     "minutes_and_deductions": Chart(
         "Agent minutes of the input and the deductions charged.",
         lambda r, chosen: minutes_and_deductions(
-            r.minutes, r.deductions, r.summary, chosen, r.recommendation
+            r.result.minutes,
+            r.result.deductions,
+            r.result.summary,
+            chosen,
+            r.verdict.recommendation,
         ),
-        lambda r: r.minutes is not None and r.summary["enabled"].any(),
+        lambda r: r.result.minutes is not None and r.result.summary["enabled"].any(),
     ),
     "step_curves": Chart(
         "Per-step trainer metrics of the highlighted configs, as on a W&B panel.",
-        lambda r, chosen: step_curves(r.steps, r.summary, chosen, r.recommendation),
+        lambda r, chosen: step_curves(
+            r.result.steps, r.result.summary, chosen, r.verdict.recommendation
+        ),
     ),
     "replayed_vs_internal": Chart("Replayed per-step metrics beside the internal run's curves."),
 }

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.advice.frontier import highlights
+from replay_cli.advice.frontier import highlights, shaping_off
 from replay_cli.report.plots_sweep import colours, figure, legend
 
 if TYPE_CHECKING:
@@ -39,10 +39,13 @@ def forecast_chart(
     """Each config's forecast at the default budget, one line per config, in colour with its band
     over seeds (beyond ALL_COLOURED configs only the highlighted ones: shaping off, the
     recommended, the runner-up, the best trade, or `highlight`; the others thin and grey);
-    shaping off's trajectory dashed and black."""
+    shaping off's trajectory dashed and black, the one line and legend name of every config that
+    leaves the rewards as they are (disabled, or λ 0 with no bonus and no floor)."""
     data = forecast.filter(pl.col("budget") == default_budget(forecast))
     ids = summary[S.CONFIG_ID].to_list()
+    off_ids = set(summary.filter(shaping_off(summary))[S.CONFIG_ID].to_list())
     chosen = ids if len(ids) <= ALL_COLOURED else highlights(summary, highlight, verdict)
+    chosen = [c for c in chosen if c not in off_ids]
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())
     fig, axes = figure(13.0, 4.6, ncols=2)
     palette = dict(zip(chosen, colours(max(len(chosen), 1)), strict=False))
@@ -66,6 +69,8 @@ def forecast_chart(
                     zorder=4,
                 )
                 off_drawn = True
+            if cid in off_ids:  # drawn as shaping off's line: no second name for it
+                continue
             if cid in palette:
                 ax.plot(
                     own["step"],

@@ -15,7 +15,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.advice.words import param_text
 from replay_cli.config import lambda_text
 from replay_cli.report.facets import Layout, describe, layout, varying

@@ -46,14 +46,26 @@ def step_scalars(steps: pl.DataFrame, config_id: str) -> Iterator[tuple[int, dic
         yield int(row[S.STEP]), values
 
 
+OVER_STEPS = {C.TOTAL_REWARD: "total_reward/mean_over_steps"}
+"""Headline numbers that are a per-step trainer metric averaged over the replayed steps: named so,
+apart from the trainer's own tag (`train/total_reward/mean`, one value per step, whose last step a
+tracker's summary shows beside it)."""
+
+
+def headline_name(column: str) -> str:
+    """A headline number's name in a tracker: its human-unit name (`C.human_name`: a % is `_pct`,
+    never `_frac`), or the name that says it is a mean over the steps (OVER_STEPS)."""
+    return OVER_STEPS.get(column) or C.human_name(column)
+
+
 def headline(row: dict[str, Any]) -> dict[str, float]:
     """A config's headline numbers (`layouts.TRACKER_HEADLINE` present and not null), in human
-    units, under names that say so (`C.human_name`: a % is `_pct`, never `_frac`)."""
+    units, under names that say so (`headline_name`)."""
     out = {}
     for column in L.TRACKER_HEADLINE:
         value = C.metric(column).human(row.get(column))
         if value is not None:
-            out[C.human_name(column)] = value
+            out[headline_name(column)] = value
     return out
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
@@ -24,7 +23,13 @@ from replay_cli.progress import Tick
 from replay_cli.report import layouts as L
 from replay_cli.report.facets import varying
 from replay_cli.report.model import Report
-from replay_cli.report.run_tags import headline, param_values, run_names, step_scalars
+from replay_cli.report.run_tags import (
+    headline,
+    headline_name,
+    param_values,
+    run_names,
+    step_scalars,
+)
 
 
 def hparam_tag(column: str) -> str:
@@ -33,7 +38,7 @@ def hparam_tag(column: str) -> str:
 
 
 HPARAM_METRICS = {
-    C.human_name(column): hparam_tag(C.human_name(column)) for column in L.TRACKER_HEADLINE
+    headline_name(column): hparam_tag(headline_name(column)) for column in L.TRACKER_HEADLINE
 }
 """`headline`'s names (human units, `_pct` for %) -> the HParams dashboard's metric tag."""
 
@@ -55,9 +60,9 @@ def write_runs(
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    roles = dict(report.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
     with staged_directory(out, force) as tmp:
-        names = _write(report.steps, report.summary, roles, tmp, tick)
+        names = _write(report.result.steps, report.result.summary, roles, tmp, tick)
     return [out / name for name in names]
 
 

@@ -2,12 +2,16 @@
 (mode offline, nothing sent; `wandb sync` uploads them), so W&B's runs table, grouping and
 parallel-coordinates views work on a sweep.
 
-Each run: `config` = the config's parameters (λ written 1/60, as everywhere), its id and label,
-and its launch overrides (the exact float); the
-history = the per-step tables under the trainer's metric names and the replay's curves (as the
-TensorBoard export writes them); the summary = the headline and decision numbers in the
-catalogue's human units, the role and the resample share; the role as a tag; every run of one
-report in one group, job type `replay`. The optional extra `replay-cli[wandb]`.
+Each run: `config` = the config's parameters (`lambda_time` a number, so W&B draws it on a
+numeric axis; `lambda_time_text` and the label write it 1/60, as every surface does), its id and
+label, and its launch overrides; the history = the replayed per-step tables under the trainer's
+own tags (`train/total_reward/mean` is the mean shaped reward the trainer would log at that step
+under this config, not a logged value of the input; W&B's summary shows its last step) and the
+replay's curves under `replay/` (as the TensorBoard export writes them); the summary = the
+headline and decision numbers in the catalogue's human units (`_pct` where in %;
+`total_reward/mean_over_steps` is the mean shaped reward over every replayed step), the role and
+the resample share `won_pct`; the role as a tag; every run of one report in one group, job type
+`replay`. The optional extra `replay-cli[wandb]`.
 """
 
 from __future__ import annotations
@@ -57,15 +61,16 @@ def _settings(wandb: Any) -> Any:
 def run_config(
     config: ReplayConfig, label: str, overrides: str, shaping_off: bool = False
 ) -> dict[str, Any]:
-    """A run's W&B config: the config's parameters as the run launches them, λ as every surface
-    writes it (1/60; its exact float is in `overrides`), its id, label and launch overrides.
-    A config that changes no reward (`shaping_off`: λ 0, no bonus, no floor) launches with
-    `enabled=false`, and its config says so."""
+    """A run's W&B config: the config's parameters as the run launches them (λ a number, the
+    float the overrides launch, for a numeric axis; `lambda_time_text` as every surface writes it,
+    1/60), its id, label and launch overrides. A config that changes no reward (`shaping_off`:
+    λ 0, no bonus, no floor) launches with `enabled=false`, and its config says so."""
     flat = config.flat()
     return {
         **flat,
         "enabled": bool(flat["enabled"]) and not shaping_off,
-        "lambda_time": param_text("lambda_time", flat["lambda_time"]),
+        "lambda_time": float(flat["lambda_time"]),
+        "lambda_time_text": param_text("lambda_time", flat["lambda_time"]),
         S.CONFIG_ID: config.config_id,
         "label": label,
         "overrides": overrides,
@@ -86,13 +91,13 @@ def write_runs(
     directories. `group` names the sweep (default: `out`'s name)."""
     wandb = wandb_module()
     out = Path(out)
-    verdict = {row[S.CONFIG_ID]: row for row in report.recommendation.iter_rows(named=True)}
-    configs = {c.config_id: c for c in report.configs}
+    verdict = {row[S.CONFIG_ID]: row for row in report.verdict.recommendation.iter_rows(named=True)}
+    configs = {c.config_id: c for c in report.result.configs}
     group = group or out.name
-    names = run_names(report.summary)
+    names = run_names(report.result.summary)
     with staged_directory(out, force) as tmp:
         made = []
-        for row, name in zip(report.summary.iter_rows(named=True), names, strict=True):
+        for row, name in zip(report.result.summary.iter_rows(named=True), names, strict=True):
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
             config = run_config(
@@ -110,16 +115,16 @@ def write_runs(
                 reinit="create_new",
             )
             logged = 0
-            for step, scalars in step_scalars(report.steps, cid):
+            for step, scalars in step_scalars(report.result.steps, cid):
                 run.log(scalars, step=step)
                 logged += 1
-            run.summary.update(
-                {**headline(row), "role": decided["role"], "won_share": decided["won_share"]}
-            )
+            won = decided["won_share"]  # a fraction: in % like every other _pct key
+            won_pct = None if won is None else 100.0 * won
+            run.summary.update({**headline(row), "role": decided["role"], "won_pct": won_pct})
             made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
-                tick(len(made), report.summary.height)
+                tick(len(made), report.result.summary.height)
         # run.finish() returns before W&B's writer has flushed the log: shut the writer down,
         # then read every run back, so no run is reported written before its log is whole.
         wandb.teardown()

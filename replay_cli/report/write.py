@@ -76,8 +76,8 @@ def write(
     tables = {name: getattr(result, name) for name in TABLES}
     if result.rows is not None:
         tables["rollouts"] = result.rows
-    tables["findings"] = report.findings
-    tables["recommendation"] = report.recommendation
+    tables["findings"] = report.verdict.findings
+    tables["recommendation"] = report.verdict.recommendation
     phase(progress, "tables")
     write_tables(directory, {k: v for k, v in tables.items() if v is not None})
     if charts:

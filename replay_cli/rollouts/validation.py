@@ -13,6 +13,7 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.errors import SchemaError
 from replay_cli.frames import collect
+from replay_cli.io.gym import mask_note
 from replay_cli.io.parquet import discover, scan_file
 from replay_cli.rollouts.chunks import COUNT_ENGINE, fill_positions, in_chunk, step_counts
 from replay_cli.rollouts.value_checks import (
@@ -350,6 +351,5 @@ def _derive(
         lf = lf.drop("_global_row")
     if S.MASK_SOURCE in has:  # an import from NeMo-Gym rows: where mask_sample came from
         counts = collect(lf.group_by(S.MASK_SOURCE).len().sort(S.MASK_SOURCE))
-        where = ", ".join(f"{source}: {n}" for source, n in counts.rows())
-        notes.append(f"mask_sample read from ({where} rows)")
+        notes.append(mask_note(dict(counts.rows())))
     return lf, notes

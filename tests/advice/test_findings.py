@@ -21,7 +21,7 @@ from replay_cli.advice.findings import (
     signal_change,
     time_only_step,
 )
-from replay_cli.advice.recommendation import Rule
+from replay_cli.advice.rule import Rule
 from replay_cli.maths.thresholds import GAIN_EPS
 from replay_cli.report.model import Report
 from replay_cli.report.options import ReportOptions
@@ -32,12 +32,14 @@ from factories import config, replay_frame, rollouts
 
 def kinds(result):
     return dict(
-        result.findings.filter(pl.col("config_id").is_not_null()).select("kind", "value").rows()
+        result.verdict.findings.filter(pl.col("config_id").is_not_null())
+        .select("kind", "value")
+        .rows()
     )
 
 
 def texts(result, kind):
-    return result.findings.filter(pl.col("kind") == kind)["text"].to_list()
+    return result.verdict.findings.filter(pl.col("kind") == kind)["text"].to_list()
 
 
 def by_group(rows: pl.DataFrame):
@@ -73,7 +75,7 @@ def numpy_fail_push(group):
 def test_fail_faster_is_the_forecasts_fail_minute_change_at_t():
     frame = rollouts(reward=[0.0] * 4, openhands_run_time=[600.0, 1200.0, 1800.0, 2400.0])
     result = replay_frame(frame, {"apply_to": "all"})
-    row = result.summary.row(0, named=True)
+    row = result.result.summary.row(0, named=True)
     change, off = row["forecast/fail_minutes_vs_off"], row["forecast/fail_minutes_off"]
     assert change == pytest.approx(row["forecast/fail_minutes"] - off, rel=1e-12)
     assert -change > 0.05 * off  # charged failures learn to end sooner, past the rule's limit
@@ -86,7 +88,7 @@ def test_fail_faster_is_the_forecasts_fail_minute_change_at_t():
     )
     # Charging resolved rollouts only keeps the failures tied: nothing to report.
     correct = replay_frame(frame, {"apply_to": "correct"})
-    assert correct.summary["forecast/fail_minutes_vs_off"][0] == 0.0
+    assert correct.result.summary["forecast/fail_minutes_vs_off"][0] == 0.0
     assert "fail_faster" not in kinds(correct)
 
 
@@ -99,7 +101,7 @@ def test_fail_faster_names_the_long_problems_and_the_correct_twin_from_the_forec
     )
     configs = [config({"apply_to": "all"}), config({"apply_to": "correct"})]
     result = api.replay(rollouts_from_frame(three), configs)
-    long = result.summary["forecast/fail_minutes_vs_off@long"].to_list()
+    long = result.result.summary["forecast/fail_minutes_vs_off@long"].to_list()
     assert long[0] < 0
     assert long[1] == 0.0
     (text,) = texts(result, "fail_faster")
@@ -193,7 +195,7 @@ def test_the_forecast_trains_beyond_the_logged_groups():
         openhands_run_time=[60.0] * 2 + [120.0] * 2 + [180.0] * 2 + [120.0] * 2,
     )
     result = replay_frame(frame, {"lambda_time": 1 / 480}, {"precision": "float64"})
-    row = result.summary.row(0, named=True)
+    row = result.result.summary.row(0, named=True)
     assert row["step/fail_minutes_vs_off"] == 0.0
     change = row["forecast/fail_minutes_vs_off"]
     assert change < -0.05 * row["forecast/fail_minutes_off"]
@@ -203,16 +205,16 @@ def test_the_forecast_trains_beyond_the_logged_groups():
 def test_the_uncharged_twin_is_not_said_to_leave_failures_alone_where_the_forecast_drifts():
     # λ=1/120 correct charges no failure and its one step leaves them about as shaping off's,
     # but over the forecast its effort drifts and failures on long problems end sooner.
-    result = api.forecast(
+    result = api.replay(
         api.load(["data_samples/rollouts_medium.parquet"]),
         [
             config({"lambda_time": lam, "apply_to": a})
             for lam in (0.0, 1 / 120)
             for a in ("all", "correct")
         ],
-        ForecastSettings(steps=50, seeds=2),
+        api.report_options(forecast=ForecastSettings(steps=50, seeds=2)),
     )
-    twin = result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
+    twin = result.result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
     drift = twin[C.F_FAIL_VS_OFF]
     assert drift < -0.1
     (text,) = texts(result, "fail_faster")
@@ -242,9 +244,11 @@ def test_call_bonus_signal_is_not_called_fail_faster():
     result = replay_frame(
         frame, {"lambda_time": 0.0, "lambda_call_bonus": 0.1, "call_bonus_ref": 40.0}
     )
-    assert result.summary["signal/time_only_rate"][0] == 1.0  # there is shaping-only signal
-    assert result.summary["push/minutes_fail"][0] == 0.0
-    assert result.summary["push/calls_fail"][0] > 0  # it teaches more calls, not faster failure
+    assert result.result.summary["signal/time_only_rate"][0] == 1.0  # there is shaping-only signal
+    assert result.result.summary["push/minutes_fail"][0] == 0.0
+    assert (
+        result.result.summary["push/calls_fail"][0] > 0
+    )  # it teaches more calls, not faster failure
     assert "fail_faster" not in kinds(result)
 
 
@@ -256,25 +260,25 @@ def test_inversion_present_with_shaping_off_is_not_blamed_on_time():
     frame = rollouts(reward=[0.2, 0.5, 0.0], resolved=[True, False, False])
     for lam in (0.0, 1 / 60):
         result = replay_frame(frame, {"lambda_time": lam})
-        summary = result.summary.row(0, named=True)
+        summary = result.result.summary.row(0, named=True)
         assert summary["inversion/group_rate"] == 1.0
         assert summary["inversion/group_rate_off"] == 1.0
         assert summary["inversion/introduced_group_rate"] == 0.0
         assert "inversion_introduced" not in kinds(result)
         assert texts(result, "inversion_present_unshaped")
-        assert not any("outweighs" in t for t in result.findings["text"])
+        assert not any("outweighs" in t for t in result.verdict.findings["text"])
 
 
 def test_introduced_inversion_recomputed_from_the_rows():
     frame = rollouts(reward=[1.0, 0.0], openhands_run_time=[3600.0, 60.0])
     configs = [config({"lambda_time": lam}) for lam in (1 / 120, 1 / 30)]
     result = api.replay(rollouts_from_frame(frame), configs)
-    groups = by_group(result.rows)
+    groups = by_group(result.result.rows)
     introduced = [
         numpy_inverted(g, "reward_shaped") and not numpy_inverted(g, "reward_raw") for g in groups
     ]
     assert introduced == [False, True]  # 1 - 2.0 < 0 - 1/30 only at the steep lambda
-    rows = result.findings.filter(pl.col("kind") == "inversion_introduced")
+    rows = result.verdict.findings.filter(pl.col("kind") == "inversion_introduced")
     assert rows["config_id"].to_list() == [configs[1].config_id]
     assert rows["value"][0] == 1.0
     assert "introduces none at λ ∈ {1/120}" in rows["text"][0]
@@ -299,14 +303,14 @@ def test_negative_floor_gives_the_set_of_inversion_free_lambdas():
     lambdas = (1 / 120, 1 / 45, 1 / 20)
     configs = [config({"lambda_time": lam, "floor": -0.8}) for lam in lambdas]
     result = api.replay(rollouts_from_frame(frame), configs)
-    rates = result.summary["inversion/introduced_group_rate"].to_list()
+    rates = result.result.summary["inversion/introduced_group_rate"].to_list()
     assert rates == [0.0, 1.0, 0.0]
     (text,) = texts(result, "inversion_introduced")
     assert "introduces none at λ ∈ {1/120, 1/20}" in text
     assert "(the time charge and the floor reorder them)" in text
     assert "largest" not in text
     # The tie at the steep lambda is no inversion, and the floor tie has its own finding.
-    tie = result.findings.filter(pl.col("kind") == "floor_tie")
+    tie = result.verdict.findings.filter(pl.col("kind") == "floor_tie")
     assert tie["config_id"].to_list() == [configs[2].config_id]
 
 
@@ -318,7 +322,7 @@ def test_the_inversion_free_lambdas_are_those_of_configs_with_the_rows_other_set
     lambdas = (1 / 120, 1 / 45, 1 / 20)
     configs = [config({"lambda_time": lam, "floor": f}) for f in (-0.8, None) for lam in lambdas]
     result = api.replay(rollouts_from_frame(frame), configs)
-    found = result.findings.filter(pl.col("kind") == "inversion_introduced")
+    found = result.verdict.findings.filter(pl.col("kind") == "inversion_introduced")
     text = dict(found.select("config_id", "text").rows())
     floored, unfloored = configs[1], configs[4]
     assert "introduces none at λ ∈ {1/120, 1/20}" in text[floored.config_id]
@@ -346,18 +350,20 @@ def lone_failure():
 
 def test_one_sided_clip_bounds_its_own_side():
     upward = replay_frame(lone_success(), {}, {"precision": "float64", "clip_high": 3.0})
-    assert upward.summary["adv/explosion_frac"][0] > 0
-    assert upward.summary["adv/explosion_trained_frac"][0] == 0.0
+    assert upward.result.summary["adv/explosion_frac"][0] > 0
+    assert upward.result.summary["adv/explosion_trained_frac"][0] == 0.0
     assert "explosion_unbounded" not in kinds(upward)
     (bounded,) = texts(upward, "explosion_bounded")
-    top = upward.groups["max_abs_advantage_unclipped"].max()
+    top = upward.result.groups["max_abs_advantage_unclipped"].max()
     assert f", up to {top:.4g} unclipped inside it" in bounded
     downward = replay_frame(lone_failure(), {}, {"precision": "float64", "clip_high": 3.0})
-    trained = downward.rows.filter(~pl.col("masked"))["advantage"].abs()
-    assert downward.summary["adv/explosion_trained_frac"][0] == pytest.approx(
+    trained = downward.result.rows.filter(~pl.col("masked"))["advantage"].abs()
+    assert downward.result.summary["adv/explosion_trained_frac"][0] == pytest.approx(
         float((trained > 3).mean())
     )
-    found = downward.findings.filter(pl.col("kind") == "explosion_unbounded").row(0, named=True)
+    found = downward.verdict.findings.filter(pl.col("kind") == "explosion_unbounded").row(
+        0, named=True
+    )
     # The number quoted is what training sees (after the clip), not the unclipped extreme.
     assert found["value"] == pytest.approx(float(trained.max()))
     assert f"up to {trained.max():.4g}" in found["text"]
@@ -368,10 +374,12 @@ def test_one_sided_clip_bounds_its_own_side():
 
 def test_explosion_names_the_std_that_divided_it():
     result = replay_frame(lone_success(), {}, {"precision": "float64"})
-    top_row = result.rows.sort("advantage_unclipped", descending=True).row(0, named=True)
+    top_row = result.result.rows.sort("advantage_unclipped", descending=True).row(0, named=True)
     assert top_row["normalized"]
     assert top_row["std"] < 1e-3
-    found = result.findings.filter(pl.col("kind") == "explosion_unbounded").row(0, named=True)
+    found = result.verdict.findings.filter(pl.col("kind") == "explosion_unbounded").row(
+        0, named=True
+    )
     assert found["severity"] == "hazard"
     assert "(no clip)" in found["text"]
     assert f"divided by a std of {top_row['std']:.2g}" in found["text"]
@@ -382,7 +390,7 @@ def test_an_undivided_row_is_never_said_to_be_divided():
     # Without normalisation nothing is divided: large rewards explode by their size alone.
     frame = rollouts(reward=[10.0, 0.0, 0.0, 0.0])
     result = replay_frame(frame, {"lambda_time": 0.0}, {"normalize": False})
-    assert result.groups["std_at_max_abs"][0] is None
+    assert result.result.groups["std_at_max_abs"][0] is None
     (text,) = texts(result, "explosion_unbounded")
     assert "divided" not in text
 
@@ -406,7 +414,7 @@ def test_signal_only_from_uncharged_masked_rows():
     # Every charged row is floored to 0.05; the masked row keeps 0.0 and still votes.
     frame = rollouts(reward=[0.0] * 4, mask_sample=[False, False, False, True])
     result = replay_frame(frame, {"floor": 0.05})
-    assert result.groups["uncharged_only_signal"][0]
+    assert result.result.groups["uncharged_only_signal"][0]
     assert kinds(result)["uncharged_only_signal"] == 1.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "masked rows" in text
@@ -420,8 +428,8 @@ def test_zeroed_rows_are_not_blamed_on_masks():
     # 0.05. No row is masked, so the advice must not be --exclude-masked.
     frame = rollouts(reward=[0.0] * 4, zeroed_by_penalty=[False, False, False, True])
     result = replay_frame(frame, {"semantics": "internal", "floor": 0.05})
-    assert result.summary["input/masked_frac"][0] == 0.0
-    summary = result.summary.row(0, named=True)
+    assert result.result.summary["input/masked_frac"][0] == 0.0
+    summary = result.result.summary.row(0, named=True)
     assert summary["signal/uncharged_only_reset_rate"] == 1.0
     assert summary["signal/uncharged_only_masked_rate"] == 0.0
     assert summary["signal/uncharged_only_gate_rate"] == 0.0
@@ -438,8 +446,8 @@ def test_time_spread_among_charged_rows_is_not_uncharged_only():
         mask_sample=[False, False, False, True],
     )
     result = replay_frame(frame, {})
-    assert result.groups["time_only_signal"][0]
-    assert not result.groups["uncharged_only_signal"][0]
+    assert result.result.groups["time_only_signal"][0]
+    assert not result.result.groups["uncharged_only_signal"][0]
 
 
 # ---- validation, gained and lost signal, floor ties -------------------------------------------
@@ -456,9 +464,9 @@ def validation_frame():
 
 def test_charged_validation_is_not_comparable():
     internal = replay_frame(validation_frame(), {"semantics": "internal"})
-    row = internal.summary.row(0, named=True)
+    row = internal.result.summary.row(0, named=True)
     assert row["input/validation_charged"] == 2
-    found = internal.findings.filter(pl.col("kind") == "validation_not_comparable")
+    found = internal.verdict.findings.filter(pl.col("kind") == "validation_not_comparable")
     assert found["value"][0] == pytest.approx(-20 / 60)
     assert "2 validation rows are charged (internal item 4)" in found["text"][0]
     total, acc = row["validation/total_reward/mean"], row["validation/accuracy"]
@@ -472,7 +480,7 @@ def test_validation_not_charged_says_nothing():
     # Internal semantics without item 4 and nemo-rl semantics both leave validation uncharged.
     for shaping in ({"semantics": "internal", "internal_items": (1, 2, 3)}, {}):
         result = replay_frame(validation_frame(), shaping)
-        assert result.summary["input/validation_charged"][0] == 0
+        assert result.result.summary["input/validation_charged"][0] == 0
         assert "validation_not_comparable" not in kinds(result)
 
 
@@ -486,15 +494,15 @@ def test_signal_gained_and_lost_are_both_stated():
         openhands_run_time=[5400.0, 3600.0, 300.0, 600.0],
     )
     result = replay_frame(frame, {"floor": -0.5})
-    rows = result.rows.sort("group_id", "rollout_index")
+    rows = result.result.rows.sort("group_id", "rollout_index")
     assert rows["reward_shaped"].to_list()[:2] == [-0.5, -0.5]
     assert rows["floored"].to_list()[:2] == [False, True]  # landing on it is no clamp
-    groups = result.groups.sort("group_id")
+    groups = result.result.groups.sort("group_id")
     assert groups["has_signal"].to_list() == [False, True]
     assert groups["has_signal_raw"].to_list() == [True, False]
     assert groups["floor_tie"].to_list() == [True, False]
     assert groups["inverted"].to_list() == [False, False]  # a tie is never an inversion
-    summary = result.summary.row(0, named=True)
+    summary = result.result.summary.row(0, named=True)
     assert summary["signal/gained_rate"] == 0.5
     assert summary["signal/lost_rate"] == 0.5
     assert summary["signal/group_rate"] == summary["signal/group_rate_raw"]  # net 0 hides both
@@ -515,7 +523,7 @@ def test_findings_follow_the_decision_order_without_repeating_the_decision(synth
         for a in ("all", "correct")
     ]
     result = api.replay(api.load([synth_path]), configs)
-    found = result.findings
+    found = result.verdict.findings
     # The decision is the verdict's own block, never repeated as a finding.
     assert "decision" not in found["severity"].to_list()
     order = list(KINDS)
@@ -541,7 +549,7 @@ def test_labels_are_unique_when_any_parameter_varies(synth_path):
     ]
     configs = [config({}, a) for a in variants] + [config({"mask_flagged": False})]
     configs.append(config({}, {}, metrics_by="batch"))
-    summary = api.replay(api.load([synth_path]), configs).summary
+    summary = api.replay(api.load([synth_path]), configs).result.summary
     assert summary["label"].n_unique() == len(configs)
 
 
@@ -555,9 +563,9 @@ def test_labels_are_unique_when_the_difference_is_hidden(synth_path, tmp_path):
     ]
     out = tmp_path / "r"
     result = api.replay_to_report([synth_path], configs, out)
-    labels = result.summary["label"].to_list()
+    labels = result.result.summary["label"].to_list()
     assert len(set(labels)) == 4
-    assert labels[0] == "no shaping [λ=1/120]"  # λ as written everywhere, not its float
+    assert labels[0] == "shaping off [λ=1/120]"  # λ as written everywhere, not its float
     assert labels[2] == "λ=1/60 all [scale_rewards=batch]"
     html = (out / "index.html").read_text()
     assert all(label.replace("'", "&#x27;") in html for label in labels)
@@ -568,7 +576,7 @@ def test_findings_equal_those_of_the_report_tables(synth_path, tmp_path):
     out = tmp_path / "r"
     result = api.replay_to_report([synth_path], configs, out)
     on_disk = pl.read_parquet(out / "findings.parquet")
-    assert on_disk.equals(result.findings)
+    assert on_disk.equals(result.verdict.findings)
     again = findings(pl.read_parquet(out / "summary.parquet"), Report.read(out).top_groups)
     assert again.equals(on_disk)
     assert on_disk.columns == ["config_id", "kind", "severity", "value", "text", "headline"]
@@ -581,8 +589,8 @@ def test_highlights_are_shaping_off_the_verdict_and_the_best_trade(synth_path):
         for a in ("all", "correct")
     ]
     result = api.replay(api.load([synth_path]), configs)
-    verdict = result.recommendation
-    chosen = highlights(result.summary, verdict=verdict)
+    verdict = result.verdict.recommendation
+    chosen = highlights(result.result.summary, verdict=verdict)
     expected = [configs[0].config_id] + [
         verdict.filter(pl.col(flag))["config_id"][0]
         for flag in (pl.col("role") == "recommended", pl.col("role") == "runner-up", "best_trade")
@@ -591,14 +599,14 @@ def test_highlights_are_shaping_off_the_verdict_and_the_best_trade(synth_path):
     ]
     assert chosen == expected
     wanted = [configs[2].config_id[:6], "λ=1/15 all clip[-3,3]"]
-    assert highlights(result.summary, wanted) == [configs[2].config_id, configs[3].config_id]
+    assert highlights(result.result.summary, wanted) == [configs[2].config_id, configs[3].config_id]
 
 
 def test_top_groups_of_chunks_equal_those_of_the_whole_table(synth_path):
     from replay_cli.maths.top_groups import top_groups, top_of_config
 
     configs = [config({}), config({"lambda_time": 1 / 30, "floor": 0.05})]
-    groups = api.replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).groups
+    groups = api.replay(rollouts_from_frame(pl.read_parquet(synth_path)), configs).result.groups
     whole = top_groups(groups)
     assert whole.height == 2 * 5
     pieces = [
@@ -656,7 +664,7 @@ def test_clean_configs_get_no_findings(groups, lam, precision):
         result = api.replay(rollouts_from_frame(frame), [cfg], options)
         quiet = ONLY_WHEN_EXPLODING | (FORECAST_KINDS if shaped else set())
         fired = set(kinds(result)) & set(KINDS) - quiet
-        assert not fired, (shaping, fired, result.findings["text"].to_list())
+        assert not fired, (shaping, fired, result.verdict.findings["text"].to_list())
 
 
 def test_shaping_that_only_gains_signal_is_stated():
@@ -742,7 +750,7 @@ def test_uncharged_only_names_only_the_causes_present_in_its_groups():
     # Every uncharged-only group's odd row is a masked, resolved timeout: the correct gate,
     # though on, uncharged nothing there, so it must not be blamed.
     result = replay_frame(_groups(_masked_odd_row, _masked_odd_row), GATE)
-    summary = result.summary.row(0, named=True)
+    summary = result.result.summary.row(0, named=True)
     assert summary["signal/uncharged_only_rate"] == 1.0
     assert summary["signal/uncharged_only_masked_rate"] == 1.0
     assert summary["signal/uncharged_only_gate_rate"] == 0.0
@@ -756,7 +764,7 @@ def test_uncharged_only_names_only_the_causes_present_in_its_groups():
 
 def test_uncharged_only_names_the_gate_where_the_gate_is_the_cause():
     result = replay_frame(_groups(_masked_odd_row, _gate_odd_row), GATE)
-    summary = result.summary.row(0, named=True)
+    summary = result.result.summary.row(0, named=True)
     assert summary["signal/uncharged_only_masked_rate"] == 0.5
     assert summary["signal/uncharged_only_gate_rate"] == 0.5
     (text,) = texts(result, "uncharged_only_signal")
@@ -777,7 +785,7 @@ def test_the_validation_finding_fires_only_when_a_charged_validation_reward_chan
         openhands_run_time=[600.0, 1200.0, 1800.0, 600.0],
     )
     changed = replay_frame(frame, {"validation_shaped": True}, metrics_by="batch")
-    assert changed.summary["input/validation_changed"][0] == 2
+    assert changed.result.summary["input/validation_changed"][0] == 2
     assert texts(changed, "validation_not_comparable")
     # The same rows with validation times of 0: charged, but nothing is deducted.
     free = frame.with_columns(
@@ -787,8 +795,8 @@ def test_the_validation_finding_fires_only_when_a_charged_validation_reward_chan
         .alias("openhands_run_time")
     )
     unchanged = replay_frame(free, {"validation_shaped": True}, metrics_by="batch")
-    assert unchanged.summary["input/validation_charged"][0] == 2
-    assert unchanged.summary["input/validation_changed"][0] == 0
+    assert unchanged.result.summary["input/validation_charged"][0] == 2
+    assert unchanged.result.summary["input/validation_changed"][0] == 0
     assert texts(unchanged, "validation_not_comparable") == []
 
 
@@ -803,9 +811,9 @@ def test_a_floor_tie_is_a_tie_whichever_side_was_charged():
         for a in ("all", "correct")
     }
     for result in results.values():
-        assert result.groups["floor_tie"].to_list() == [True]
+        assert result.result.groups["floor_tie"].to_list() == [True]
         assert texts(result, "floor_tie")
-    digests = {a: r.summary["trained_digest"][0] for a, r in results.items()}
+    digests = {a: r.result.summary["trained_digest"][0] for a, r in results.items()}
     assert digests["all"] == digests["correct"]  # the same trained rows
 
 
@@ -932,8 +940,20 @@ def test_the_reset_cause_needs_a_zeroed_row_not_just_item_2(odd):
     """Internal item 2 on, but the uncharged-only groups' odd rows are masked or gated, never
     zeroed: the reset is not among the causes."""
     result = replay_frame(_groups(odd), GATE | {"semantics": "internal", "internal_items": [2]})
-    summary = result.summary.row(0, named=True)
+    summary = result.result.summary.row(0, named=True)
     assert summary["signal/uncharged_only_rate"] == 1.0
     assert summary["signal/uncharged_only_reset_rate"] == 0.0
     (text,) = texts(result, "uncharged_only_signal")
     assert "zeroing penalty" not in text
+
+
+def test_the_explosion_headline_is_true_without_a_clip():
+    """Configs without a clip train on what they compute: their headline names no clip as
+    having acted, and says the count and the largest values."""
+    rows = [{"config_id": k, "value": v} for k, v in {"a": 65.5, "b": 59.6, "c": 30.0}.items()]
+    out = _headline("explosion_unbounded", rows, {"a": "λ=1/60 all", "b": "B", "c": "C"})
+    assert "after the clip" not in out["text"]
+    assert out["text"].startswith(
+        "3 configs train on |advantage| > 3 (after their clip, where they have one); largest: "
+        "'λ=1/60 all' (65.5)"
+    )

@@ -18,7 +18,7 @@ from writers import write_train_data
 
 
 def dumps(synth_path, tmp_path, cfg):
-    rows = api.replay(api.load([synth_path]), cfg).rows.filter(pl.col("split") == "train")
+    rows = api.replay(api.load([synth_path]), cfg).result.rows.filter(pl.col("split") == "train")
     return write_train_data(rows, tmp_path / "dumps")
 
 
@@ -136,7 +136,7 @@ def test_rollouts_of_other_steps_are_an_error_naming_both(synth_path, tmp_path):
 
 
 def _unclipped(synth_path, cfg) -> list[float]:
-    rows = api.replay(api.load([synth_path]), cfg).rows.filter(pl.col("split") == "train")
+    rows = api.replay(api.load([synth_path]), cfg).result.rows.filter(pl.col("split") == "train")
     return sorted(rows["advantage_unclipped"].to_list())
 
 
@@ -207,7 +207,7 @@ def test_a_row_moved_by_exactly_the_tolerance_still_reproduces(tmp_path):
     # exactly 2^-16 sits on the tolerance (2^-16 x max(1, |A|)): not past it.
     frame = rollouts(reward=[1.0, 1.0, 0.0, 0.0])
     cfg = config({"enabled": False}, {"baseline": "mean", "normalize": False})
-    rows = api.replay(rollouts_from_frame(frame), cfg).rows
+    rows = api.replay(rollouts_from_frame(frame), cfg).result.rows
     rows = rows.with_columns(pl.col("advantage") + pl.Series([2.0**-16, 0.0, 0.0, 0.0]))
     log = read_train_data(write_train_data(rows, tmp_path / "dumps"))
     assert verify(log, tolerance=2.0**-16).best["differing_rows"] == 0

@@ -1,6 +1,7 @@
 """Tests for replay_cli.cli.app through typer's CliRunner: exit codes, messages and the written reports."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -212,6 +213,16 @@ def test_inspect(synth_path):
     assert result.exit_code == 0, result.output
     assert "OK: the input is valid." in result.output
     assert "18×4" in result.output
+    # Shares in % and run times in minutes, as on every other surface.
+    frame = pl.read_parquet(synth_path).filter(pl.col("split") == "train")
+    resolved = frame["resolved"].mean()
+    assert re.search(rf"│ resolved +│ {resolved:.1%} ", result.output), result.output
+    times = pl.read_parquet(synth_path)["openhands_run_time"].drop_nulls()
+    p50 = times.quantile(0.5) / 60
+    assert re.search(rf"│ run time p50 +│ {p50:.4g} min ", result.output), result.output
+    assert re.search(r"│ run time mean +│ \d+(\.\d+)? min ", result.output)
+    assert "share" not in result.output
+    assert "(s)" not in result.output
 
 
 def test_synth_writes_parquet(tmp_path):
@@ -233,6 +244,10 @@ def test_demo_writes_report_and_charts(demo_run):
         set(pl.read_parquet(out / "summary.parquet")["config_id"])
     )
     assert "replay-demo/index.html" in result.output
+    tables = result.output.split("Tables: ")[1]
+    assert {f"{p.name}" for p in out.glob("*.parquet")} >= {"forecast.parquet", "resamples.parquet"}
+    listed = tables.split("(")[1].split(";")[0].split(", ")
+    assert sorted(listed) == sorted(p.stem for p in out.glob("*.parquet"))
     # It ran over an earlier report (the fixture's), which it replaced whole.
     assert not (out / "earlier.txt").exists()
 
@@ -313,19 +328,17 @@ def test_replay_prints_how_the_input_was_read(tmp_path):
     assert "no 'resolved' column: resolved = reward > 0" in manifest["notes"]
 
 
-def test_forecast_writes_its_table_and_sweep_forecast_too(synth_path, tmp_path):
+def test_sweep_forecasts_by_default_and_no_forecast_turns_it_off(synth_path, tmp_path):
     out = tmp_path / "fx"
     args = ["--lambda-time", "0,1/60", "--steps", "3", "--seeds", "2", "--no-charts"]
-    result = run("forecast", synth_path, "--out", out, *args)
+    result = run("sweep", synth_path, "--out", out, *args)
     assert result.exit_code == 0, result.output
     table = pl.read_parquet(out / "forecast.parquet")
     assert table["step"].max() == 3
     assert set(table["budget"]) == {0.0005, 0.001, 0.002}
     assert "Forecast (horizon T = 3 steps, " in result.output
     assert '<section id="forecast">' in (out / "index.html").read_text()
-    swept = run("sweep", synth_path, "--out", tmp_path / "sw", *args)  # the forecast by default
-    assert swept.exit_code == 0, swept.output
-    assert (tmp_path / "sw" / "forecast.parquet").exists()
+    assert run("forecast", "--help").exit_code == 2  # sweep is the forecast: no second command
     plain = run("sweep", synth_path, "--out", tmp_path / "plain", *args, "--no-forecast")
     assert plain.exit_code == 0, plain.output
     assert not (tmp_path / "plain" / "forecast.parquet").exists()
@@ -333,7 +346,7 @@ def test_forecast_writes_its_table_and_sweep_forecast_too(synth_path, tmp_path):
     assert "the verdict did not judge resolve rate" in plain.output
 
 
-@pytest.mark.parametrize("command", ["replay", "sweep", "forecast", "demo", "explain"])
+@pytest.mark.parametrize("command", ["replay", "sweep", "demo", "explain"])
 def test_help_prints_as_written_with_each_default(command, monkeypatch):
     """Rich markup once ate `[tensorboard]` ("needs the extra replay-cli."); defaults are shown
     the way the option takes them."""
@@ -342,7 +355,7 @@ def test_help_prints_as_written_with_each_default(command, monkeypatch):
     if command != "explain":
         assert "replay-cli[tensorboard]" in text
     assert "needs the extra replay-cli." not in text
-    if command in ("replay", "sweep", "forecast", "explain"):
+    if command in ("replay", "sweep", "explain"):
         assert "[default: 1/60]" in text  # --lambda-time
         assert "[default: trivial]" in text  # --std-guard
         assert "replay-cli[torch]" in text  # --precision
@@ -368,7 +381,7 @@ def test_a_no_switch_says_what_passing_it_does(monkeypatch):
 
 
 def test_export_takes_its_output_as_out_like_every_command(synth_path, tmp_path):
-    """`export tensorboard REPORT --out DIR`; the old positional still works, with a warning."""
+    """`export tensorboard REPORT --out DIR`; a second positional is refused."""
     pytest.importorskip("tensorboardX")
     report = tmp_path / "r"
     assert run("replay", synth_path, "--out", report, "--no-forecast").exit_code == 0
@@ -377,10 +390,7 @@ def test_export_takes_its_output_as_out_like_every_command(synth_path, tmp_path)
     assert "--out" in missing.output
     new = run("export", "tensorboard", report, "--out", tmp_path / "tb")
     assert new.exit_code == 0, new.output
-    assert "deprecated" not in new.output
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir())
     old = run("export", "tensorboard", report, tmp_path / "tb2")
-    assert old.exit_code == 0, old.output
-    assert f"deprecated; use `export tensorboard REPORT --out {tmp_path / 'tb2'}`" in old.output
-    both = run("export", "tensorboard", report, tmp_path / "tb3", "--out", tmp_path / "tb4")
-    assert both.exit_code == 2
-    assert "give only --out" in both.output
+    assert old.exit_code == 2
+    assert not (tmp_path / "tb2").exists()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -28,7 +29,7 @@ from replay_cli.cli.app import app
 from replay_cli.errors import ReplayError
 from replay_cli.maths.peers import ESTIMATORS
 from replay_cli.parameters import registry
-from replay_cli.result import ReplayResult
+from replay_cli.report.model import Report
 from replay_cli.rollouts.value_checks import MAX_RUN_TIME_S
 
 from writers import AGENT_TIMEOUT, write_gym_jsonl, write_wandb_table
@@ -315,10 +316,11 @@ def test_an_in_memory_replay_and_forecast_take_any_valid_table(data):
 
     rollouts = rollouts_from_frame(data.frame)
     configs = [build_config({}), build_config({"shaping": {"apply_to": "correct"}})]
-    result = api.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=1, problems=10))
-    assert result.summary.height == 2
-    assert result.verdict is not None
-    assert result.rows.height == 2 * data.frame.height
+    small = api.report_options(forecast=ForecastSettings(steps=3, seeds=1, problems=10))
+    report = api.replay(rollouts, configs, small)
+    assert report.result.summary.height == 2
+    assert report.verdict.recommendation.height == 2
+    assert report.result.rows.height == 2 * data.frame.height
 
 
 PARAMETERS = st.fixed_dictionaries(
@@ -357,7 +359,7 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
     from replay_cli.rollouts.validation import rollouts_from_frame
 
     configs = list({c.config_id: c for c in map(to_config, points)}.values())
-    outcome: list[ReplayResult] = []
+    outcome: list[Report] = []
     small = api.report_options(forecast=ForecastSettings(steps=3, seeds=1, problems=10))
     refused = refusal(
         lambda: outcome.append(api.replay(rollouts_from_frame(data.frame), configs, small))
@@ -368,10 +370,10 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
             "needs groups of one size" in refused
         )
         return
-    (result,) = outcome
-    assert result.summary.height == len(configs)
-    assert result.verdict is not None
-    assert result.rows.height == len(configs) * data.frame.height
+    (report,) = outcome
+    assert report.result.summary.height == len(configs)
+    assert report.verdict.recommendation.height == len(configs)
+    assert report.result.rows.height == len(configs) * data.frame.height
 
 
 # ---- the CLI: replay, sweep, compare, export --------------------------------------------
@@ -380,6 +382,9 @@ def test_any_config_replays_any_valid_table_or_its_estimator_refuses_it(data, po
 @examples(20)
 @given(data=inputs(), rows=st.sampled_from(["all", "sample", "none"]))
 def test_replay_then_compare_and_export(data, rows):
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     with workdir() as tmp:
         path, out = written(tmp, data), tmp / "report"
         code, output = invoke(["replay", path, "--out", out, "--rows", rows, *QUICK])
@@ -423,6 +428,7 @@ def test_sweep_with_and_without_the_forecast(data, forecast):
 @examples(8)
 @given(data=inputs(faults=False))
 def test_export_wandb_writes_one_run_per_config(data):
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     with workdir() as tmp:
         path, out = written(tmp, data), tmp / "report"
         code, output = invoke(["sweep", path, "--out", out, "--lambda-time", "0,1/60", *QUICK])

@@ -199,6 +199,8 @@ def test_a_call_bonus_on_an_input_without_calls_is_refused(tmp_path, command):
 def test_an_output_under_a_regular_file_is_refused_before_any_work(tmp_path, flag):
     """Every output path is checked before the replay: exit 2, nothing written (the TensorBoard
     directory under a file once failed with a traceback after the whole report was written)."""
+    if flag == "--tensorboard":
+        pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
     blocker = tmp_path / "file"
     blocker.write_text("x")
     path = write(tmp_path / "ok.parquet")

@@ -34,8 +34,8 @@ def replayed(frame: pl.DataFrame, configs, forecast: bool = True):
 
 def assert_equals_reference(result, configs, rel=1e-8):
     for k, cfg in enumerate(configs):
-        rows = result.rows.filter(pl.col("config_id") == cfg.config_id)
-        row = result.summary.row(k, named=True)
+        rows = result.result.rows.filter(pl.col("config_id") == cfg.config_id)
+        row = result.result.summary.row(k, named=True)
         for column, twin in (("advantage", ""), ("advantage_raw", "_off")):
             want = reference_step.measure(rows, column)
             for scope in reference_step.SCOPES:
@@ -123,12 +123,20 @@ def test_scaling_every_reward_and_lambda_leaves_every_ratio_unchanged(c):
         ],
     )
     names = [
-        n for n in base.summary.columns if n.startswith(("step/", "forecast/")) and n != "step/eta"
+        n
+        for n in base.result.summary.columns
+        if n.startswith(("step/", "forecast/")) and n != "step/eta"
     ]
     for name in names:
-        for a, b in zip(base.summary[name], other.summary[name], strict=True):
+        for a, b in zip(base.result.summary[name], other.result.summary[name], strict=True):
+            if isinstance(a, str):  # the fit's one-line statement
+                assert a == b, name
+                continue
             assert (a is None and b is None) or b == pytest.approx(a, rel=1e-9, abs=1e-12), name
-    assert base.recommendation["role"].to_list() == other.recommendation["role"].to_list()
+    assert (
+        base.verdict.recommendation["role"].to_list()
+        == other.verdict.recommendation["role"].to_list()
+    )
 
 
 @pytest.mark.parametrize("c", [0.5, 2.0, 10.0])
@@ -144,15 +152,19 @@ def test_scaling_rewards_under_normalisation_keeps_the_verdict_on_the_shipped_da
     ]
     base = replayed(frame, configs(1.0))
     other = replayed(frame.with_columns(pl.col("reward") * c), configs(c))
-    assert base.recommendation["role"].to_list() == other.recommendation["role"].to_list()
-    for a, b in zip(base.summary.to_dicts(), other.summary.to_dicts(), strict=True):
+    assert (
+        base.verdict.recommendation["role"].to_list()
+        == other.verdict.recommendation["role"].to_list()
+    )
+    for a, b in zip(base.result.summary.to_dicts(), other.result.summary.to_dicts(), strict=True):
         for scope in ("", "@long"):
             low, high = (a[f"forecast/resolve_vs_off_{end}{scope}"] for end in ("low", "high"))
             moved = b[f"forecast/resolve_vs_off{scope}"]
             if c <= 2:
                 assert low <= moved <= high
-            else:  # ten times the unnormalised lone rows: half a point at most (0.53 measured)
-                assert abs(moved - a[f"forecast/resolve_vs_off{scope}"]) < 0.01
+            else:  # ten times the unnormalised lone rows: 1.41 points measured (0.53 when the
+                # forecast started from every step pooled; it starts from the first quarter now)
+                assert abs(moved - a[f"forecast/resolve_vs_off{scope}"]) < 0.02
 
 
 def demo_frame() -> pl.DataFrame:
@@ -172,7 +184,7 @@ def tiny_lambda():
 def test_at_a_rounding_sized_lambda_only_the_time_only_share_moves_the_ratio(tiny_lambda):
     # The step spends its budget partly on groups whose outcomes are all equal (time alone);
     # the rest, a share 1 - s of the KL, is a step sqrt(1 - s) as long in the mixed groups.
-    for row in tiny_lambda.summary.filter(pl.col("precision") == "float64").to_dicts():
+    for row in tiny_lambda.result.summary.filter(pl.col("precision") == "float64").to_dicts():
         share = row["step/time_only_share"]
         assert share > 0.05  # normalisation trains the tied groups on time at full size
         explained = np.sqrt(1 - share)
@@ -181,7 +193,7 @@ def test_at_a_rounding_sized_lambda_only_the_time_only_share_moves_the_ratio(tin
 
 
 def test_the_jump_at_a_rounding_sized_lambda_is_named(tiny_lambda):
-    found = tiny_lambda.findings.filter(
+    found = tiny_lambda.verdict.findings.filter(
         (pl.col("kind") == "time_only_step") & pl.col("config_id").is_not_null()
     )
     tiny = found.filter(pl.col("text").str.contains("λ=1e-06", literal=True))
@@ -194,19 +206,20 @@ def test_offered_zero_or_a_rounding_sized_lambda():
     below float32's resolution near 1: the tool keeps shaping off. Under `all` the all-fail
     groups' rewards near 0 differ by about 1e-5, above the std's 1e-6 epsilon, so the trainer
     really normalises them into a time signal (the jump at λ → 0⁺): the forecast prices it
-    (within a point of shaping off's resolve rate) and the finding names the jump."""
+    (within two points of shaping off's resolve rate: 1.51 measured from the log's first four
+    steps, the forecast's start window) and the finding names the jump."""
     tiny = config({"lambda_time": 1e-6, "apply_to": "correct"}, CLIP)
     correct = [config({"enabled": False}, CLIP), tiny]
-    d = Decision.of(replayed(demo_frame(), correct).recommendation)
+    d = Decision.of(replayed(demo_frame(), correct).verdict.recommendation)
     assert d.keep_off, d.recommended
     every = [
         config({"enabled": False}, CLIP),
         config({"lambda_time": 1e-6, "apply_to": "all"}, CLIP),
     ]
     result = replayed(demo_frame(), every)
-    row = result.summary.row(1, named=True)
-    assert abs(row["forecast/resolve"] - row["forecast/resolve_off"]) < 0.01
-    jump = result.findings.filter(pl.col("kind") == "time_only_step")["text"].to_list()
+    row = result.result.summary.row(1, named=True)
+    assert abs(row["forecast/resolve"] - row["forecast/resolve_off"]) < 0.02
+    jump = result.verdict.findings.filter(pl.col("kind") == "time_only_step")["text"].to_list()
     assert any("the jump at λ → 0⁺" in text for text in jump)
 
 
@@ -221,28 +234,20 @@ def toward_zero():
             for lam in (1e-9, 1e-7, 1e-6)
             for a in ("all", "correct")
         ]
-        out[precision] = replayed(frame, configs).summary
+        out[precision] = replayed(frame, configs).result.summary
     return out
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_as_lambda_goes_to_zero_the_outcome_goes_to_shaping_offs(toward_zero, precision):
-    """Within a point of shaping off's resolve rate after T steps at λ ≤ 1e-7, and at 1e-6 in
-    float32 over all problems; float64's `all` at 1e-6 sits 1.3 points below: its all-fail
-    groups' shaped rewards differ by about λ × minutes, the scale of the std's 1e-6 epsilon,
-    so the trainer there already normalises them to a time signal."""
+    """Within a point of shaping off's resolve rate after T steps at λ ≤ 1e-7 (half a point),
+    and at 1e-6 under `correct`; `all` at 1e-6 sits 1.4 (float32) and 1.7 (float64) points
+    below, measured from the log's first quarter of steps (the forecast's start window): its
+    all-fail groups' shaped rewards differ by about λ × minutes, the scale of the std's 1e-6
+    epsilon, so the trainer there already normalises them to a time signal."""
     for row in toward_zero[precision].to_dicts()[1:]:
         gap = abs(row["forecast/resolve"] - row["forecast/resolve_off"])
-        limit = (
-            0.015
-            if (precision, row["apply_to"], row["lambda_time"])
-            == (
-                "float64",
-                "all",
-                1e-6,
-            )
-            else 0.01
-        )
+        limit = 0.02 if (row["apply_to"], row["lambda_time"]) == ("all", 1e-6) else 0.01
         assert gap <= limit, (row["label"], gap)
         if row["lambda_time"] <= 1e-7:
             assert gap <= 0.005, (row["label"], gap)
@@ -254,7 +259,7 @@ def test_without_the_clip_a_rounding_sized_lambda_explodes_and_is_avoided():
     really follows it. The rule avoids such a config for the explosion, whatever it forecasts."""
     frame = pl.read_parquet("data_samples/rollouts_medium.parquet")
     configs = [config({"enabled": False}), config({"lambda_time": 1e-9, "apply_to": "all"})]
-    verdict = replayed(frame, configs).recommendation
+    verdict = replayed(frame, configs).verdict.recommendation
     tiny = verdict.filter(pl.col("label").str.contains("1e-09")).row(0, named=True)
     assert tiny["role"] == "avoid"
     assert "explosion" in tiny["failed"]
@@ -267,7 +272,7 @@ def shipped_verdict(**advantage):
         for lam in (1 / 120, 1 / 60, 1 / 30)
         for a in ("all", "correct")
     ]
-    verdict = replayed(frame, configs).recommendation
+    verdict = replayed(frame, configs).verdict.recommendation
     return verdict.select("label", "role").with_columns(
         pl.col("label").str.replace(r" (guard=legacy|float64)", "")
     )
@@ -290,10 +295,10 @@ def test_float32_rounding_residue_of_equal_rewards_is_no_step():
     rows, residue = {}, {}
     for precision in ("float32", "float64"):
         result = replay_frame(frame, {"lambda_time": 1 / 480}, {"precision": precision})
-        assert result.summary["signal/group_rate"][0] == 0.0
-        assert result.summary["step/time_only_share"][0] == 0.0
-        rows[precision] = result.summary.select(pl.selectors.starts_with("step/")).row(0)
-        residue[precision] = np.abs(next(iter(result.advantages.values())).to_numpy()).max()
+        assert result.result.summary["signal/group_rate"][0] == 0.0
+        assert result.result.summary["step/time_only_share"][0] == 0.0
+        rows[precision] = result.result.summary.select(pl.selectors.starts_with("step/")).row(0)
+        residue[precision] = np.abs(next(iter(result.result.advantages.values())).to_numpy()).max()
     assert 0 < residue["float32"] < 1e-8  # the residue is there, and the trainer trains it
     assert residue["float64"] == 0.0
     assert rows["float32"] == rows["float64"]
@@ -372,11 +377,11 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     frame = synth_rollouts(steps=4, groups_per_step=24, group_size=6, seed=8)
     configs = [config({"enabled": False}, CLIP), config({"apply_to": "correct"}, CLIP)]
     one, two = replayed(frame, configs), replayed(frame, configs)
-    assert one.resamples.equals(two.resamples)
-    off = one.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    assert one.result.resamples.equals(two.result.resamples)
+    off = one.result.resamples.filter(pl.col("config_id") == configs[0].config_id)
     # paired: off vs itself (the verdict's resamples are the forecast's)
     assert off["forecast/resolve_vs_off"].to_list() == [1.0] * off.height
-    row = one.summary.row(1, named=True)
+    row = one.result.summary.row(1, named=True)
     assert row["step/resolve_vs_off_low"] <= row["step/resolve_vs_off"]
     assert row["step/resolve_vs_off"] <= row["step/resolve_vs_off_high"]
     # The interval's ends are the resamples' quantiles at (1 ∓ interval) / 2 (90% by default:
@@ -384,12 +389,12 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     from replay_cli.config import MeasureSettings
 
     level = MeasureSettings().interval
-    mine = one.resamples.filter(pl.col("config_id") == configs[1].config_id)
+    mine = one.result.resamples.filter(pl.col("config_id") == configs[1].config_id)
     values = mine["forecast/resolve_vs_off"].to_numpy()
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     assert row["forecast/resolve_vs_off_low"] == pytest.approx(low, rel=1e-12)
     assert row["forecast/resolve_vs_off_high"] == pytest.approx(high, rel=1e-12)
-    won = one.recommendation["won_share"].sum()
+    won = one.verdict.recommendation["won_share"].sum()
     assert won == pytest.approx(1.0)  # shaping off is always eligible: every resample has a pick
 
 
@@ -566,9 +571,9 @@ def test_an_instance_id_that_pools_nothing_changes_nothing():
     frame = synth_rollouts(steps=3, groups_per_step=12, group_size=6, seed=11)
     ids = frame.with_columns(instance_id=pl.format("p{}-{}", pl.col("step"), pl.col("group_id")))
     plain, named = replayed(frame, POOLING_CONFIGS), replayed(ids, POOLING_CONFIGS)
-    assert named.summary.equals(plain.summary)
-    assert named.resamples.equals(plain.resamples)
-    assert named.recommendation.equals(plain.recommendation)
+    assert named.result.summary.equals(plain.result.summary)
+    assert named.result.resamples.equals(plain.result.resamples)
+    assert named.verdict.recommendation.equals(plain.verdict.recommendation)
 
 
 def test_a_problem_seen_at_every_step_replays_and_pools():
@@ -577,10 +582,10 @@ def test_a_problem_seen_at_every_step_replays_and_pools():
         instance_id=pl.format("task{}", pl.col("group_id").rank("dense").over("step"))
     )
     result = replayed(ids, POOLING_CONFIGS)
-    for row in result.summary.to_dicts():
+    for row in result.result.summary.to_dicts():
         assert 0.0 <= row["step/time_only_share"] <= 1.0
         assert row["step/resolve_off"] is not None
-    assert result.resamples["resample"].n_unique() == 200
+    assert result.result.resamples["resample"].n_unique() == 200
 
 
 def test_the_time_only_share_of_pooled_problems_is_one_where_shaping_off_has_no_signal():
@@ -602,7 +607,7 @@ def test_the_time_only_share_of_pooled_problems_is_one_where_shaping_off_has_no_
     frame = rollouts(**{k: [r[k] for r in rows] for k in rows[0]})
     frame = frame.with_columns(instance_id=pl.format("t{}", pl.col("group_id")))
     result = replay_frame(frame, {"lambda_time": 1 / 60})
-    assert result.summary["step/time_only_share"][0] == 1.0
+    assert result.result.summary["step/time_only_share"][0] == 1.0
 
 
 def test_a_configs_step_does_not_depend_on_the_configs_computed_beside_it(monkeypatch):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-import ray
 from typer.testing import CliRunner
 
 from replay_cli import ForecastSettings, api
@@ -17,6 +16,8 @@ from replay_cli.errors import TaskFailedError
 from replay_cli.parameters import expand
 
 from factories import config
+
+ray = pytest.importorskip("ray", reason="needs the ray extra: pip install replay-cli[ray]")
 
 pytestmark = pytest.mark.slow  # a Ray cluster per test: `-m "not slow"` skips it, CI runs it
 

@@ -239,7 +239,8 @@ def test_summary_quantiles_are_those_of_trainable_advantages_and_finite_run_time
 
     from factories import config
 
-    result = api.replay(load_rollouts([synth_path]), [config({"apply_to": "correct"})], NO_FORECAST)
+    rollouts = load_rollouts([synth_path])
+    result = api.replay(rollouts, [config({"apply_to": "correct"})], NO_FORECAST).result
     summary = result.summary.row(0, named=True)
     rows = result.rows
     trainable = rows.filter((pl.col("split") != "validation") & ~pl.col("masked") & pl.col("kept"))[
@@ -473,7 +474,9 @@ def test_row_diagnostics_recomputed_from_the_rows(synth_path, shaping, advantage
     from replay_cli import api
     from replay_cli.rollouts.validation import load_rollouts
 
-    result = api.replay(load_rollouts([synth_path]), [config(shaping, advantage)], NO_FORECAST)
+    result = api.replay(
+        load_rollouts([synth_path]), [config(shaping, advantage)], NO_FORECAST
+    ).result
     rows, summary = result.rows, result.summary.row(0, named=True)
     t = (
         (rows["split"] == "train")
@@ -505,7 +508,7 @@ def test_std_at_max_is_the_std_of_the_rows_at_the_groups_largest_unclipped_advan
     from replay_cli.rollouts.validation import load_rollouts
 
     cfg = config({"lambda_time": 1 / 5}, {"clip_low": -3.0, "clip_high": 3.0})
-    result = api.replay(load_rollouts([synth_path]), [cfg], NO_FORECAST)
+    result = api.replay(load_rollouts([synth_path]), [cfg], NO_FORECAST).result
     rows = result.rows.filter(
         (pl.col("split") == "train") & ~pl.col("masked") & pl.col("kept")
     ).with_columns(pl.col("advantage_unclipped").abs().alias("u"))

@@ -13,6 +13,7 @@ from replay_cli.config import ForecastSettings
 from replay_cli.forecasting import fit as F
 from replay_cli.forecasting.start import start_steps
 
+from factories import forecast
 from worlds import world as W
 
 OFF = W.OFF.tool_config()
@@ -20,7 +21,8 @@ OFF = W.OFF.tool_config()
 
 def _summary(log: pl.DataFrame, fit: bool = True) -> dict:
     settings = ForecastSettings(steps=10, seeds=2, problems=150, check_budgets=False, fit=fit)
-    return rc.forecast(rc.rollouts_from_frame(log), [OFF], settings).summary.to_dicts()[0]
+    report = forecast(rc.rollouts_from_frame(log), [OFF], settings)
+    return report.result.summary.to_dicts()[0]
 
 
 @cache

@@ -9,7 +9,7 @@ from replay_cli.config import ForecastSettings
 from replay_cli.forecasting.world import World
 from replay_cli.rollouts.synth import synth_rollouts
 
-from factories import config
+from factories import config, forecast
 
 
 def small_world(index: np.ndarray, bucket: np.ndarray, weight: np.ndarray) -> World:
@@ -97,7 +97,7 @@ def test_the_interval_brackets_the_point_and_narrows_with_more_problems():
         rollouts = rc.rollouts_from_frame(
             synth_rollouts(steps=4, groups_per_step=groups, group_size=8, seed=7)
         )
-        row = rc.forecast(rollouts, configs, settings).summary.row(1, named=True)
+        row = forecast(rollouts, configs, settings).result.summary.row(1, named=True)
         for scope in ("", "@long"):
             low = row[f"forecast/resolve_vs_off_low{scope}"]
             high = row[f"forecast/resolve_vs_off_high{scope}"]

@@ -7,11 +7,11 @@ import pytest
 
 import replay_cli as rc
 from replay_cli import catalogue as C
-from replay_cli.advice.recommendation import RULE_READS
+from replay_cli.advice.rule import RULE_READS
 from replay_cli.config import ForecastSettings
 from replay_cli.rollouts.synth import synth_rollouts
 
-from factories import config
+from factories import config, forecast
 
 BUDGET = 0.001
 CLIP = {"clip_low": -3.0, "clip_high": 3.0}
@@ -33,26 +33,30 @@ def demo_rollouts(steps: int):
 def demo_forecast():
     configs = list(SHAPED)
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
-    return configs, rc.forecast(demo_rollouts(6), configs, settings)
+    return configs, forecast(demo_rollouts(6), configs, settings)
 
 
 def test_apply_to_all_teaches_failures_on_long_problems_to_quit(demo_forecast):
     configs, result = demo_forecast
-    row = result.summary.filter(pl.col("config_id") == configs[1].config_id).row(0, named=True)
+    row = result.result.summary.filter(pl.col("config_id") == configs[1].config_id).row(
+        0, named=True
+    )
     assert row["forecast/fail_minutes@long"] < row["forecast/fail_minutes_start@long"]
     assert row["forecast/fail_minutes@long"] < row["forecast/fail_minutes_off@long"]
     assert row["forecast/resolve@long"] < row["forecast/resolve_off@long"]
     assert row["forecast/give_up_vs_off@long"] > 0  # more effort at the lowest level
-    correct = result.summary.filter(pl.col("config_id") == configs[2].config_id).row(0, named=True)
+    correct = result.result.summary.filter(pl.col("config_id") == configs[2].config_id).row(
+        0, named=True
+    )
     assert correct["forecast/resolve_vs_off@long"] > row["forecast/resolve_vs_off@long"]
 
 
 def test_shaping_off_against_itself_is_one_and_the_table_is_complete(demo_forecast):
     _, result = demo_forecast
-    off = result.summary.row(0, named=True)
+    off = result.result.summary.row(0, named=True)
     assert off["forecast/resolve_vs_off"] == 1.0
     assert off["forecast/resolve_vs_off_low@long"] == 1.0
-    table = result.forecast
+    table = result.result.forecast
     assert set(table["budget"].unique()) == {0.0005, 0.001, 0.002}
     assert (
         table.filter(pl.col("step") == 0).select(pl.col("low") == pl.col("high")).to_series().all()
@@ -64,18 +68,18 @@ def test_shaping_off_against_itself_is_one_and_the_table_is_complete(demo_foreca
 def test_the_same_seed_gives_the_same_numbers(demo_forecast):
     configs, result = demo_forecast
     settings = ForecastSettings(steps=25, seeds=3, check_budgets=True)
-    again = rc.forecast(demo_rollouts(6), configs, settings)
-    assert again.forecast.equals(result.forecast)
+    again = forecast(demo_rollouts(6), configs, settings)
+    assert again.result.forecast.equals(result.result.forecast)
 
 
 def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forecast):
     configs, result = demo_forecast
-    verdict = dict(result.recommendation.select("config_id", "failed").rows())
-    summary = {r["config_id"]: r for r in result.summary.to_dicts()}
+    verdict = dict(result.verdict.recommendation.select("config_id", "failed").rows())
+    summary = {r["config_id"]: r for r in result.result.summary.to_dicts()}
     for cfg in configs:
         low = summary[cfg.config_id]["forecast/resolve_vs_off_low@long"]
         assert ("resolve_long" in verdict[cfg.config_id]) == (low < 0.95)
-    drift = result.findings.filter(
+    drift = result.verdict.findings.filter(
         (pl.col("kind") == "forecast_drift") & pl.col("config_id").is_not_null()
     )
     assert configs[1].config_id in drift["config_id"].to_list()
@@ -83,7 +87,9 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
     row = summary[configs[1].config_id]
     assert f"from {row['forecast/fail_minutes_start@long']:.1f} to " in text
     assert f"{row['forecast/fail_minutes@long']:.1f} minutes" in text
-    checked = result.recommendation.filter(pl.col("role") == "recommended")["budget_check"][0]
+    checked = result.verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"][
+        0
+    ]
     assert checked.startswith(("the verdict holds", "at half", "at twice", "after "))
 
 
@@ -92,9 +98,9 @@ def test_the_rule_reads_the_forecast_and_the_finding_states_the_drift(demo_forec
 
 def test_the_summarys_start_columns_are_the_tables_first_step(demo_forecast):
     configs, result = demo_forecast
-    table = result.forecast
+    table = result.result.forecast
     for cfg in configs:
-        row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+        row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
         assert row["forecast/steps"] == table["step"].max()
         for bucket, scope in (("all", ""), ("long", "@long")):
             first = table.filter(
@@ -110,7 +116,7 @@ def test_the_summarys_start_columns_are_the_tables_first_step(demo_forecast):
 
 def test_a_config_equal_to_its_twin_is_one_in_every_resample(demo_forecast):
     configs, result = demo_forecast
-    off = result.resamples.filter(pl.col("config_id") == configs[0].config_id)
+    off = result.result.resamples.filter(pl.col("config_id") == configs[0].config_id)
     assert off.height == 200
     assert (off["forecast/resolve_vs_off"] == 1.0).all()
     assert (off["forecast/solve_minutes_vs_off"] == 0.0).all()
@@ -122,8 +128,8 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     interval around their own point."""
     configs = list(SHAPED[:2])
     settings = ForecastSettings(steps=6, seeds=4, check_budgets=True)
-    result = rc.forecast(demo_rollouts(4), configs, settings)
-    table = result.forecast.filter(pl.col("config_id") == configs[1].config_id)
+    result = forecast(demo_rollouts(4), configs, settings)
+    table = result.result.forecast.filter(pl.col("config_id") == configs[1].config_id)
     wide = table.pivot("metric", index=["budget", "step", "bucket"], values="mean")
     for name in ("solve_minutes", "fail_minutes", "give_up"):
         diff = (wide[name] - wide[f"{name}_off"] - wide[f"{name}_vs_off"]).abs().max()
@@ -131,7 +137,7 @@ def test_the_differences_against_shaping_off_and_the_budget_checks_low_ends():
     last = table.filter((pl.col("step") == 6) & (pl.col("metric") == "resolve_vs_off"))
     half = last.filter(pl.col("budget") == BUDGET / 2)
     assert (half["low"] < half["high"]).any()  # two seeds, not one
-    row = result.summary.row(1, named=True)
+    row = result.result.summary.row(1, named=True)
     for suffix in ("_half", "_twice"):
         point = row[f"forecast/resolve_vs_off{suffix}@long"]
         assert row[f"forecast/resolve_vs_off_low{suffix}@long"] <= point
@@ -147,8 +153,8 @@ def test_the_horizon_checks_read_the_run_at_half_its_steps_and_continue_it_to_tw
     full = ForecastSettings(steps=8, seeds=2, check_budgets=True)
     short = ForecastSettings(steps=4, seeds=2, check_budgets=False)
     rollouts = demo_rollouts(4)
-    checked = rc.forecast(rollouts, configs, full).summary.row(1, named=True)
-    halfway = rc.forecast(rollouts, configs, short).summary.row(1, named=True)
+    checked = forecast(rollouts, configs, full).result.summary.row(1, named=True)
+    halfway = forecast(rollouts, configs, short).result.summary.row(1, named=True)
     for name in RULE_READS:
         assert checked[C.at_check(name, "half_steps")] == pytest.approx(halfway[name], rel=1e-12)
     twice = C.at_check(C.F_RESOLVE_VS_OFF_LONG, "twice_steps")

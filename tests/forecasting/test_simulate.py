@@ -18,7 +18,7 @@ from replay_cli.forecasting.simulate import simulate
 from replay_cli.forecasting.world import World
 from replay_cli.rollouts.synth import synth_rollouts
 
-from factories import config
+from factories import config, forecast
 from reference_impl import grpo_group
 
 BUDGET = 0.001
@@ -127,16 +127,16 @@ def test_the_first_step_agrees_with_the_measures_effort_part():
     rollouts = rc.rollouts_from_frame(deterministic_world())
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     settings = ForecastSettings(steps=1, seeds=20, problems=1000, check_budgets=False)
-    result = rc.forecast(rollouts, configs, settings)
+    result = forecast(rollouts, configs, settings)
     for cfg in configs:
-        mine = result.forecast.filter(
+        mine = result.result.forecast.filter(
             (pl.col("config_id") == cfg.config_id)
             & (pl.col("bucket") == "all")
             & (pl.col("metric") == "resolve")
         ).sort("step")
         change = mine["mean"][1] - mine["mean"][0]
         spread = mine["high"][1] - mine["low"][1]  # the seeds' range, about 4 standard errors
-        row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+        row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
         assert abs(change - row["step/resolve_effort"]) < spread, cfg.label
 
 
@@ -144,12 +144,14 @@ def test_shaping_off_leaves_a_problem_that_never_resolves_alone():
     frame = synth_rollouts(steps=2, groups_per_step=12, group_size=6, seed=1).with_columns(
         pl.lit(0.0).alias("reward"), pl.lit(False).alias("resolved")
     )
-    result = rc.forecast(
+    result = forecast(
         rc.rollouts_from_frame(frame),
         [config({"enabled": False})],
         ForecastSettings(steps=5, seeds=2, check_budgets=False),
     )
-    resolve = result.forecast.filter(pl.col("metric").is_in(["resolve", "give_up", "fail_minutes"]))
+    resolve = result.result.forecast.filter(
+        pl.col("metric").is_in(["resolve", "give_up", "fail_minutes"])
+    )
     first = resolve.filter(pl.col("step") == 0).drop("step", "low", "high")
     last = resolve.filter(pl.col("step") == 5).drop("step", "low", "high")
     assert first.equals(last)
@@ -161,8 +163,8 @@ def test_groups_of_one_rollout_teach_nothing_and_the_forecast_stays_put():
         synth_rollouts(steps=4, groups_per_step=60, group_size=1, seed=3)
     )
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
-    result = rc.forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
-    table = result.forecast.filter(pl.col("metric") == "resolve")
+    result = forecast(rollouts, configs, ForecastSettings(steps=3, seeds=2, check_budgets=False))
+    table = result.result.forecast.filter(pl.col("metric") == "resolve")
     start = table.filter(pl.col("step") == 0).sort("config_id", "bucket")["mean"]
     end = table.filter(pl.col("step") == 3).sort("config_id", "bucket")["mean"]
     assert end.to_list() == start.to_list()
@@ -175,16 +177,17 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
     reading nulls as parity."""
     from maths.test_filters import _two_steps
 
-    from replay_cli.advice.recommendation import Rule, recommend
+    from replay_cli.advice.recommendation import recommend
+    from replay_cli.advice.rule import Rule
 
     cfg = config({}, {"estimator": "dr-grpo", "precision": "float64", "filter": "nemo-rl"})
     result = rc.replay(rc.rollouts_from_frame(_two_steps()), [config({"enabled": False}), cfg])
-    row = result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
+    row = result.result.summary.filter(pl.col("config_id") == cfg.config_id).row(0, named=True)
     assert "needs groups of one size" in row["forecast/refused"]
     assert row["forecast/resolve"] is None
     assert row["forecast/resolve_vs_off"] is None
     rule = Rule(require_launchable=False, min_problems=1)
-    verdict = recommend(result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
+    verdict = recommend(result.result.summary, rule).filter(pl.col("config_id") == cfg.config_id)
     assert verdict["role"][0] == "unrated"
     assert (
         "the forecast could not train it (dr-grpo needs groups of one size" in verdict["reasons"][0]

@@ -8,7 +8,7 @@ import replay_cli as rc
 from replay_cli.config import ForecastSettings
 from replay_cli.rollouts.synth import synth_rollouts
 
-from factories import config
+from factories import config, forecast
 
 
 def test_the_metrics_weigh_each_problem_and_split_the_buckets():
@@ -62,8 +62,8 @@ def test_a_sample_smaller_than_the_input_keeps_only_the_drawn_problems_rows():
     )
     configs = [config({"enabled": False}), config({"apply_to": "all", "lambda_time": 1 / 30})]
     settings = ForecastSettings(steps=3, seeds=2, problems=5, check_budgets=False)
-    result = rc.forecast(rollouts, configs, settings)
-    row = result.summary.row(1, named=True)
+    result = forecast(rollouts, configs, settings)
+    row = result.result.summary.row(1, named=True)
     assert row["forecast/problems"] == 15  # five per length bucket and seed
     assert row["forecast/problems_total"] == 4 * 48
-    assert result.forecast["step"].max() == 3
+    assert result.result.forecast["step"].max() == 3

@@ -35,6 +35,8 @@ def test_a_staged_directory_gets_the_mode_mkdir_would_give_it(tmp_path, umask, m
 
 
 def test_report_tensorboard_and_wandb_directories_are_readable_by_others(tmp_path, umask):
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     umask(0o022)
     out = tmp_path / "report"
     result = CliRunner().invoke(

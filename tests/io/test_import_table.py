@@ -72,7 +72,7 @@ def test_each_file_format_imports_to_the_same_rows(tmp_path, kind, name):
 
 
 def test_a_dataset_saved_with_save_to_disk_is_read_without_datasets(tmp_path, monkeypatch):
-    import datasets
+    datasets = pytest.importorskip("datasets", reason="needs the extra replay-cli[hf]")
 
     data = datasets.Dataset.from_dict(ROWS)
     data.save_to_disk(str(tmp_path / "saved"))
@@ -88,7 +88,7 @@ def test_a_dataset_saved_with_save_to_disk_is_read_without_datasets(tmp_path, mo
 
 
 def test_a_split_a_one_split_dataset_lacks_is_refused_not_replaced_by_the_one(tmp_path):
-    import datasets
+    datasets = pytest.importorskip("datasets", reason="needs the extra replay-cli[hf]")
 
     datasets.DatasetDict({"train": datasets.Dataset.from_dict(ROWS)}).save_to_disk(
         str(tmp_path / "one")
@@ -143,7 +143,7 @@ def test_a_hub_name_needs_the_extra_and_the_network(tmp_path, monkeypatch):
         without.setitem(sys.modules, "datasets", None)
         with pytest.raises(ConfigError, match=r"replay-cli\[hf\]"):
             api.import_logs("table", ["someorg/rollouts"], tmp_path / "o.parquet")
-    import datasets
+    datasets = pytest.importorskip("datasets", reason="needs the extra replay-cli[hf]")
 
     asked = []
 

@@ -5,6 +5,8 @@ import math
 import polars as pl
 import pytest
 
+from replay_cli.advice.verdict import judge
+
 from factories import replay_rows, rollouts
 
 
@@ -228,7 +230,11 @@ def test_validation_shaped_charges_validation_like_the_sync_path():
     assert plain.rows.filter(~train)["charged"].to_list() == [False, False]
     assert (
         "validation rows are charged (the single-controller (sync) path)"
-        in (synced.findings.filter(pl.col("kind") == "validation_not_comparable")["text"][0])
+        in (
+            judge(synced.summary, synced.top_groups).findings.filter(
+                pl.col("kind") == "validation_not_comparable"
+            )["text"][0]
+        )
     )
 
 

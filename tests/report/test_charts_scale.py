@@ -9,7 +9,7 @@ from replay_cli.config import ForecastSettings
 from replay_cli.parameters import expand
 from replay_cli.report import plots
 from replay_cli.report.facets import layout
-from replay_cli.report.model import Report
+from replay_cli.report.options import ReportOptions
 
 pytestmark = (
     pytest.mark.slow
@@ -40,7 +40,8 @@ def sweep(request, tmp_path_factory):
     configs = expand({"clip_high": 3.0}, GRIDS[request.param])
     assert len(configs) == request.param
     ahead = ForecastSettings(steps=3, seeds=1, check_budgets=False)
-    return api.forecast(api.load([path]), configs, ahead)  # every chart, the forecast's too
+    options = ReportOptions(forecast=ahead)  # every chart, the forecast's too
+    return api.replay(api.load([path]), configs, options)
 
 
 def _inside(fig):
@@ -57,8 +58,8 @@ def _inside(fig):
 
 
 def test_every_chart_fits_its_figure(sweep, tmp_path):
-    figures = plots.report_figures(Report.of(sweep))
-    n = sweep.summary.height
+    figures = plots.report_figures(sweep)
+    n = sweep.result.summary.height
     for name, fig in figures.items():
         _inside(fig)
         fig.savefig(tmp_path / f"{name}_{n}.png", dpi=60)
@@ -67,10 +68,10 @@ def test_every_chart_fits_its_figure(sweep, tmp_path):
 
 
 def test_lines_per_panel_stay_few(sweep):
-    n = sweep.summary.height
-    fig = plots.signal_vs_lambda(sweep.summary)
+    n = sweep.result.summary.height
+    fig = plots.signal_vs_lambda(sweep.result.summary)
     panels = [ax for ax in fig.axes if ax.get_visible()]
-    lay = layout(sweep.summary)
+    lay = layout(sweep.result.summary)
     assert len(panels) == len(lay.panels)
     if n > 8:
         assert lay.facets == ("apply_to",)  # the one categorical parameter that varies
@@ -84,19 +85,21 @@ def test_lines_per_panel_stay_few(sweep):
 
 
 def test_step_curves_draw_the_highlighted_configs_only(sweep):
-    fig = plots.step_curves(sweep.steps, sweep.summary)
+    fig = plots.step_curves(sweep.result.steps, sweep.result.summary)
     assert all(len(ax.get_lines()) <= 3 for ax in fig.axes)
-    chosen = sweep.summary["config_id"][:2].to_list()
-    fig = plots.step_curves(sweep.steps, sweep.summary, chosen)
+    chosen = sweep.result.summary["config_id"][:2].to_list()
+    fig = plots.step_curves(sweep.result.steps, sweep.result.summary, chosen)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == sweep.summary.filter(pl.col("config_id").is_in(chosen))["label"].to_list()
+    assert (
+        labels == sweep.result.summary.filter(pl.col("config_id").is_in(chosen))["label"].to_list()
+    )
 
 
 def test_advantage_bands_come_from_the_summary(sweep):
-    fig = plots.advantage_bands(sweep.summary)
+    fig = plots.advantage_bands(sweep.result.summary)
     ax = fig.axes[0]
-    assert len(ax.get_yticklabels()) == sweep.summary.height
+    assert len(ax.get_yticklabels()) == sweep.result.summary.height
     first = ax.collections[1].get_segments()[0]  # p01-p99 band of config #1 (top row)
-    row = sweep.summary.row(0, named=True)
+    row = sweep.result.summary.row(0, named=True)
     assert first[0][0] == pytest.approx(row["adv/p01"])
     assert first[1][0] == pytest.approx(row["adv/p99"])

@@ -71,16 +71,18 @@ def test_join_and_deltas(synth_path, tmp_path):
     rollouts = api.load([synth_path])
     base, other = config({"enabled": False}), config({"apply_to": "correct"})
     result = api.replay(rollouts, [base, other])
-    deltas = metric_deltas(result.summary.with_columns(pl.lit("r").alias("report")))
+    deltas = metric_deltas(result.result.summary.with_columns(pl.lit("r").alias("report")))
     mine = deltas.filter(
         (pl.col("config_id") == other.config_id) & (pl.col("metric") == "total_reward/mean")
     )
     expected = (
-        result.summary.filter(pl.col("config_id") == other.config_id)["total_reward/mean"][0]
-        - result.summary.filter(pl.col("config_id") == base.config_id)["total_reward/mean"][0]
+        result.result.summary.filter(pl.col("config_id") == other.config_id)["total_reward/mean"][0]
+        - result.result.summary.filter(pl.col("config_id") == base.config_id)["total_reward/mean"][
+            0
+        ]
     )
     assert mine["delta"][0] == pytest.approx(expected)
-    steps = result.steps.filter(pl.col("config_id") == other.config_id).sort("step")
+    steps = result.result.steps.filter(pl.col("config_id") == other.config_id).sort("step")
     internal = pl.DataFrame(
         {
             "run": ["x", "x"],
@@ -89,7 +91,7 @@ def test_join_and_deltas(synth_path, tmp_path):
             "value": [0.0, 0.0],
         }
     )
-    joined = join_internal(result.steps, internal, other.config_id)
+    joined = join_internal(result.result.steps, internal, other.config_id)
     assert joined["replayed"].to_list() == pytest.approx(steps["total_reward/mean"][:2].to_list())
     assert joined["delta"].to_list() == joined["replayed"].to_list()
 
@@ -164,10 +166,10 @@ def test_compare_prints_the_sweeps_units_and_fits_the_terminal(synth_path, tmp_p
         table = [line for line in lines if line[:1] in "┏┃┡│└"]
         assert table
         assert all(len(line) <= int(columns) for line in table)
-        assert "pts" in result.output  # resolve@T's change, as a sweep prints resolve@T in %
+        assert "pts" in result.output  # the resolve rate's change, in points
         assert "Δ solve Δ" not in result.output
         assert not any(re.search(r"[+−-]\d*\.?…", line) for line in lines), result.output
-        assert "resolve@T" in result.output
+        assert "resolve at T" in result.output  # the rate itself, not its ratio to off's
         assert re.search(r"[+−]\d+(\.\d+)? min", result.output)  # solve Δ@T's change
         assert "0.0" not in re.sub(r"[+−]\d+(\.\d+)? (pts|min)|\d\.\d+e", "", result.output)
 
@@ -188,3 +190,35 @@ def test_compare_without_a_config_lists_them(synth_path, tmp_path):
     summary = pl.read_parquet(report / "summary.parquet")
     for cid, label in summary.select("config_id", "label").rows():
         assert f"{cid}  {label}" in result.output
+
+
+def test_compare_says_the_resolve_rates_own_move_in_points(synth_path, tmp_path, monkeypatch):
+    """The resolve column is the resolve rate after T steps and its change is that rate's move
+    in points (not the ratio to shaping off's minus one); the page shows the same cells in the
+    catalogue's labels and units, no raw metric names or fractions."""
+    from replay_cli import catalogue as C
+
+    report = tmp_path / "rep"
+    configs = [config({"enabled": False}), config({"lambda_time": 1 / 30})]
+    api.replay_to_report([synth_path], configs, report)
+    summary = pl.read_parquet(report / "summary.parquet")
+    rates = dict(zip(summary["config_id"], summary[C.F_RESOLVE], strict=True))
+    moved = rates[configs[1].config_id] - rates[configs[0].config_id]
+    ratio = summary.filter(pl.col("config_id") == configs[1].config_id)[C.F_RESOLVE_VS_OFF][0]
+    assert abs(moved) > 1e-6
+    assert abs(moved - (ratio - 1)) > 1e-6
+    expected = C.show_change("share", moved)
+    monkeypatch.setenv("COLUMNS", "200")
+    out = tmp_path / "cmp"
+    result = runner.invoke(app, ["compare", str(report), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "λ=1/30" in line)
+    assert expected in row, (expected, row)
+    assert C.show_change("ratio", ratio - 1) not in row
+    assert C.metric(C.F_RESOLVE).brief in result.output
+    page = (out / "index.html").read_text()
+    assert f">{expected}</td>" in page
+    assert ">resolve at T</th>" in page
+    assert "forecast/" not in page.split("<details>")[0]
+    assert "<td>forecast/" not in page
+    assert ">0.0" not in page

@@ -1,6 +1,7 @@
 """Tests for replay_cli.report.html: index.html is self-contained, holds the report's own
 numbers, and works in a real browser (Debian's headless Chromium driven by Playwright)."""
 
+import itertools
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.parameters import expand
+from replay_cli.report.html_parts import CSS
 from replay_cli.report.layouts import SUMMARY
 
 from factories import write_small_synth
@@ -96,7 +98,7 @@ def test_index_numbers_are_the_tables_numbers(report):
     decision = re.search(r'<section id="decision">(.*?)</section>', html, re.DOTALL).group(1)
     recommended = verdict.filter(pl.col("role") == "recommended").row(0, named=True)
     assert recommended["label"].replace("'", "&#x27;") in decision
-    assert recommended["overrides"] in decision
+    assert recommended["overrides"] in decision.replace("<wbr>", "")  # break points, no text
     assert recommended["yaml"].split("\n")[0] in decision
     assert decision.count('class="copy"') >= 2  # the overrides and the YAML (and a trade's)
 
@@ -105,7 +107,8 @@ def test_report_command_rerenders_and_refuses_a_non_report(report, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(report, copy)
     (copy / "index.html").unlink()
-    (copy / "findings.parquet").unlink()
+    findings = pl.read_parquet(copy / "findings.parquet")
+    findings.head(0).write_parquet(copy / "findings.parquet")  # judged again, not copied
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == str(copy / "index.html")
@@ -133,26 +136,19 @@ def test_a_report_without_charts_points_at_itself(tmp_path):
     assert "--no-charts" not in html
 
 
-def test_a_report_of_an_earlier_version_rerenders_unrated(report, tmp_path):
-    """A report written before the pushes re-renders with no recommendation rather than one
-    computed from missing columns."""
-    from replay_cli.advice.recommendation import NEEDED
-
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_a_report_of_an_earlier_version_is_refused_with_exit_2(report, tmp_path, command):
+    """A report written before the verdict was stored is not re-rendered: the error names the
+    directory and says to rerun the replay, and the directory is left as it was."""
     old = tmp_path / "old"
     shutil.copytree(report, old)
-    summary = pl.read_parquet(old / "summary.parquet")
-    summary.drop(
-        [c for c in summary.columns if c in NEEDED or c.startswith("push/")]
-    ).write_parquet(old / "summary.parquet")
-    for name in ("recommendation.parquet", "findings.parquet", "index.html"):
-        (old / name).unlink()
-    for args in (["report", str(old)], ["plot", str(old)]):
-        result = CliRunner().invoke(app, args)
-        assert result.exit_code == 0, result.output
-    html = (old / "index.html").read_text()
-    assert "No recommendation: this report was written before the recommendation rule" in html
-    assert set(pl.read_parquet(old / "recommendation.parquet")["role"]) == {"unrated"}
-    assert not (old / "charts" / "frontier.png").exists()
+    (old / "recommendation.parquet").unlink()
+    before = sorted(p.name for p in old.rglob("*"))
+    result = CliRunner().invoke(app, [command, str(old)])
+    assert result.exit_code == 2, result.output
+    assert f"{old} was written by an earlier version of replay-cli" in result.output
+    assert "rerun the replay" in result.output
+    assert sorted(p.name for p in old.rglob("*")) == before
 
 
 def test_compare_and_explain_directories_get_an_index(report, tmp_path):
@@ -264,3 +260,52 @@ def test_report_in_a_real_browser(report, tmp_path):
         browser.close()
     assert errors == []
     assert requests == [url]  # the page itself; charts are data: URIs, nothing else is fetched
+
+
+LINES_OF_CODE = """() => {
+  const code = document.querySelector('pre.overrides code');
+  const range = document.createRange();
+  const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+  const lines = []; let line = '', top = null, node;
+  while ((node = walker.nextNode())) {
+    for (let i = 0; i < node.length; i++) {
+      range.setStart(node, i); range.setEnd(node, i + 1);
+      const y = Math.round(range.getBoundingClientRect().top);
+      if (top !== null && y !== top) { lines.push(line); line = ''; }
+      top = y; line += node.data[i];
+    }
+  }
+  lines.push(line);
+  return lines;
+}"""
+
+
+def test_a_long_override_wraps_at_its_equals_sign_not_inside_its_number(tmp_path):
+    """On a 390-px phone the launch overrides wrap at spaces and after `=`: λ's exact float stays
+    whole on one line, and a copy takes the text without the break points."""
+    from playwright.sync_api import sync_playwright
+
+    from replay_cli.report.html_parts import launch_block
+
+    overrides = (
+        "++grpo.time_efficiency.enabled=true "
+        "++grpo.time_efficiency.lambda_time=0.016666666666666666 "
+        "++grpo.time_efficiency.apply_to=correct"
+    )
+    block = launch_block(overrides, "overrides")
+    assert "lambda_time=<wbr>0.016666666666666666" in block
+    html = tmp_path / "o.html"
+    html.write_text(f"<!doctype html><meta charset=utf-8><style>{CSS}</style>{block}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 600})
+        page.goto(html.as_uri())
+        lines = [line.strip() for line in page.evaluate(LINES_OF_CODE)]
+        text = page.evaluate("() => document.querySelector('pre.overrides code').textContent")
+        browser.close()
+    assert len(lines) > 1  # it wraps at this width
+    assert "0.016666666666666666" in lines
+    assert not any(
+        re.search(r"\d$", a) and re.match(r"\d", b) for a, b in itertools.pairwise(lines)
+    )
+    assert text == overrides

@@ -7,7 +7,6 @@ import pytest
 
 from replay_cli import api
 from replay_cli.report import plots
-from replay_cli.report.model import Report
 
 from factories import config
 
@@ -32,7 +31,7 @@ def _check(fig):
 
 
 def test_report_figures(result):
-    figures = plots.report_figures(Report.of(result))
+    figures = plots.report_figures(result)
     assert set(figures) == {
         "frontier",
         "forecast",
@@ -48,22 +47,25 @@ def test_report_figures(result):
 
 
 def test_signal_chart_has_one_line_per_apply_to_and_the_raw_reference(result):
-    fig = plots.signal_vs_lambda(result.summary)
+    fig = plots.signal_vs_lambda(result.result.summary)
     assert len(fig.axes) == 1  # four shaped configs: one panel, no facets
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["apply_to=all", "apply_to=correct", "shaping off (same estimator)"]
     lines = fig.axes[0].get_lines()
     assert len(lines) == 4  # each series and its shaping-off rate
     assert list(lines[0].get_ydata()) == (
-        result.summary.filter(pl.col("enabled") & (pl.col("apply_to") == "all"))
+        result.result.summary.filter(pl.col("enabled") & (pl.col("apply_to") == "all"))
         .sort("lambda_time")["signal/group_rate"]
         .to_list()
     )
 
 
 def test_lambda_charts_skipped_for_one_lambda(result):
-    single = replace(result, summary=result.summary.filter(pl.col("lambda_time") == 1 / 60))
-    assert "signal_vs_lambda" not in plots.report_figures(Report.of(single))
+    one_lambda = pl.col("lambda_time") == 1 / 60
+    single = replace(
+        result, result=replace(result.result, summary=result.result.summary.filter(one_lambda))
+    )
+    assert "signal_vs_lambda" not in plots.report_figures(single)
 
 
 def test_replayed_vs_internal():
@@ -82,7 +84,7 @@ def test_replayed_vs_internal():
 
 def test_charts_against_lambda_write_it_as_every_surface_does(result):
     """λ's ticks are 1/120, 1/60 (as the labels and tables write them), not λ × 60 or 0.01667."""
-    fig = plots.signal_vs_lambda(result.summary)
+    fig = plots.signal_vs_lambda(result.result.summary)
     ax = fig.axes[0]
     assert "× 60" not in ax.get_xlabel()
     assert "λ" in ax.get_xlabel()
@@ -96,9 +98,28 @@ def test_the_frontier_writes_solve_time_signed_as_the_tables(result):
     table's signed minutes, never '+0.08 sooner'."""
     from replay_cli.report.roles import FRONTIER_Y
 
-    fig = plots.report_figures(Report.of(result))["frontier"]
+    fig = plots.report_figures(result)["frontier"]
     ax = fig.axes[0]
     assert ax.get_ylabel() == FRONTIER_Y
     assert "negative = sooner" in FRONTIER_Y
     ticks = [ax.yaxis.get_major_formatter()(y, 0) for y in (0.5, 1.0)]
     assert ticks == ["−0.5", "−1"]
+
+
+def test_the_forecast_legend_names_shaping_off_once(synth_path):
+    """Shaping off disabled and at λ 0 leave the rewards as they are: the forecast draws them as
+    the one dashed 'shaping off' line, never as configs of their own under another name."""
+    from replay_cli.report.plots_forecast import forecast_chart
+
+    configs = [
+        config({"enabled": False}),
+        config({"lambda_time": 0.0}),
+        config({"lambda_time": 1 / 60, "apply_to": "correct"}),
+    ]
+    report = api.replay(api.load([synth_path]), configs)
+    fig = forecast_chart(
+        report.result.forecast, report.result.summary, report.verdict.recommendation
+    )
+    names = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert names == ["shaping off", "λ=1/60 correct"]
+    assert report.summary["label"][0] == "shaping off"

@@ -33,6 +33,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
+    pytest.importorskip("tensorboard", reason="needs the extra replay-cli[tensorboard]")
     """A 4-config sweep with its TensorBoard runs: (report dir, tensorboard dir)."""
     root = tmp_path_factory.mktemp("tb")
     data = write_small_synth(root / "rollouts.parquet", seed=5)
@@ -82,6 +84,9 @@ def test_every_scalar_equals_the_step_table(sweep):
         )
         ratio = row["forecast/resolve_vs_off"]
         assert hparams["hparams/forecast_resolve_vs_off_pct"] == f32(ratio * 100)  # % says _pct
+        # The mean over the steps, named apart from the trainer's per-step train/total_reward/mean.
+        assert hparams["hparams/total_reward_mean_over_steps"] == f32(row["total_reward/mean"])
+        assert "hparams/total_reward_mean" not in hparams
         # A tag named _frac or _rate holds a fraction, the trainer's way; a % is named _pct.
         for (tag, _), value in written.items():
             if tag.endswith(("_frac", "_rate", "_share")):

@@ -30,6 +30,8 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+\-]*$")
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """An 8-config sweep with its W&B runs: (report dir, W&B dir, runs by display name)."""
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
+    pytest.importorskip("tensorboardX", reason="needs the extra replay-cli[tensorboard]")
     root = tmp_path_factory.mktemp("wb")
     data = write_small_synth(root / "rollouts.parquet", seed=5)
     report, runs = root / "report", root / "runs"
@@ -84,12 +86,21 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
                 values = [v for (t, _), v in written.items() if t == key] or [run.summary[key]]
                 assert all(0 <= v <= 1 for v in values if v is not None), (key, values)
         assert run.summary["role"] == decided["role"]
-        assert run.summary["won_share"] == decided["won_share"]
+        # The resample share in % among the other % keys, never a fraction beside them.
+        won = decided["won_share"]
+        assert run.summary["won_pct"] == (None if won is None else pytest.approx(100 * won))
+        assert "won_share" not in run.summary
+        # The headline's mean over the steps is named apart from the trainer's per-step tag.
+        assert run.summary["total_reward/mean_over_steps"] == pytest.approx(
+            row["total_reward/mean"]
+        )
+        assert "total_reward/mean" not in run.summary
         # Config: the parameters as the summary holds them, the id, label and launch overrides.
         for key in ("apply_to", "floor", "normalize", "clip_low", "std_guard"):
             assert run.config[key] == row[key]
-        # λ as every surface writes it; its exact float only in the overrides.
-        assert run.config["lambda_time"] == param_text("lambda_time", row["lambda_time"])
+        # λ a number (a numeric axis), and as every surface writes it beside.
+        assert run.config["lambda_time"] == row["lambda_time"]
+        assert run.config["lambda_time_text"] == param_text("lambda_time", row["lambda_time"])
         # `enabled` as the run launches: λ = 0 changes no reward and launches enabled=false.
         launched = "enabled=true" if run.config["enabled"] else "enabled=false"
         assert launched in decided["overrides"]
@@ -103,20 +114,23 @@ def test_every_logged_value_equals_the_parquet_it_came_from(sweep):
 
 def test_a_run_launched_with_shaping_off_says_so_in_its_config():
     """The W&B config says `enabled` as the run launches (`enabled=false` in its overrides), and
-    λ as every surface writes it: the exact float is in the overrides only."""
+    λ as a number (a numeric axis) with its text as every surface writes it beside."""
     off = build_config({"shaping": {"enabled": False, "lambda_time": 1 / 120}})
     config = run_config(off, off.label, "++grpo.time_efficiency.enabled=false")
     assert config["enabled"] is False
-    assert config["lambda_time"] == "1/120"
+    assert config["lambda_time"] == 1 / 120
+    assert config["lambda_time_text"] == "1/120"
     zero = build_config({"shaping": {"lambda_time": 0.0}})  # changes no reward: launched off
     config = run_config(zero, zero.label, "++grpo.time_efficiency.enabled=false", True)
     assert config["enabled"] is False
-    assert config["lambda_time"] == "0"
+    assert config["lambda_time"] == 0.0
+    assert config["lambda_time_text"] == "0"
     on = build_config({"shaping": {"lambda_time": 1 / 60}})
     config = run_config(on, on.label, "++grpo.time_efficiency.lambda_time=0.016666666666666666")
     assert config["enabled"] is True
-    assert config["lambda_time"] == "1/60"
-    assert "0.0166" not in repr({k: v for k, v in config.items() if k != "overrides"})
+    assert isinstance(config["lambda_time"], float)
+    assert config["lambda_time"] == 1 / 60
+    assert config["lambda_time_text"] == "1/60"
 
 
 def test_the_page_and_the_manifest_say_where_the_runs_are(sweep):
@@ -242,7 +256,7 @@ def test_compare_reads_a_wandb_run_directory_like_the_csv_export(sweep, tmp_path
 def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
     """A record larger than a 32 KiB block is cut in pieces across blocks; a log cut mid-record
     (a run killed while writing) reads up to its last whole record."""
-    import wandb
+    wandb = pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
 
     settings = wandb.Settings(mode="offline", silent=True, console="off", x_disable_stats=True)
     big = "x" * (3 * BLOCK)
@@ -268,6 +282,7 @@ def test_records_that_span_blocks_and_a_torn_last_record(tmp_path):
 
 
 def test_not_a_wandb_log_is_named(tmp_path):
+    pytest.importorskip("wandb", reason="needs the extra replay-cli[wandb]")
     from replay_cli.errors import InputFileError
 
     path = tmp_path / "run-x.wandb"

@@ -29,12 +29,12 @@ def test_a_call_bonus_without_a_calls_column_is_refused_before_any_work():
                 config(),
                 config({"enabled": False, "lambda_call_bonus": 0.1, "call_bonus_ref": 20.0}),
             ],
-        ).summary.height
+        ).result.summary.height
         == 2
     )
     # With the column, the bonus is paid.
     paid = api.replay(rollouts_from_frame(FRAME), [paying])
-    assert paid.rows["bonus"].max() == pytest.approx(0.1 * 10 / 20)
+    assert paid.result.rows["bonus"].max() == pytest.approx(0.1 * 10 / 20)
 
 
 SETTINGS = {
@@ -51,16 +51,16 @@ SETTINGS = {
 def test_a_setting_that_cannot_act_on_the_input_is_said(column):
     cfg, what = SETTINGS[column]
     lacking = api.replay(rollouts_from_frame(FRAME.drop(column)), [cfg])
-    (note,) = [n for n in lacking.notes if column in n]
-    label = lacking.summary["label"][0]
+    (note,) = [n for n in lacking.result.notes if column in n]
+    label = lacking.result.summary["label"][0]
     assert note.startswith(f"'{label}': the input has no '{column}' column, so {what}")
     assert note.endswith("(the setting does nothing here).")
     having = api.replay(rollouts_from_frame(FRAME), [cfg])
-    assert not [n for n in having.notes if "does nothing here" in n]
+    assert not [n for n in having.result.notes if "does nothing here" in n]
     # The default settings read the same columns without a word: they ask for nothing.
     assert not [
         n
-        for n in api.replay(rollouts_from_frame(FRAME.drop(column)), [config()]).notes
+        for n in api.replay(rollouts_from_frame(FRAME.drop(column)), [config()]).result.notes
         if "does nothing" in n
     ]
 
@@ -69,4 +69,4 @@ def test_unmasked_shaping_without_a_mask_column_is_said():
     lacking = api.replay(
         rollouts_from_frame(FRAME.drop("mask_sample")), [config({"mask_flagged": False})]
     )
-    assert any("mask_flagged=false charges no extra row" in n for n in lacking.notes)
+    assert any("mask_flagged=false charges no extra row" in n for n in lacking.result.notes)

@@ -72,21 +72,21 @@ def ask_tool(
     confidence = None
     if rec is not None:
         confidence = rec.get("set_share", rec.get("won_share"))
-    ids = [label[c] for c in result.summary["config_id"]]
+    ids = [label[c] for c in result.result.summary["config_id"]]
     roles = result.verdict.recommendation.select("config_id", "role").rows()
-    by_label = dict(zip(result.summary["label"], ids, strict=True))
+    by_label = dict(zip(result.result.summary["label"], ids, strict=True))
     alike = frozenset(by_label[a] for a in (rec or {}).get("alike") or [] if a in by_label)
     return ToolView(
         pick=None if rec is None else label[rec["config_id"]],
         keep_off=decision.keep_off,
         confidence=None if confidence is None else float(confidence),
-        long_ratio=dict(zip(ids, result.summary[LONG_RATIO], strict=True)),
-        solve_delta=dict(zip(ids, result.summary[SOLVE_DELTA], strict=True)),
+        long_ratio=dict(zip(ids, result.result.summary[LONG_RATIO], strict=True)),
+        solve_delta=dict(zip(ids, result.result.summary[SOLVE_DELTA], strict=True)),
         roles={label[c]: r for c, r in roles},
         alike=alike,
-        alpha=_first(result.summary, "forecast/alpha"),
-        skill=_first(result.summary, "forecast/skill"),
-        backtest=_first(result.summary, "forecast/backtest_pass"),
+        alpha=_first(result.result.summary, "forecast/alpha"),
+        skill=_first(result.result.summary, "forecast/skill"),
+        backtest=_first(result.result.summary, "forecast/backtest_pass"),
     )
 
 

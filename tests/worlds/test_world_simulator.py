@@ -94,7 +94,7 @@ def test_a_logged_step_trains_with_the_advantages_the_tool_replays():
             "advantage": {"clip_low": -3.0, "clip_high": 3.0, "precision": "float64"},
         }
     )
-    rows = api.replay(rollouts_from_frame(log), [tool_cfg]).rows
+    rows = api.replay(rollouts_from_frame(log), [tool_cfg]).result.rows
     rows = rows.sort("step", "group_id", "rollout_index")
     n = world.group_size
     batch = W.Batch(

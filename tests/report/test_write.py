@@ -1,6 +1,4 @@
-"""Tests for replay_cli.report.write: atomic writes, refusal of existing directories, manifest contents."""
-
-import json
+"""Tests for replay_cli.report.write: atomic writes, refusal of existing directories."""
 
 import polars as pl
 import pytest
@@ -9,7 +7,7 @@ from replay_cli import api
 from replay_cli.errors import OutputExistsError
 from replay_cli.io.parquet import ParquetRowSink
 
-from factories import config, rollouts
+from factories import config
 
 
 def test_report_appears_complete(synth_path, tmp_path):
@@ -51,41 +49,6 @@ def test_force_replaces_and_keeps_nothing_old(synth_path, tmp_path):
         api.replay_to_report([synth_path], [config()], out)
     api.replay_to_report([synth_path], [config()], out, force=True)
     assert not (out / "stale.txt").exists()
-
-
-def test_manifest_records_inputs_configs_and_the_rule(synth_path, tmp_path, monkeypatch):
-    from replay_cli.advice.recommendation import Rule
-    from replay_cli.config import MeasureSettings
-
-    out = tmp_path / "r"
-    cfg = config({"apply_to": "correct"})
-    monkeypatch.setattr("sys.argv", ["replay-cli", "replay"])
-    rule = Rule(min_resolve_vs_off=0.8)
-    measure = MeasureSettings(resamples=50)
-    api.replay_to_report([synth_path], [cfg], out, rule=rule, measure=measure)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["command_line"] == ["replay-cli", "replay"]
-    assert manifest["rule"]["min_resolve_vs_off"] == 0.8
-    assert manifest["measure"]["resamples"] == 50
-    assert manifest["inputs"][0]["size"] == synth_path.stat().st_size
-    assert manifest["configs"][0]["config_id"] == cfg.config_id
-
-
-def test_the_manifest_lists_only_the_tables_written(tmp_path):
-    """A forecast of an input without training rows (validation only) has nothing to draw
-    from: no forecast table is written, and the manifest must not list one."""
-    from replay_cli.config import ForecastSettings
-
-    path = tmp_path / "validation.parquet"
-    rollouts(reward=[1.0, 0.0], split=["validation", "validation"]).write_parquet(path)
-    out = tmp_path / "r"
-    forecast = ForecastSettings(steps=3, seeds=1, problems=10)
-    api.replay_to_report([path], [config()], out, forecast=forecast)
-    manifest = json.loads((out / "manifest.json").read_text())
-    written = sorted(p.name for p in out.glob("*.parquet"))
-    assert sorted(manifest["tables"].values()) == written
-    assert "forecast.parquet" not in written
-    assert manifest["forecast"]["steps"] == 3  # what was asked is still recorded
 
 
 def test_config_id_is_stable():
