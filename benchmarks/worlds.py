@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from collections import Counter
@@ -80,7 +81,21 @@ def kind_row(world: W.World, kind: str, truth: W.Truth, views: list[K.ToolView])
         _fmt(repeats.stated),
         _fmt(repeats.repeat_rate),
         _fmt(repeats.stated - repeats.repeat_rate, "+.2f"),
+        fit_cell(views),
     ]
+
+
+def fit_cell(views: list[K.ToolView]) -> str:
+    """The fit over the logs: the long level's α, the step size (× configured), skill in points
+    a step, and on how many logs its backtest passed."""
+    if all(v.alpha is None for v in views):
+        return ""
+    sizes = [re.search(r"steps ([0-9.]+)× the configured", v.fit or "") for v in views]
+    alphas = " ".join(f"{v.alpha:.2f}" for v in views if v.alpha is not None)
+    scale = " ".join(m.group(1) if m else "1" for m in sizes)
+    skill = " ".join(f"{100 * (v.skill or 0):+.2f}" for v in views)
+    passed = sum(v.backtest == 1 for v in views)
+    return f"α {alphas}; δ× {scale}; skill {skill}; backtest {passed}/{len(views)}"
 
 
 HEAD = (
@@ -97,6 +112,7 @@ HEAD = (
     "stated",
     "repeat",
     "stated − repeat",
+    "fit: α long, δ×, skill pts/step, backtest",
 )
 
 
@@ -212,7 +228,7 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list, lis
     for kind in args.kinds:
         t0 = time.perf_counter()
         logs = [W.world_log(world, kind, 100 + i, args.log_groups) for i in range(args.logs)]
-        views = [K.ask_tool(log, configs, args.horizon, fit=not args.no_fit) for log in logs]
+        views = [K.ask_tool(log, configs, args.horizon, fit=args.fit) for log in logs]
         rows.append([*kind_row(world, kind, truth, views), f"{time.perf_counter() - t0:.0f}"])
         print("| " + " | ".join(rows[-1]) + " |", flush=True)
         if kind == "run48":
@@ -235,9 +251,11 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="*", default=kinds, choices=kinds)
     parser.add_argument("--detail", action="store_true", help="per config, truth and tool")
     parser.add_argument(
-        "--no-fit",
-        action="store_true",
-        help="the forecast without its fit to the log (forecasting/fit.py): the cautious reading",
+        "--fit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the forecast with (--fit) or without (--no-fit) its fit to the log "
+        "(forecasting/fit.py); default: the tool's default",
     )
     args = parser.parse_args()
     args.logs = args.logs or (8 if args.quick else 16)

@@ -141,7 +141,7 @@ FORECAST_BUDGET = FORECAST(
     "forecast/budget",
     "step budget",
     "the forecast's step size: the mean KL (nats) of the problems' efforts per step "
-    "(--step-kl, as configured: the fit does not read it)",
+    "(--step-kl, times the step size the fit reads from the log where it reads one)",
 )
 FORECAST_INTERVALS = (F_RESOLVE_VS_OFF, F_SOLVE_VS_OFF, F_FAIL_VS_OFF)
 """The horizon's numbers with a bootstrap interval (`_low`, `_high`) and, with the budget

@@ -109,7 +109,7 @@ def fit_stage(s: Prepared) -> Prepared:
     grid, simulated = build(s.world, s.logged, s.width, s.simulate, s.seed)
     every = np.ones(len(s.logged.rank), bool)
     s.grid = refined(s.world, grid, s.simulate, simulated, every)
-    choice = choose(s.grid.table(every), s.grid.alphas)
+    choice = choose(s.grid.table(every), s.grid)
     s.fit = fitted(s.grid, choice, steps, alive(s.world), s.interval)
     return s
 
@@ -195,7 +195,12 @@ def statement(f: Fit, k: int) -> str:
         )
     else:
         skill = "no skill shows at fixed effort"
-    return f"{head}: {what}; {skill}; the step size as configured"
+    size = (
+        "the step size as configured"
+        if f.scale == 1.0
+        else f"steps {f.scale:g}× the configured size"
+    )
+    return f"{head}: {what}; {skill}; {size}"
 
 
 def _compared(
@@ -253,8 +258,8 @@ def backtest(grid: Grid, logged: Logged) -> tuple[dict[str, float | str | None],
         return {}, None, True
     cut = ranks[len(ranks) - len(ranks) // HOLD_OUT]
     early = logged.rank < cut
-    choice = choose(grid.table(early), grid.alphas)
-    one = next(i for i, a in enumerate(grid.alphas) if np.all(a >= 1.0))
+    choice = choose(grid.table(early), grid)
+    one = grid.cautious
     cautious = _inside(grid, logged, early, (one, int(np.flatnonzero(SKILLS == 0)[0])))
     picks = [(choice.point, choice.skill), *((int(i), int(j)) for i, j in choice.resampled)]
     out: dict[str, float | str | None] = {}

@@ -4,7 +4,10 @@ From the start (`start.py`) the forecast of shaping off must reproduce what the 
 logged step and length bucket, the resolve rate and each effort level's share, on the same
 problems (`trajectory.py`). What the model cannot know from one step:
 
-* **what each level's success owes to the effort**: per level k a causal share α_k ∈ [0, 1]; the
+* **what each level's success owes to the effort**: per level k a causal share α_k ∈ {0, 1} (a
+  two-way choice: effort causes the level's success, or buys none of it; the share drift reads
+  α·δ, so a share between trades against the step size: fitted on [0, 1] with δ free it read
+  α = ½ at 4-8× the step where effort fully pays, docs/testing.md); the
   success rate at level k is p̄ + α_k (p_k − p̄) (p̄ the problem's effort-weighted rate over the
   levels that ever succeed, the problem's resolve rate kept); a level that never succeeds
   (giving up, the time limit) stays at 0. With a fixed-KL step, α sets how much of the step
@@ -14,11 +17,15 @@ problems (`trajectory.py`). What the model cannot know from one step:
   logit per step (the same under every config: the log shows shaping off's only), read from the
   **resolve drift left after the share-driven part** (the within-level slope would absorb the
   strategy mix that shifts inside a run-time level where effort pays);
-* **the step's size** δ: pinned to the configured `--step-kl` (the share drift identifies α·δ
-  only jointly, and a δ on the edge of any grid is misspecification, not a measurement).
+* **the step's size** δ: fitted jointly with α on a grid of multiples of the configured
+  `--step-kl` (`SCALES`), the configured one preferred: another is used only where it lowers
+  the share drift's χ² by `IDENTIFIED` more than the configured one at its own best α (the share
+  drift alone reads α·δ; the resolve and minutes it moves, and a level that never succeeds, tell
+  them apart only partly, so the prior decides where the log does not).
 
-Shaping off is simulated over the logged steps from the start at a uniform α grid (`ALPHAS`),
-then per level ±0.25 around the best where the log identifies α; skill is a 1-D scan on each
+Shaping off is simulated over the logged steps from the start at a uniform α (`ALPHAS`) at each
+step size (`SCALES`), then per level the other choice around the best where the log identifies
+α, at the best's step size; skill is a 1-D scan on each
 path's stored reading (`SKILLS`: skill hardly changes the shares, so no new simulation). The χ²
 of each (α, skill) is kept per bootstrap resample of the problems, so the fit's intervals and the
 backtest's band refit in every resample by re-scoring, not re-simulating. A value is used only
@@ -43,10 +50,13 @@ MIN_FIT_STEPS = 4
 SETTLE_STEPS = 12
 """About the logged steps of a shaping-off run (problems named, several steps each) that
 settle what a log of one step cannot tell: the smallest `run12` log of tests/worlds."""
-ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
-"""The uniform causal shares simulated first."""
-REFINE = 0.25
-"""Per level, α ± this around the uniform best (one pass) where α is identified."""
+ALPHAS = (0.0, 1.0)
+"""The uniform causal shares simulated first: effort buys nothing, or all of the success."""
+REFINE = 1.0
+"""Per level, α ± this around the uniform best (one pass) where α is identified: the other
+choice."""
+SCALES = (1.0, 0.25, 0.5, 2.0, 4.0, 8.0)
+"""The step sizes simulated, as multiples of the configured one (first)."""
 SKILLS = np.round(np.linspace(-0.05, 0.15, 81), 6)
 """Skill's scan: success logit drift per step (0.0025 apart; 0 among them)."""
 IDENTIFIED = 4.0
@@ -56,9 +66,10 @@ RESAMPLES = 32
 SHARES_FROM = 2
 """`Logged.observed`'s columns: resolve, minutes, then each level's share."""
 
-Simulate = Callable[[World, int], np.ndarray]
+Simulate = Callable[[World, int, float], np.ndarray]
 """Shaping off's efforts (steps + 1, seeds, problems, levels) over `steps` from a world's start
-(the forecast's simulation with its twin, budget, seed and replay bound)."""
+at a multiple of the configured step size (the forecast's simulation with its twin, budget, seed
+and replay bound)."""
 
 
 def alive(world: World) -> np.ndarray:
@@ -86,11 +97,27 @@ def with_shares(world: World, alpha: np.ndarray) -> World:
 
 @dataclass(frozen=True)
 class Grid:
-    """The simulated shaping-off paths (one per α) read at the logged groups, and their χ²."""
+    """The simulated shaping-off paths (one per α and step size) read at the logged groups, and
+    their χ²."""
 
     alphas: list[np.ndarray]
+    scales: list[float]
     readings: list[Reading]
     cells: Cells
+
+    @property
+    def cautious(self) -> int:
+        """The path at α = 1 and the configured step size."""
+        return next(
+            i
+            for i, (a, d) in enumerate(zip(self.alphas, self.scales, strict=True))
+            if np.all(a >= 1.0) and d == 1.0
+        )
+
+    @property
+    def prior(self) -> np.ndarray:
+        """(points,) the χ² a path pays for a step size other than the configured one."""
+        return IDENTIFIED * (np.asarray(self.scales) != 1.0)
 
     def table(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """χ² of the logged groups `keep`: of the level shares (points, 1 + B), and of the
@@ -103,12 +130,16 @@ class Grid:
         ]
         return np.asarray(drift), np.asarray(resolve)
 
-    def grown(self, world: World, alpha: np.ndarray, simulate: Simulate, steps: int) -> Grid:
-        """The grid with the path at `alpha` added."""
+    def grown(
+        self, world: World, alpha: np.ndarray, scale: float, simulate: Simulate, steps: int
+    ) -> Grid:
+        """The grid with the path at `alpha` and step size `scale` added."""
         offset = self.readings[0].offset
-        path = simulate(with_shares(world, alpha), steps)
+        path = simulate(with_shares(world, alpha), steps, scale)
         reading = Reading.of(world, self.cells.logged, path, offset)
-        return Grid([*self.alphas, alpha], [*self.readings, reading], self.cells)
+        return Grid(
+            [*self.alphas, alpha], [*self.scales, scale], [*self.readings, reading], self.cells
+        )
 
 
 @dataclass(frozen=True)
@@ -123,11 +154,13 @@ class Choice:
     gain: float  # χ² the best reading gains over the cautious one
 
 
-def choose(table: tuple[np.ndarray, np.ndarray], alphas: list[np.ndarray]) -> Choice:
-    """The reading the log identifies (`IDENTIFIED`), else the cautious one (α = 1, no skill):
-    α from the shares' drift, skill from the resolve drift at that α."""
+def choose(table: tuple[np.ndarray, np.ndarray], grid: Grid) -> Choice:
+    """The reading the log identifies (`IDENTIFIED`), else the cautious one (α = 1, the
+    configured step size, no skill): α and the step size from the shares' drift (another step
+    size pays `Grid.prior`), skill from the resolve drift at that path."""
     drift, resolve = table
-    one = next(i for i, a in enumerate(alphas) if np.all(a >= 1.0))
+    drift = drift + grid.prior[:, None]
+    one = grid.cautious
     zero = int(np.flatnonzero(SKILLS == 0)[0])
     best = int(np.argmin(drift[:, 0]))
     use_alpha = drift[one, 0] - drift[best, 0] >= IDENTIFIED
@@ -161,6 +194,7 @@ class Fit:
     fitted: dict[str, bool] = field(default_factory=dict)
     why: str | None = None
     settle: int | None = None
+    scale: float = 1.0  # the step size, a multiple of the configured one
 
     @classmethod
     def cautious(cls, levels: int, steps: int, why: str, settle: int | None = None) -> Fit:
@@ -194,6 +228,7 @@ def fitted(grid: Grid, choice: Choice, steps: int, on: np.ndarray, interval: flo
         points_low=float(np.quantile(skills, lo_q)),
         points_high=float(np.quantile(skills, hi_q)),
         fitted=choice.fitted,
+        scale=grid.scales[choice.point],
     )
 
 
@@ -212,25 +247,28 @@ def build(
     draws = rng.poisson(1.0, (RESAMPLES, problems)).astype(np.float64)
     cells = Cells.of(logged, np.concatenate([np.ones((1, problems)), draws]))
     levels = world.pi.shape[-1]
-    readings, alphas = [], []
-    for a in ALPHAS:
-        alpha = np.full(levels, a)
-        path = simulate(with_shares(world, alpha), steps)
-        readings.append(Reading.of(world, logged, path, offset))
-        alphas.append(alpha)
-    return Grid(alphas, readings, cells), steps
+    readings, alphas, scales = [], [], []
+    for scale in SCALES:
+        for a in ALPHAS:
+            alpha = np.full(levels, a)
+            path = simulate(with_shares(world, alpha), steps, scale)
+            readings.append(Reading.of(world, logged, path, offset))
+            alphas.append(alpha)
+            scales.append(scale)
+    return Grid(alphas, scales, readings, cells), steps
 
 
 def refined(world: World, grid: Grid, simulate: Simulate, steps: int, keep: np.ndarray) -> Grid:
     """Per level that ever succeeds, α ± `REFINE` around the grid's best where α is identified."""
-    choice = choose(grid.table(keep), grid.alphas)
+    choice = choose(grid.table(keep), grid)
     if not choice.fitted["alpha"]:
         return grid
-    best = grid.alphas[choice.point]
+    best, scale = grid.alphas[choice.point], grid.scales[choice.point]
     for k in np.flatnonzero(alive(world)):
         for d in (-REFINE, REFINE):
             trial = best.copy()
             trial[k] = float(np.clip(trial[k] + d, 0.0, 1.0))
-            if not any(np.allclose(trial, a) for a in grid.alphas):
-                grid = grid.grown(world, trial, simulate, steps)
+            known = zip(grid.alphas, grid.scales, strict=True)
+            if not any(np.allclose(trial, a) and d == scale for a, d in known):
+                grid = grid.grown(world, trial, scale, simulate, steps)
     return grid

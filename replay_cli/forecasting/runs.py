@@ -221,9 +221,9 @@ def forecast(
     the reading), then read: a refusal in any run blanks the config in every reading."""
     off = off_twin(configs[0])
 
-    def shaping_off(world: World, steps: int) -> np.ndarray:
+    def shaping_off(world: World, steps: int, scale: float) -> np.ndarray:
         kept = dict.fromkeys(range(1, steps + 1), world.pi)
-        simulate(world, [off], steps, budget, settings.seed, replay, kept=kept)
+        simulate(world, [off], steps, budget * scale, settings.seed, replay, kept=kept)
         return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
 
     fit = shaping_off if settings.fit else None
@@ -233,6 +233,7 @@ def forecast(
     assert s.world is not None
     assert s.fit is not None
     world, problems = s.world, s.problems
+    budget *= s.fit.scale  # the step size the fit read from the log (else as configured)
     job = _Job(
         world, configs, *_twins(configs, replay), settings, budget, intervals, replay, s.fit.skill
     )

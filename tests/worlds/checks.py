@@ -48,6 +48,8 @@ class ToolView:
     """Success at fixed effort per step the forecast fitted (`forecast/skill`)."""
     backtest: float | None = None
     """1 where the fit's backtest passed, 0 where it failed, None without one."""
+    fit: str | None = None
+    """The fit's one-line statement (`forecast/fit`)."""
 
     @property
     def picked_set(self) -> frozenset[str]:
@@ -55,16 +57,22 @@ class ToolView:
 
 
 def ask_tool(
-    log: pl.DataFrame, configs: list[Shaping], steps: int, seeds: int = 2, fit: bool = True
+    log: pl.DataFrame,
+    configs: list[Shaping],
+    steps: int,
+    seeds: int = 2,
+    fit: bool | None = None,
 ) -> ToolView:
-    """Replay `configs` on `log` with the forecast at `steps` steps and read the verdict."""
+    """Replay `configs` on `log` with the forecast at `steps` steps and read the verdict (the
+    fit to the log on or off, or as the tool's default where `fit` is None)."""
     from replay_cli import api
     from replay_cli.config import ForecastSettings
     from replay_cli.rollouts.validation import rollouts_from_frame
 
     tool = [c.tool_config() for c in configs]
     label = {t.config_id: c.label for t, c in zip(tool, configs, strict=True)}
-    forecast = ForecastSettings(steps=steps, seeds=seeds, problems=150, fit=fit)
+    fitting = {} if fit is None else {"fit": fit}
+    forecast = ForecastSettings(steps=steps, seeds=seeds, problems=150, **fitting)
     options = api.report_options(forecast=forecast)
     result = api.replay(rollouts_from_frame(log), tool, options)
     decision = result.verdict.decision
@@ -87,6 +95,7 @@ def ask_tool(
         alpha=_first(result.result.summary, "forecast/alpha"),
         skill=_first(result.result.summary, "forecast/skill"),
         backtest=_first(result.result.summary, "forecast/backtest_pass"),
+        fit=_first(result.result.summary, "forecast/fit"),
     )
 
 
