@@ -138,3 +138,12 @@ def test_the_fit_reads_skill_where_success_rises_at_fixed_effort():
         abs(row[C.FORECAST_BACKTEST_RESOLVE] - row[C.logged_value(C.FORECAST_BACKTEST_RESOLVE)])
         < 0.01
     )
+
+
+def test_the_fit_reads_that_effort_pays_on_a_run_where_it_does():
+    """A 48-step run of `effort_pays`: the level shares drift as the model's at α = 1 and the
+    configured step size (with α on [0, 1] and δ free it read α = ½ at a larger step: the drift
+    reads α·δ; α is a two-way choice per level)."""
+    row = _summary(_world_log("effort_pays", "run48"))
+    assert row[C.FORECAST_ALPHA] == 1.0
+    assert "the step size as configured" in row[C.FORECAST_FIT]
