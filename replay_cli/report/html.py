@@ -111,27 +111,13 @@ def _findings(found: pl.DataFrame) -> str:
     return _finding_items(head) + tail
 
 
-def _summary_table(report: Report) -> str:
-    """The summary in column groups (the rule's, the hazards, context folded, the parameters),
-    each group's visibility a checkbox; sortable, filterable, with a CSV download."""
+def _summary_rows(report: Report, groups: list) -> tuple[list[list[str]], list[str]]:
+    """The summary table's cells per config (number, label, role, won share, then each group's
+    columns, hazards marked) and the rows' ids."""
     summary, rule = report.result.summary, report.verdict.rule
-    varying = facets.varying(summary, exclude=())
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
     verdict = report.verdict.recommendation
+    roles = dict(verdict.select(S.CONFIG_ID, "role").rows())
     won = dict(verdict.select(S.CONFIG_ID, "won_share").rows()) if "won_share" in verdict else {}
-    groups = [
-        (key, title, [m for m in names if m in summary.columns])
-        for key, title, names in L.SUMMARY_GROUPS
-    ]
-    groups = [g for g in groups if g[2]]
-    if varying:
-        groups.append(("params", "parameters", varying))
-    lead = ["#", "config", "role", "won"]
-    heads = [*lead]
-    head_css = [""] * len(lead)
-    for key, _, names in groups:
-        heads += [C.metric(m).label if key != "params" else m for m in names]
-        head_css += [f"g-{key}"] * len(names)
     rows, ids = [], []
     for row in summary.iter_rows(named=True):
         cid = row[S.CONFIG_ID]
@@ -158,7 +144,11 @@ def _summary_table(report: Report) -> str:
                 cells.append(cell(value, f"{css} g-{key}".strip(), title, C.show(name, value)))
         rows.append(cells)
         ids.append(f"row-{cid}")
-    first = len(lead) + sum(len(n) for k, _, n in groups if k != "params")
+    return rows, ids
+
+
+def _summary_controls(summary: pl.DataFrame, groups: list, varying: list[str], first: int) -> str:
+    """The column groups' checkboxes and a filter per varying parameter (its column `first` on)."""
     filters = []
     for i, p in enumerate(varying, start=first):
         values = sorted({param_text(p, v) for v in summary[p].to_list()})
@@ -175,6 +165,30 @@ def _summary_table(report: Report) -> str:
     bar = f'<div class="filters"><span class="muted">columns:</span>{toggles}</div>'
     if filters:
         bar += f'<div class="filters">{"".join(filters)}</div>'
+    return bar
+
+
+def _summary_table(report: Report) -> str:
+    """The summary in column groups (the rule's, the hazards, context folded, the parameters),
+    each group's visibility a checkbox; sortable, filterable, with a CSV download."""
+    summary = report.result.summary
+    varying = facets.varying(summary, exclude=())
+    groups = [
+        (key, title, [m for m in names if m in summary.columns])
+        for key, title, names in L.SUMMARY_GROUPS
+    ]
+    groups = [g for g in groups if g[2]]
+    if varying:
+        groups.append(("params", "parameters", varying))
+    lead = ["#", "config", "role", "won"]
+    heads = [*lead]
+    head_css = [""] * len(lead)
+    for key, _, names in groups:
+        heads += [C.metric(m).label if key != "params" else m for m in names]
+        head_css += [f"g-{key}"] * len(names)
+    rows, ids = _summary_rows(report, groups)
+    first = len(lead) + sum(len(n) for k, _, n in groups if k != "params")
+    bar = _summary_controls(summary, groups, varying, first)
     csv = base64.b64encode(summary.write_csv().encode()).decode("ascii")
     count = (
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
