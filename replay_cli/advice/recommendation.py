@@ -23,7 +23,6 @@ from replay_cli.advice.launch import launch_overrides, launch_yaml
 from replay_cli.advice.rule import (
     NEEDED,
     RULE_READS,
-    STATIC_NEEDED,
     Judged,
     Rule,
     judge_rows,
@@ -39,8 +38,8 @@ from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import registry
 
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
-"""`unrated`: what the rule reads is missing (no forecast, too few problems, or a report of an
-earlier version); the reason says which."""
+"""`unrated`: what the rule reads is missing (no forecast, too few problems, no training
+group); the reason says which."""
 SAME_NUMBERS_NEEDED = (C.TRAINED_DIGEST,)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
@@ -140,11 +139,8 @@ def recommend(
     with their numbers, launch overrides and YAML, the numbers the rule reads, the share of
     bootstrap resamples in which it would be recommended, the best trade), recommended first."""
     rule = rule or Rule()
-    missing = [c for c in STATIC_NEEDED if c not in summary.columns]
-    if missing:
-        return _unrated(summary, missing)
     if C.GROUPS in summary.columns and summary.height and not (summary[C.GROUPS] > 0).any():
-        return _unrated(summary, [], NO_TRAINING)
+        return _unrated(summary, NO_TRAINING)
     judged = all(c in summary.columns for c in NEEDED)
     off = shaping_off(summary).to_list() if summary.height else []
     ranking = _rank(judge_rows(summary.iter_rows(named=True), off, rule, judged), rule, judged)
@@ -367,13 +363,8 @@ def _kept_least(row: dict[str, Any]) -> float:
     return min(p for p in points if p is not None)
 
 
-def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) -> pl.DataFrame:
-    """Every config unrated: the report was written before the columns the rule reads (or `why`
-    says another reason)."""
-    why = why or (
-        f"this report was written before the recommendation rule (no {', '.join(missing[:3])}"
-        f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
-    )
+def _unrated(summary: pl.DataFrame, why: str) -> pl.DataFrame:
+    """Every config unrated, for the reason `why`."""
     off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
         Judged(i, row, (), bool(off[i]) if off else False)

@@ -13,7 +13,7 @@ from replay_cli.catalogue.units import pct, percent, points
 
 NO_FORECAST = (
     "not judged on resolve rate: the summary has no outcome after T steps (the forecast did not "
-    "run: drop --no-forecast, or replay a report of an earlier version again)"
+    "run: replay without --no-forecast)"
 )
 NO_TRAINING = "nothing to judge: the input has no training group (every row is validation)"
 

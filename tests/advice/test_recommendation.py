@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from replay_cli import api
 from replay_cli import catalogue as C
 from replay_cli.advice.recommendation import recommend
-from replay_cli.advice.rule import CRITERIA, NEEDED, RULE_READS, Rule, shaping_off
+from replay_cli.advice.rule import CRITERIA, RULE_READS, Rule, shaping_off
 from replay_cli.advice.texts import NO_FORECAST
 from replay_cli.advice.verdict import Decision, keep_off_text
 from replay_cli.maths.thresholds import MINUTES_EPS
@@ -19,30 +19,6 @@ from replay_cli.rollouts.validation import rollouts_from_frame
 
 from advice_rows import FAILING, FORECAST, GOOD, OFF, kept, summary
 from factories import config, replay_frame, rollouts
-
-
-def test_a_summary_without_the_static_columns_is_unrated_as_an_earlier_report():
-    old = summary({}).drop("inversion/introduced_group_rate", "adv/explosion_trained_frac")
-    verdict = recommend(old)
-    assert verdict["role"].to_list() == ["unrated"]
-    (reason,) = verdict["reasons"].to_list()
-    assert reason == (
-        "this report was written before the recommendation rule (no inversion/introduced_group_rate, "
-        "adv/explosion_trained_frac): replay it with this version to rate it"
-    )
-    d = Decision.of(verdict)
-    assert d.recommended is None
-    assert d.near_misses == []
-    assert d.unrated == reason
-
-
-def test_an_unrated_report_names_every_missing_static_column():
-    (reason,) = recommend(summary({}).drop(NEEDED[:3]))["reasons"].to_list()
-    assert reason.startswith(
-        "this report was written before the recommendation rule (no inversion/introduced_group_rate, "
-        "adv/explosion_trained_frac, signal/uncharged_only_rate): "
-    )
-    assert "…" not in reason
 
 
 def test_without_the_forecast_every_config_passing_the_static_criteria_is_unrated():
