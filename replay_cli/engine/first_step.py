@@ -89,8 +89,8 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
             out["resolve"][0, :, scope] = summed(steps.d_p) / total
             out["resolve_effort"][0, :, scope] = summed(steps.d_pe) / total
             new, old = steps.new, model.outcomes
-            for name, (m, w) in {"solve_minutes": ("pm", "p"), "fail_minutes": ("fm", "f")}.items():
-                change = summed(new[m]) / summed(new[w]) - summed(old[m]) / summed(old[w])
+            for name, (m, p) in {"solve_minutes": ("pm", "p"), "fail_minutes": ("fm", "f")}.items():
+                change = summed(new[m]) / summed(new[p]) - summed(old[m]) / summed(old[p])
                 out[name][0, :, scope] = change
     return out
 
