@@ -89,12 +89,9 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
             out["resolve"][0, :, scope] = summed(steps.d_p) / total
             out["resolve_effort"][0, :, scope] = summed(steps.d_pe) / total
             new, old = steps.new, model.outcomes
-            out["solve_minutes"][0, :, scope] = summed(new["pm"]) / summed(new["p"]) - summed(
-                old["pm"]
-            ) / summed(old["p"])
-            out["fail_minutes"][0, :, scope] = summed(new["fm"]) / summed(new["f"]) - summed(
-                old["fm"]
-            ) / summed(old["f"])
+            for name, (m, p) in {"solve_minutes": ("pm", "p"), "fail_minutes": ("fm", "f")}.items():
+                change = summed(new[m]) / summed(new[p]) - summed(old[m]) / summed(old[p])
+                out[name][0, :, scope] = change
     return out
 
 

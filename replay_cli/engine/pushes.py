@@ -16,11 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from replay_cli import catalogue as C
+from replay_cli import schema as S
 from replay_cli.maths.segments import Runs
 
 PUSHES = tuple(C.PUSH_NAMES)
 """Every push, in report order (the catalogue's); group columns are `push_<name>` and
 `push_<name>_off`."""
+
+PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in PUSHES for off in ("", "_off")]
 
 
 def _over(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -422,7 +422,7 @@ def run_replay(
     one per core), and their pieces are taken in order. Per-row
     results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
     Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
-    builds no per-row frames (the report's `--rows none`). `settings`: the decision measure's
+    builds no per-row frames (the report's `--rows none`). `settings`: the first-step diagnostic's
     step budget, levels and bootstrap (defaults: `MeasureSettings()`); `forecast`: run the
     forecast too (replay_cli/forecasting/).
     """

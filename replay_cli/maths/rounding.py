@@ -172,23 +172,17 @@ def f32_bound(
     Elementwise within a group, so computed slice by slice of whole groups (BLOCK_VALUES)."""
     out = np.empty(np.broadcast_shapes(reward.shape, emitted.shape), np.float64)
     configs = out.shape[0] if out.ndim > 1 else 1
+    arrays = (reward, valid, emitted, peers_equal)
     for rows, block_runs in runs.blocks(max(1, BLOCK_VALUES // configs)):
-        out[..., rows] = _block_bound(
-            reward[..., rows],
-            valid[..., rows],
-            block_runs,
-            p,
-            emitted[..., rows],
-            peers_equal[..., rows],
-        )
+        out[..., rows] = _block_bound(block_runs, p, *(a[..., rows] for a in arrays))
     return out
 
 
 def _block_bound(
-    reward: np.ndarray,
-    valid: np.ndarray,
     runs: Runs,
     p: AdvantageParams,
+    reward: np.ndarray,
+    valid: np.ndarray,
     emitted: np.ndarray,
     peers_equal: np.ndarray,
 ) -> np.ndarray:
