@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from replay_cli.advice.confidence import SPREADS
 from replay_cli.advice.recommendation import recommend
 from replay_cli.advice.rule import Rule
 from replay_cli.advice.verdict import confidence_text
@@ -63,8 +64,11 @@ def test_a_config_above_the_bar_at_its_point_but_not_at_its_low_end_rarely_wins(
     verdict = recommend(frame, resamples=table)
     assert verdict["role"].to_list() == ["recommended", "avoid"]
     won = dict(verdict.select("config_id", "won_share").rows())
-    # A new log: its deviation from this one's point spread by 2, read at its low end.
-    shifted = float(np.mean(0.97 + 2.0 * (values - 0.97) - (0.97 - low) >= 0.95))
+    # A new log: its deviation from this one's point spread by the calibrated factor, read at
+    # its low end.
+    spread = verdict["confidence_spread"][0]
+    assert spread in SPREADS
+    shifted = float(np.mean(0.97 + spread * (values - 0.97) - (0.97 - low) >= 0.95))
     assert won["c1"] == pytest.approx(shifted)
     assert won["c0"] == pytest.approx(1 - shifted)
     assert won["c1"] < 0.5  # read at each resample's point it would win most of them:
