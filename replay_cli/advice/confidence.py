@@ -174,8 +174,8 @@ def confidence(
     ties: Sequence[int],
 ) -> Confidence | None:
     """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
-    new log of the same size, its deviation from this log spread by the factor the second-level
-    bootstrap calibrates (`calibrated_spread`), and the rule's resolve criteria are applied
+    new log of the same size, its deviation from this log spread by `rule.spread` (None: the
+    factor the second-level bootstrap calibrates, `calibrated_spread`), and the rule's resolve criteria are applied
     again with its own interval ends (`rule.meets`); `ties` orders rows as the ranking's keys
     after the gain do. Eligible rows whose differences to the pick hold 0 train alike."""
     criteria = resolve_criteria()
@@ -190,7 +190,9 @@ def confidence(
     tie_rank[list(ties)] = np.arange(n)
     reader = _Reader(rows, rule, tie_rank)
     values, points = _values(rows, resamples, names)
-    spread, repeat, _ = calibrated_spread(reader, values, points, rule.alike_level)
+    spread, repeat = rule.spread, None
+    if spread is None:
+        spread, repeat, _ = calibrated_spread(reader, values, points, rule.alike_level)
     wide = _spread(values, points, spread)
     winner, counted = reader.winners(wide)
     counts = np.bincount(winner[counted], minlength=n)
@@ -211,3 +213,19 @@ def _alike(wide: dict[str, Any], j: int, pick: int, level: float) -> bool:
         if len(d) and not (np.quantile(d, lo_q) <= 0 <= np.quantile(d, hi_q)):
             return False
     return True
+
+
+def alike_on_log(
+    rows: list[Judged],
+    resamples: pl.DataFrame | None,
+    pick: int,
+    candidates: list[int],
+    level: float,
+) -> int | None:
+    """The first of `candidates` whose differences to `pick` hold 0 at `level` over this log's
+    own resamples (its intervals, no spread); None without resamples."""
+    names = list(ALIKE_READS)
+    if resamples is None or resamples.is_empty() or not set(names) <= set(resamples.columns):
+        return None
+    values, _ = _values(rows, resamples, names)
+    return next((j for j in candidates if _alike(values, j, pick, level)), None)
