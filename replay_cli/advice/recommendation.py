@@ -18,20 +18,28 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.confidence import Confidence, confidence
+from replay_cli.advice.confidence import Confidence, alike_on_log, confidence
 from replay_cli.advice.launch import launch_overrides, launch_yaml
 from replay_cli.advice.rule import (
     NEEDED,
     RULE_READS,
     Judged,
     Rule,
+    changes_setting,
     judge_rows,
     kept,
+    plain_off,
     resolve_criteria,
     shaping_off,
     width,
 )
-from replay_cli.advice.texts import NO_FORECAST, NO_TRAINING, trade_text, why_eligible
+from replay_cli.advice.texts import (
+    NO_FORECAST,
+    NO_TRAINING,
+    setting_text,
+    trade_text,
+    why_eligible,
+)
 from replay_cli.advice.words import num, param_text
 from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import MINUTES_EPS
@@ -58,6 +66,7 @@ SCHEMA = {
     C.FORECAST_STEPS: pl.Float64,
     C.WON_SHARE: pl.Float64,
     C.SET_SHARE: pl.Float64,
+    C.SPREAD: pl.Float64,
     C.ALIKE: pl.List(pl.String),
     C.BEST_TRADE: pl.Boolean,
     C.TRADE: pl.String,
@@ -66,7 +75,8 @@ SCHEMA = {
 """`won_share`: the share of resamples in which the rule picks the config; `set_share` (the
 recommended row only): the share in which it picks the config or one of `alike`, the eligible
 configs that train like it within the interval, an estimate of how often a new log of the
-same size gives the same pick."""
+same size gives the same pick; `confidence_spread` (the recommended row only): how much wider than
+the bootstrap's a new log's spread is taken to be, calibrated on the resamples themselves."""
 
 
 @dataclass(frozen=True)
@@ -142,8 +152,9 @@ def recommend(
     if C.GROUPS in summary.columns and summary.height and not (summary[C.GROUPS] > 0).any():
         return _unrated(summary, NO_TRAINING)
     judged = all(c in summary.columns for c in NEEDED)
-    off = shaping_off(summary).to_list() if summary.height else []
+    off = _reference(summary)
     ranking = _rank(judge_rows(summary.iter_rows(named=True), off, rule, judged), rule, judged)
+    ranking = _on_footing_first(ranking, rule, resamples, judged)
     if not ranking.decided:
         return _table(ranking, rule)
     rows, eligible = ranking.rows, ranking.ranked
@@ -163,11 +174,71 @@ def recommend(
     )
 
 
-def _rank(rows: list[Judged], rule: Rule, judged: bool = True) -> Ranking:
+def _reference(summary: pl.DataFrame) -> list[bool]:
+    """The rows that are the reference every config is measured against: shaping off on the
+    baseline's non-shaping settings (a shaping-off config that changes one is ranked as any)."""
+    off = shaping_off(summary).to_list() if summary.height else []
+    return [
+        o and not changes_setting(r)
+        for o, r in zip(off, summary.iter_rows(named=True), strict=True)
+    ]
+
+
+def _footing_settings(rows: list[Judged]) -> dict[str, Any]:
+    """The non-shaping settings of the baseline, read from a row measured on its own footing."""
+    base = next((r.row for r in rows if not changes_setting(r.row)), {})
+    return {n: base.get(n) for n in _non_shaping() if n in base}
+
+
+def _non_shaping() -> list[str]:
+    """The settings an off twin keeps: the mask switch and every advantage setting."""
+    return [n for n, p in registry().items() if p.section == "advantage" or n == "mask_flagged"]
+
+
+def _changed(row: dict[str, Any], base: dict[str, Any]) -> str:
+    """The non-shaping settings in which `row` differs from the baseline's, as `name=value`."""
+    names = [n for n in base if row.get(n) != base[n]]
+
+    def text(n: str) -> str:
+        value = row.get(n)
+        return ("true" if value else "false") if isinstance(value, bool) else param_text(n, value)
+
+    return " ".join(f"{n}={text(n)}" for n in names) or "its settings"
+
+
+def _on_footing_first(
+    ranking: Ranking, rule: Rule, resamples: pl.DataFrame | None, judged: bool
+) -> Ranking:
+    """A best config that changes a non-shaping setting is not launched on a difference within
+    the interval: where an eligible config on the baseline's settings trains like it (each
+    difference the rule reads holds 0 at `alike_level` over the log's own resamples), that one
+    ranks first, and the other says why it was not picked."""
+    if not ranking.decided or not ranking.ranked or not changes_setting(ranking.ranked[0].row):
+        return ranking
+    best = ranking.ranked[0]
+    footed = [r.index for r in ranking.ranked[1:] if not changes_setting(r.row)]
+    twin = alike_on_log(ranking.rows, resamples, best.index, footed, rule.alike_level)
+    if twin is None:
+        return ranking
+    again = _rank(ranking.rows, rule, judged, first=twin)
+    changed = _changed(best.row, _footing_settings(ranking.rows))
+    said = {
+        **again.said,
+        best.index: (
+            f"trains like '{ranking.rows[twin].row['label']}' within the interval after "
+            f"{num(best.row, C.FORECAST_STEPS):.0f} steps: it changes {changed} from the "
+            "baseline the log was run with, and a change the data cannot tell from noise is not "
+            f"launched ({why_eligible(best.row)})"
+        ),
+    }
+    return replace(again, said=said)
+
+
+def _rank(rows: list[Judged], rule: Rule, judged: bool = True, first: int | None = None) -> Ranking:
     """The roles the rule gives judged rows. Without the forecast (not `judged`) or with too
     little data (`_scarcity`) nothing is ranked: only static failures avoid, the rest is
-    unrated. Else the eligible rank by `_solve_key`; the runner-up is the first that does not
-    train like the best."""
+    unrated. Else the eligible rank by `_solve_key` (`first`, where given, before them); the
+    runner-up is the first that does not train like the best."""
     why = NO_FORECAST if not judged else _scarcity(rows, rule)
     if why is not None:
         rows = [r.without_horizon() for r in rows]
@@ -176,7 +247,7 @@ def _rank(rows: list[Judged], rule: Rule, judged: bool = True) -> Ranking:
     rows, said = _without_outcome(rows)
     eligible = sorted(
         (r for r in rows if not r.failed and r.index not in said),
-        key=lambda r: (*_solve_key(r, rule), r.index),
+        key=lambda r: (r.index != first, *_solve_key(r, rule), r.index),
     )
     roles: dict[int, str] = {}
     best = eligible[0].row if eligible else {}
@@ -210,6 +281,16 @@ def _without_outcome(rows: list[Judged]) -> tuple[list[Judged], dict[int, str]]:
 
 
 def _reasons(r: Judged, ranking: Ranking, rule: Rule) -> str:
+    """Why the row has its role; for a config off the baseline's non-shaping settings, what
+    those settings do alone (`setting_text`)."""
+    said = _said(r, ranking, rule)
+    if changes_setting(r.row):
+        alone = setting_text(r.row, _changed(r.row, _footing_settings(ranking.rows)))
+        return said if alone is None else f"{said}; {alone}"
+    return said
+
+
+def _said(r: Judged, ranking: Ranking, rule: Rule) -> str:
     if r.failed:
         return "; ".join(c.why(r.row, rule) for c in r.failed)
     if r.index in ranking.said:
@@ -239,13 +320,14 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
                 C.RANK: ranks.get(r.index),
                 C.FAILED: [c.name for c in r.failed],
                 C.REASONS: _reasons(r, ranking, rule),
-                C.OVERRIDES: launch_overrides(row, r.off),
-                C.YAML: launch_yaml(row, r.off),
-                S.SHAPING_OFF: r.off,
+                C.OVERRIDES: launch_overrides(row, plain_off(row)),
+                C.YAML: launch_yaml(row, plain_off(row)),
+                S.SHAPING_OFF: plain_off(row),
                 **{name: row.get(name) for name in RULE_READS},
                 C.FORECAST_STEPS: row.get(C.FORECAST_STEPS),
                 C.WON_SHARE: sure.won.get(r.index),
                 C.SET_SHARE: sure.set_share if best else None,
+                C.SPREAD: sure.spread if best else None,
                 C.ALIKE: [labels[j] for j in sure.alike] if best else [],
                 C.BEST_TRADE: ranking.trade == r.index,
                 C.TRADE: trade_text(row) if _tradeable(r, rule) else None,
@@ -316,7 +398,7 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     ]
     if not {"half", "twice"} <= set(ran):
         return None
-    off, rows = shaping_off(summary).to_list(), list(summary.iter_rows(named=True))
+    off, rows = _reference(summary), list(summary.iter_rows(named=True))
     moved = []
     for check in ran:
         views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)

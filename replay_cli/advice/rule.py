@@ -39,6 +39,22 @@ def shaping_off(summary: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
+def plain_off(row: dict[str, Any]) -> bool:
+    """`shaping_off` for one summary row (it launches as `enabled=false`)."""
+    return not row.get("enabled", True) or (
+        row.get("lambda_time") == 0
+        and row.get("lambda_call_bonus", 0) == 0
+        and row.get("floor") is None
+    )
+
+
+def changes_setting(row: dict[str, Any]) -> bool:
+    """Whether a config's non-shaping settings (the mask switch, the estimator, the clip,
+    normalisation) differ from the baseline's every config is measured against: its own
+    shaping-off twin then has a resolve rate of its own (`forecast/resolve_own_off`)."""
+    return any(row.get(C.scoped(C.F_RESOLVE_OWN_OFF, s)) is not None for s in ("", C.LONG))
+
+
 class Rule(BaseModel):
     """The thresholds of the recommendation; each can be changed (`judge(summary, rule=Rule(...))`)."""
 
@@ -89,6 +105,15 @@ class Rule(BaseModel):
         lt=1,
         description="two eligible configs train alike when the interval at this level of "
         "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
+    )
+
+    spread: float | None = Field(
+        2.0,
+        gt=0,
+        description="how much wider than the bootstrap's a new log's spread around this log's "
+        "value is taken to be in the confidence (2 minimises the worst error in the two-way "
+        "normal model); None: calibrated per report by a second-level bootstrap "
+        '(advice/confidence.py, `calibrated_spread`; docs/report.md, "Confidence")',
     )
 
     def bars(self) -> C.Bars:

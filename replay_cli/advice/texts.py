@@ -89,3 +89,15 @@ def why_eligible(row: dict[str, Any]) -> str:
         f"{_faster_text(row, C.F_FAIL_VS_OFF, 'failures')}; no introduced inversion or "
         "unbounded explosion"
     )
+
+
+def setting_text(row: dict[str, Any], changed: str) -> str | None:
+    """What a config's non-shaping settings (`changed`, as `name=value`) do alone: shaping off's
+    resolve rate on long problems after T steps with them against the baseline's."""
+    own, base = row.get(C.F_RESOLVE_OWN_OFF_LONG), row.get(C.F_RESOLVE_OFF_LONG)
+    if own is None or base is None:
+        return None
+    return (
+        f"{changed} alone (shaping off with it) moves shaping off's resolve rate on long "
+        f"problems after {num(row, C.FORECAST_STEPS):.0f} steps from {percent(base)} to {percent(own)}"
+    )
