@@ -21,7 +21,9 @@ PREDICTIVE = 2.0
 minimises the worst error of the stated share over every distance from the bar (docs/report.md,
 "Confidence")."""
 ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
-"""The differences two configs that train alike hold 0 in (`Rule.alike_level`)."""
+"""The differences two configs that train alike hold 0 in: the bootstrap's own interval of each
+difference at `Rule.alike_level` (as docs/report.md says), not the widened spread the shares are
+read from."""
 
 
 @dataclass(frozen=True)
@@ -38,16 +40,19 @@ def _nan(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _spread(rows: list[Judged], resamples: pl.DataFrame, names: list[str]) -> dict[str, Any]:
+def _spread(
+    rows: list[Judged], resamples: pl.DataFrame, names: Sequence[str], scale: float = PREDICTIVE
+) -> dict[str, Any]:
     """Per column, (resample, row) values as a new log would see them: each resample's deviation
-    from the point scaled by PREDICTIVE (a new log carries its own noise on top of this one's)."""
+    from the point scaled by PREDICTIVE (a new log carries its own noise on top of this one's);
+    `scale=1`: the bootstrap's own values."""
     ids = [r.row[S.CONFIG_ID] for r in rows]
     wide = {}
     for name in names:
         values = resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids)
         values = values.to_numpy().astype(np.float64)
         point = np.array([_nan(r.row.get(name)) for r in rows])
-        wide[name] = np.where(np.isfinite(point), point + PREDICTIVE * (values - point), values)
+        wide[name] = np.where(np.isfinite(point), point + scale * (values - point), values)
     return wide
 
 
@@ -62,7 +67,8 @@ def confidence(
     """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
     new log of the same size (`_spread`), and the rule's resolve criteria are applied again with
     its own interval ends (`rule.meets`); `ties` orders rows as the ranking's keys after the gain
-    do. Eligible rows whose differences to the pick hold 0 train alike (`_alike`)."""
+    do. Eligible rows whose differences to the pick hold 0 in the bootstrap's own interval train
+    alike (`_alike`)."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),
@@ -92,7 +98,8 @@ def confidence(
     won = {i: float(counts[i] / gain.shape[0]) for i in range(n)}
     if pick is None:
         return Confidence(won, [], None)
-    alike = [j for j in eligible if j != pick and _alike(wide, j, pick, rule.alike_level)]
+    own = _spread(rows, resamples, ALIKE_READS, scale=1.0)
+    alike = [j for j in eligible if j != pick and _alike(own, j, pick, rule.alike_level)]
     in_set = np.isin(winner, [pick, *alike]) & counted
     return Confidence(won, alike, float(in_set.mean()))
 

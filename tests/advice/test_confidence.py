@@ -213,3 +213,27 @@ def test_the_stated_share_is_within_15_points_of_how_often_the_pick_repeats(dist
     # two-way normal model's minimum worst case is 14.5 points; 16 measured on these logs).
     tolerance = 0.17 if distance == 0 else 0.15
     assert abs(np.mean(stated) - repeat) <= tolerance, (np.mean(stated), repeat)
+
+
+def test_alike_reads_the_bootstraps_own_interval_of_the_difference_not_the_widened_spread():
+    # c2 - c1 is +0.1 min give or take 0.075 in every resample: its 90% interval is about
+    # [+0.03, +0.17] and holds no 0, so c2 does not train alike. The spread the share is read
+    # from doubles each deviation ([-0.05, +0.25]: it holds 0), which must not decide likeness.
+    spread = np.linspace(-0.075, 0.075, 20)
+    frame = summary(
+        OFF, {"forecast/solve_minutes_vs_off": -0.6}, {"forecast/solve_minutes_vs_off": -0.5}
+    )
+    table = resamples(
+        {
+            "c0": [(1.0, 1.0, 0.0, 0.0)] * 20,
+            "c1": [(1.0, 1.0, -0.6, 0.0)] * 20,
+            "c2": [(1.0, 1.0, -0.5 + e, 0.0) for e in spread],
+        }
+    )
+    best = recommend(frame, resamples=table).row(0, named=True)
+    assert best["config_id"] == "c1"
+    assert best["alike"] == []
+    # The widened spread makes c2 fastest where 2e < -0.1: 4 resamples of 20. The set is the
+    # pick alone, so its share is the pick's own.
+    assert best["won_share"] == 0.8
+    assert best["set_share"] == 0.8
