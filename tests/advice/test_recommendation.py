@@ -86,7 +86,7 @@ def test_the_recommendation_table_carries_what_the_rule_read_under_its_summary_n
     assert best["forecast/steps"] == 50.0
     assert best["reasons"] == (
         "successes end 0.7 min sooner than under shaping off after 50 steps; it ends at 30.0% "
-        "resolved on long problems after 50 steps, 100.0% of shaping off's 30.0% (it keeps +10.0 "
+        "resolved on long problems after 50 steps, 100.0% of shaping off's 30.0% (it gains +10.0 "
         "of shaping off's +10.0 points), over all problems 100.0% of shaping off's (low end "
         "97.0%); failures end as soon as under shaping off; no introduced inversion or unbounded "
         "explosion"
@@ -128,7 +128,7 @@ def test_keeping_shaping_off_names_the_best_trade_with_its_numbers():
     assert d.best_trade["trade"] == (
         "'config 2': successes end 0.34 min sooner than under shaping off after 50 steps, and it "
         "ends at 27.3% resolved on long problems after 50 steps, 91.0% of shaping off's 30.0% (it "
-        "keeps +7.3 of shaping off's +10.0 points); over all problems it keeps 92.0% of shaping "
+        "gains +7.3 of shaping off's +10.0 points); over all problems it keeps 92.0% of shaping "
         "off's resolve rate"
     )
     trades = dict(verdict.select("config_id", "trade").rows())
