@@ -94,9 +94,32 @@ def keep_off_text(d: Decision, rule: Rule) -> str:
     )
 
 
-def confidence_text(row: dict[str, Any]) -> str:
+def _picked_for(row: dict[str, Any], alike: Sequence[dict[str, Any] | None]) -> str:
+    """Why the rule picks `row` over the configs that train alike (their recommendation rows,
+    None where unknown): 'soonest' only where its successes end sooner than each of theirs by
+    more than the minutes' rounding (shaping off's at 0); else the tie-break that decided."""
+    mine = 0.0 if row.get(S.SHAPING_OFF) else row.get(C.F_SOLVE_VS_OFF)
+
+    def apart(theirs: Any) -> bool:
+        shown = C.show(C.F_SOLVE_VS_OFF, mine) != C.show(C.F_SOLVE_VS_OFF, theirs)
+        return theirs is not None and mine is not None and mine < theirs and shown
+
+    if all(
+        a is not None and apart(0.0 if a.get(S.SHAPING_OFF) else a.get(C.F_SOLVE_VS_OFF))
+        for a in alike
+    ):
+        return ", whose successes end soonest"
+    return (
+        " by its tie-break (the smaller λ, then shaping off, then the fewest settings away from "
+        "their defaults): its successes end no sooner than each of theirs beyond rounding"
+    )
+
+
+def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
     """How sure the pick is: its outcome at the horizon with its interval, the configs that
-    train like it, and how often a new log of the same size would give the same pick."""
+    train like it, and how often a new log of the same size would give the same pick. `others`:
+    the recommendation table's rows (the alike configs' minutes are read from them; where one is
+    missing, no 'soonest' is claimed)."""
     parts = []
     low, low_long = row.get(C.F_RESOLVE_VS_OFF_LOW), row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
     if not row.get(S.SHAPING_OFF) and low_long is not None:
@@ -108,14 +131,16 @@ def confidence_text(row: dict[str, Any]) -> str:
             + "."
         )
     alike = [a for a in row.get("alike") or [] if a != row.get("label")]
+    by_label = {o.get("label"): o for o in others}
     share = row.get("set_share")
     if share is None:
         share = row.get("won_share")
     if alike:
         names = ", ".join(f"'{a}'" for a in alike)
+        picked = _picked_for(row, [by_label.get(a) for a in alike])
         parts.append(
             f"{names} train{'s' if len(alike) == 1 else ''} alike here (within the interval); "
-            f"the rule picks '{row.get('label')}', whose successes end soonest."
+            f"the rule picks '{row.get('label')}'{picked}."
         )
     if share is not None:
         which = "it or a config that trains alike" if alike else "it"

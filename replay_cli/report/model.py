@@ -312,7 +312,7 @@ class Report:
     def confidence(self) -> str:
         """How sure the pick is (its interval and how often a new log would pick it)."""
         rec = self.decision.recommended
-        return "" if rec is None else confidence_text(rec)
+        return "" if rec is None else confidence_text(rec, self.recommendation.to_dicts())
 
     @property
     def rule_line(self) -> float:

@@ -114,7 +114,7 @@ def test_configs_whose_difference_holds_0_train_alike_and_share_the_pick():
     assert best["set_share"] == 1.0
     assert verdict["set_share"].to_list()[1:] == [None] * 3
     assert verdict["alike"].to_list()[1:] == [[]] * 3
-    assert confidence_text(best) == (
+    assert confidence_text(best, verdict.to_dicts()) == (
         "The low end of the interval of its resolve rate after 50 steps is 96.0% of shaping "
         "off's on long problems and 97.0% over all problems. 'config 2' trains alike here "
         "(within the interval); the rule picks 'config 1', whose successes end soonest. A new "
