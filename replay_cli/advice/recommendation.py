@@ -321,7 +321,7 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     if not {"half", "twice"} <= set(ran):
         return None
     off, rows = shaping_off(summary).to_list(), list(summary.iter_rows(named=True))
-    moved = []
+    moved, held = [], []
     for check in ran:
         views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)
         there = _rank(judge_rows(views, off, rule), rule)
@@ -331,10 +331,24 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
             moved.append(f"{where[check]} no config passes the rule")
         elif there.ranked[0].row[S.CONFIG_ID] != best_id:
             moved.append(f"{where[check]} the rule would pick '{there.ranked[0].row['label']}'")
-    held = "the verdict holds at half and at twice the step budget"
-    if {"half_steps", "twice_steps"} <= set(ran):
-        held += f" and after {halfway} and {twice} steps"
-    return "; ".join(moved) or held
+        else:
+            held.append(check)
+    said = _checks_text(held, halfway, twice)
+    if not moved:
+        return f"the verdict holds {said}"
+    return "; ".join(moved) + (f"; the rule still picks it {said}" if held else "")
+
+
+def _checks_text(checks: list[str], halfway: int, twice: int) -> str:
+    """The checks in words: 'at half and at twice the step budget and after 25 and 100 steps'."""
+    budgets = [c for c in checks if c in ("half", "twice")]
+    steps = [
+        {"half_steps": halfway, "twice_steps": twice}[c] for c in checks if c.endswith("_steps")
+    ]
+    parts = [" and ".join(f"at {c}" for c in budgets) + " the step budget"] if budgets else []
+    if steps:
+        parts.append("after " + " and ".join(str(n) for n in steps) + " steps")
+    return " and ".join(parts)
 
 
 def _tradeable(r: Judged, rule: Rule) -> bool:

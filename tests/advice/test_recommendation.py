@@ -523,11 +523,21 @@ SLIPS = kept(0.93, 0.90, "@long")
     ("a", "b", "check"),
     [
         ({}, {}, "the verdict holds at half and at twice the step budget"),
-        ({"half": SLIPS}, {}, "at half the step budget the rule would pick 'config 2'"),
+        (
+            {"half": SLIPS},
+            {},
+            (
+                "at half the step budget the rule would pick 'config 2'; the rule still picks it "
+                "at twice the step budget"
+            ),
+        ),
         (
             {"twice": SLIPS},
             {"twice": SLIPS},
-            "at twice the step budget the rule would pick 'config 0'",
+            (
+                "at twice the step budget the rule would pick 'config 0'; the rule still picks it "
+                "at half the step budget"
+            ),
         ),
         (
             {"half": SLIPS, "twice": {"forecast/solve_minutes_vs_off": -0.3}},
@@ -553,7 +563,10 @@ def test_the_budget_check_says_where_no_config_passes_and_needs_both_budgets():
     rows = summary(budgets({}, half=SLIPS), budgets({"forecast/solve_minutes_vs_off": -0.3}))
     rows = rows.with_columns(pl.lit(0.90).alias("forecast/resolve_vs_off_low_half@long"))
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "at half the step budget no config passes the rule"
+    assert check == (
+        "at half the step budget no config passes the rule; the rule still picks it at twice the "
+        "step budget"
+    )
     # Without the forecasts at both other budgets there is nothing to check.
     half_only = rows.drop([C.at_check(name, "twice") for name in RULE_READS])
     assert recommend(half_only)["budget_check"].to_list() == [None, None]
@@ -569,7 +582,10 @@ def test_the_budget_check_says_where_the_data_cannot_decide_at_another_budget():
         budgets({}, twice=wide),
     )
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "at twice the step budget there is not enough data to decide"
+    assert check == (
+        "at twice the step budget there is not enough data to decide; the rule still picks it at "
+        "half the step budget"
+    )
 
 
 def test_a_validation_only_input_has_nothing_to_judge_and_says_so():
@@ -599,4 +615,8 @@ def test_the_check_names_the_horizon_where_the_pick_moves_and_both_where_it_hold
     )
     rows = summary(checked(OFF), checked(faster, twice_steps=SLIPS), checked({}))
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "after 100 steps the rule would pick 'config 2'"
+    # A failed check never hides the checks that held.
+    assert check == (
+        "after 100 steps the rule would pick 'config 2'; the rule still picks it at half and at "
+        "twice the step budget and after 25 steps"
+    )
