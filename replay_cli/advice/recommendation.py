@@ -41,6 +41,8 @@ from replay_cli.parameters import registry
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
 """`unrated`: what the rule reads is missing (no forecast, too few problems, or a report of an
 earlier version); the reason says which."""
+UNDECIDED = "; and "
+"""Joins an avoided config's static failures to why nothing was judged on resolve rate."""
 SAME_NUMBERS_NEEDED = (C.TRAINED_DIGEST,)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
@@ -215,7 +217,10 @@ def _without_outcome(rows: list[Judged]) -> tuple[list[Judged], dict[int, str]]:
 
 def _reasons(r: Judged, ranking: Ranking, rule: Rule) -> str:
     if r.failed:
-        return "; ".join(c.why(r.row, rule) for c in r.failed)
+        failed = "; ".join(c.why(r.row, rule) for c in r.failed)
+        # Undecided (no forecast, too little data): the failures that need no forecast, then
+        # why the resolve rate was not judged, which the decision reads (`undecided`).
+        return failed if ranking.decided else f"{failed}{UNDECIDED}{ranking.said[r.index]}"
     if r.index in ranking.said:
         return ranking.said[r.index]
     if r.off:
@@ -395,6 +400,21 @@ def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) 
     ]
     roles = {r.index: "unrated" for r in rows}
     return _table(Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False), Rule())
+
+
+def undecided(verdict: pl.DataFrame) -> str | None:
+    """Why the verdict decided nothing (no forecast, too little data: every config unrated or
+    avoided for a failure that needs no forecast), else None."""
+    if verdict.is_empty() or verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3])).height:
+        return None
+    unrated = verdict.filter(pl.col(C.ROLE) == "unrated")
+    if unrated.height:
+        return unrated[C.REASONS][0]
+    for why in verdict[C.REASONS].to_list():
+        tail = why.rpartition(UNDECIDED)[2] if UNDECIDED in why else ""
+        if tail.startswith(("not enough data to decide", NO_FORECAST, NO_TRAINING)):
+            return tail
+    return None
 
 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:

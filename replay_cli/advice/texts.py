@@ -90,3 +90,20 @@ def why_eligible(row: dict[str, Any]) -> str:
         f"{_faster_text(row, C.F_FAIL_VS_OFF, 'failures')}; no introduced inversion or "
         "unbounded explosion"
     )
+
+
+def off_course_text(row: dict[str, Any], whose: str, is_off: bool, twins: int = 1) -> str:
+    """Shaping off's course on long problems as the config `row` (`whose`: 'the pick', 'the best
+    trade', ...) is compared with it, naming which shaping-off run that is: the config itself
+    where it is shaping off, else its twin (its estimator, clip and masking, no shaping); with
+    more than one twin in the report (`twins`), that each config has its own."""
+    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
+    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
+    which = (
+        f"'{row['label']}', {whose}"
+        if is_off
+        else f"the run {whose} '{row['label']}' is compared with: its estimator, clip and "
+        "masking, no shaping"
+    )
+    each = "; each config is compared with its own shaping-off twin" if twins > 1 else ""
+    return f"shaping off ({which}{each}) takes long problems from {start} to {off} resolved"

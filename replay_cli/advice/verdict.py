@@ -18,7 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import INPUT_COERCED, findings
-from replay_cli.advice.recommendation import ROLES, near_misses, recommend
+from replay_cli.advice.recommendation import ROLES, near_misses, recommend, undecided
 from replay_cli.advice.rule import Rule, resolve_criteria
 from replay_cli.advice.texts import pct_ratio
 from replay_cli.rollouts.value_checks import Coerced
@@ -34,7 +34,8 @@ class Decision:
     avoid: list[dict[str, Any]]
     near_misses: list[dict[str, Any]]
     unrated: str | None
-    """Why no config was rated (a report of an earlier version), else None."""
+    """Why no config was rated (no forecast, not enough data, a report of an earlier version),
+    else None: the one verdict every surface words the same, avoided configs or not."""
     keep_off: bool
     """The recommended config is shaping off: no shaped config is worth launching."""
     shaped_eligible: int
@@ -53,7 +54,7 @@ class Decision:
             found = verdict.filter(pl.col(flag) == role if flag == C.ROLE else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
-        recommended, unrated = first("recommended"), first("unrated")
+        recommended, unrated = first("recommended"), undecided(verdict)
         eligible = verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3]))
         off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
         return cls(
@@ -63,7 +64,7 @@ class Decision:
             near_misses=(
                 [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
             ),
-            unrated=None if unrated is None else unrated["reasons"],
+            unrated=unrated,
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
             shaped_eligible=eligible.filter(~off).height,
             best_trade=first("", "best_trade"),

@@ -22,9 +22,11 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
-from replay_cli.advice.rule import Rule
+from replay_cli.advice.rule import Rule, shaping_off
+from replay_cli.advice.texts import off_course_text
 from replay_cli.advice.verdict import (
     Decision,
     Verdict,
@@ -323,6 +325,41 @@ class Report:
     def rule_text(self) -> str:
         """The rule in one sentence, with the thresholds this report was judged by."""
         return self.rule.summary_text()
+
+    @property
+    def bar_text(self) -> str:
+        """The resolve bar the verdict used, from the rule it was judged by, at its horizon."""
+        steps = self.summary[C.FORECAST_STEPS][0] if C.FORECAST_STEPS in self.summary else None
+        return self.rule.bar_text(steps)
+
+    @property
+    def off_course(self) -> str | None:
+        """Shaping off's course on long problems as the decision's config is compared with it:
+        the pick's own twin (else the best trade's, else the first config's), named; None
+        without a forecast."""
+        summary = self.summary
+        if C.F_RESOLVE_OFF_LONG not in summary.columns or summary.is_empty():
+            return None
+        d = self.decision
+        chosen = [(d.recommended, "the pick"), (self.trade, "the best trade")]
+        cid, whose = next(((r[S.CONFIG_ID], w) for r, w in chosen if r is not None), (None, ""))
+        index = summary[S.CONFIG_ID].to_list().index(cid) if cid is not None else 0
+        row = summary.row(index, named=True)
+        is_off = bool(shaping_off(summary)[index])
+        twins = summary[C.F_RESOLVE_OFF_LONG].drop_nulls().n_unique()
+        return off_course_text(row, whose or "the first config", is_off, twins)
+
+    @property
+    def pick_warnings(self) -> list[tuple[str, str]]:
+        """The hazards and warnings the findings say of the recommended config, as (severity,
+        text): the decision says them with the pick, never only in the findings."""
+        rec = self.decision.recommended
+        found = self.findings
+        if rec is None or found.is_empty():
+            return []
+        mine = pl.col(S.CONFIG_ID) == rec[S.CONFIG_ID]
+        grave = found.filter(mine & pl.col("severity").is_in(["hazard", "warning"]))
+        return list(grave.select("severity", "text").iter_rows())
 
 
 def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:
