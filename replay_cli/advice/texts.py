@@ -99,11 +99,6 @@ def off_course_text(row: dict[str, Any], whose: str, is_off: bool, twins: int = 
     more than one twin in the report (`twins`), that each config has its own."""
     start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
     off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
-    which = (
-        f"'{row['label']}', {whose}"
-        if is_off
-        else f"the run {whose} '{row['label']}' is compared with: its estimator, clip and "
-        "masking, no shaping"
-    )
-    each = "; each config is compared with its own shaping-off twin" if twins > 1 else ""
+    which = whose if is_off else f"the twin of {whose}: its estimator, clip and masking"
+    each = "; each config has its own twin" if twins > 1 else ""
     return f"shaping off ({which}{each}) takes long problems from {start} to {off} resolved"

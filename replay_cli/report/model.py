@@ -345,9 +345,10 @@ class Report:
         cid, whose = next(((r[S.CONFIG_ID], w) for r, w in chosen if r is not None), (None, ""))
         index = summary[S.CONFIG_ID].to_list().index(cid) if cid is not None else 0
         row = summary.row(index, named=True)
+        whose = f"{whose or 'the first config'} '{row['label']}'"
         is_off = bool(shaping_off(summary)[index])
         twins = summary[C.F_RESOLVE_OFF_LONG].drop_nulls().n_unique()
-        return off_course_text(row, whose or "the first config", is_off, twins)
+        return off_course_text(row, whose, is_off, twins)
 
     @property
     def pick_warnings(self) -> list[tuple[str, str]]:
@@ -359,7 +360,11 @@ class Report:
             return []
         mine = pl.col(S.CONFIG_ID) == rec[S.CONFIG_ID]
         grave = found.filter(mine & pl.col("severity").is_in(["hazard", "warning"]))
-        return list(grave.select("severity", "text").iter_rows())
+        prefix = f"{rec['label']}: "  # the decision names the pick already
+        return [
+            (sev, text.removeprefix(prefix))
+            for sev, text in grave.select("severity", "text").iter_rows()
+        ]
 
 
 def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:

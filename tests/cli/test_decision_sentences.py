@@ -53,13 +53,12 @@ def test_the_forecast_line_reads_the_picks_own_twin_not_row_0(capsys, tmp_path):
     print_forecast(report)
     out = capsys.readouterr().out
     assert (
-        "  shaping off (the run the pick 'config 1' is compared with: its estimator, clip and "
-        "masking, no shaping; each config is compared with its own shaping-off twin) takes long "
-        "problems from 50.0% to 60.2% resolved.\n"
+        "  shaping off (the twin of the pick 'config 1': its estimator, clip and masking; each "
+        "config has its own twin) takes long problems from 50.0% to 60.2% resolved.\n"
     ) in out
     assert "59.9%" not in out
     intro = _forecast(report, tmp_path).split("</p>")[0]  # the table below shows every row
-    assert "Shaping off (the run the pick &#x27;config 1&#x27; is compared with" in intro
+    assert "Shaping off (the twin of the pick &#x27;config 1&#x27;: its estimator" in intro
     assert "from 50.0% to 60.2% resolved" in intro
     assert "59.9%" not in intro
 
@@ -69,7 +68,7 @@ def test_a_shaping_off_pick_is_named_as_the_run_itself(capsys):
     assert report.decision.keep_off
     print_forecast(report)
     assert (
-        "  shaping off ('config 0', the pick) takes long problems from 20.0% to 30.0% resolved."
+        "  shaping off (the pick 'config 0') takes long problems from 20.0% to 30.0% resolved."
         in (capsys.readouterr().out)
     )
 
@@ -79,13 +78,13 @@ def test_the_decision_states_the_bar_from_the_rule(capsys):
     print_decision(report_of(summary(OFF, PICK, RUNNER), rule))
     out = capsys.readouterr().out
     assert (
-        "  bar: the low end of the interval of the resolve rate after 50 steps at least 90% of "
-        "shaping off's over all problems and 85% on long problems\n"
+        "  bar: low end of the resolve rate's interval after 50 steps ≥ 90% of shaping off's "
+        "overall and 85% on long problems\n"
     ) in out
     print_decision(report_of(summary(OFF, PICK, RUNNER)))
     assert (
-        "  bar: the low end of the interval of the resolve rate after 50 steps at least 95% of "
-        "shaping off's, over all problems and on long problems\n"
+        "  bar: low end of the resolve rate's interval after 50 steps ≥ 95% of shaping off's, "
+        "overall and on long problems\n"
     ) in capsys.readouterr().out
 
 
@@ -99,10 +98,10 @@ def test_a_warning_on_the_pick_is_said_in_the_decision(capsys, tmp_path):
     assert lines[0] == "Recommended: config 1"
     assert lines[1].startswith("  why: ")
     assert lines[2].startswith(
-        "  warning: config 1: teaches failures to give up sooner: after 50 steps a failure ends "
+        "  warning: teaches failures to give up sooner: after 50 steps a failure ends "
         "2 min sooner than under shaping off"
     )
-    assert "Warning:</b> config 1: teaches failures to give up sooner" in _decision(report)
+    assert "Warning:</b> teaches failures to give up sooner" in _decision(report)
     # A pick without one gets no warning line.
     print_decision(report_of(summary(OFF, PICK, RUNNER)))
     assert "warning:" not in capsys.readouterr().out
