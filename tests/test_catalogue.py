@@ -38,7 +38,7 @@ VOCABULARY = {
 forecast table's `metric` values, the recommendation table's columns, the `@long` scope."""
 PENDING = {
     "advice/rule.py": "resolve",
-    "advice/verdict.py": "set_share won_share best_trade alike reasons",
+    "advice/verdict.py": "set_share won_share best_trade alike",
     "cli/terminal.py": "role*3 overrides*2 budget_check trade reasons",
     "engine/first_step.py": "resolve*4 solve_minutes*3 fail_minutes*3",
     "engine/pushes.py": "resolve",

@@ -23,7 +23,9 @@ this log's value is taken to be than the bootstrap's (`calibrated_spread`)."""
 BLOCK = 1_000_000
 """At most this many (pseudo-log, resample, config) cells at once in the calibration (memory)."""
 ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
-"""The differences two configs that train alike hold 0 in (`Rule.alike_level`)."""
+"""The differences two configs that train alike hold 0 in: the bootstrap's own interval of each
+difference at `Rule.alike_level` (as docs/report.md says), not the widened spread the shares are
+read from."""
 
 
 @dataclass(frozen=True)
@@ -175,9 +177,10 @@ def confidence(
 ) -> Confidence | None:
     """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
     new log of the same size, its deviation from this log spread by `rule.spread` (None: the
-    factor the second-level bootstrap calibrates, `calibrated_spread`), and the rule's resolve criteria are applied
-    again with its own interval ends (`rule.meets`); `ties` orders rows as the ranking's keys
-    after the gain do. Eligible rows whose differences to the pick hold 0 train alike."""
+    factor the second-level bootstrap calibrates, `calibrated_spread`), and the rule's resolve
+    criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
+    the ranking's keys after the gain do. Eligible rows whose differences to the pick hold 0 in
+    the bootstrap's own interval (not the widened spread) train alike (`_alike`)."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),
@@ -199,7 +202,7 @@ def confidence(
     won = {i: float(counts[i] / winner.shape[0]) for i in range(n)}
     if pick is None:
         return Confidence(won, [], None, spread, repeat)
-    alike = [j for j in eligible if j != pick and _alike(wide, j, pick, rule.alike_level)]
+    alike = [j for j in eligible if j != pick and _alike(values, j, pick, rule.alike_level)]
     in_set = np.isin(winner, [pick, *alike]) & counted
     return Confidence(won, alike, float(in_set.mean()), spread, repeat)
 

@@ -48,6 +48,8 @@ from replay_cli.parameters import registry
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
 """`unrated`: what the rule reads is missing (no forecast, too few problems, no training
 group); the reason says which."""
+UNDECIDED = "; and "
+"""Joins an avoided config's static failures to why nothing was judged on resolve rate."""
 SAME_NUMBERS_NEEDED = (C.TRAINED_DIGEST,)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
@@ -292,7 +294,10 @@ def _reasons(r: Judged, ranking: Ranking, rule: Rule) -> str:
 
 def _said(r: Judged, ranking: Ranking, rule: Rule) -> str:
     if r.failed:
-        return "; ".join(c.why(r.row, rule) for c in r.failed)
+        failed = "; ".join(c.why(r.row, rule) for c in r.failed)
+        # Undecided (no forecast, too little data): the failures that need no forecast, then
+        # why the resolve rate was not judged, which the decision reads (`undecided`).
+        return failed if ranking.decided else f"{failed}{UNDECIDED}{ranking.said[r.index]}"
     if r.index in ranking.said:
         return ranking.said[r.index]
     if r.off:
@@ -399,7 +404,7 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     if not {"half", "twice"} <= set(ran):
         return None
     off, rows = _reference(summary), list(summary.iter_rows(named=True))
-    moved = []
+    moved, held = [], []
     for check in ran:
         views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)
         there = _rank(judge_rows(views, off, rule), rule)
@@ -409,10 +414,24 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
             moved.append(f"{where[check]} no config passes the rule")
         elif there.ranked[0].row[S.CONFIG_ID] != best_id:
             moved.append(f"{where[check]} the rule would pick '{there.ranked[0].row['label']}'")
-    held = "the verdict holds at half and at twice the step budget"
-    if {"half_steps", "twice_steps"} <= set(ran):
-        held += f" and after {halfway} and {twice} steps"
-    return "; ".join(moved) or held
+        else:
+            held.append(check)
+    said = _checks_text(held, halfway, twice)
+    if not moved:
+        return f"the verdict holds {said}"
+    return "; ".join(moved) + (f"; the rule still picks it {said}" if held else "")
+
+
+def _checks_text(checks: list[str], halfway: int, twice: int) -> str:
+    """The checks in words: 'at half and at twice the step budget and after 25 and 100 steps'."""
+    budgets = [c for c in checks if c in ("half", "twice")]
+    steps = [
+        {"half_steps": halfway, "twice_steps": twice}[c] for c in checks if c.endswith("_steps")
+    ]
+    parts = [" and ".join(f"at {c}" for c in budgets) + " the step budget"] if budgets else []
+    if steps:
+        parts.append("after " + " and ".join(str(n) for n in steps) + " steps")
+    return " and ".join(parts)
 
 
 def _tradeable(r: Judged, rule: Rule) -> bool:
@@ -454,6 +473,21 @@ def _unrated(summary: pl.DataFrame, why: str) -> pl.DataFrame:
     ]
     roles = {r.index: "unrated" for r in rows}
     return _table(Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False), Rule())
+
+
+def undecided(verdict: pl.DataFrame) -> str | None:
+    """Why the verdict decided nothing (no forecast, too little data: every config unrated or
+    avoided for a failure that needs no forecast), else None."""
+    if verdict.is_empty() or verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3])).height:
+        return None
+    unrated = verdict.filter(pl.col(C.ROLE) == "unrated")
+    if unrated.height:
+        return unrated[C.REASONS][0]
+    for why in verdict[C.REASONS].to_list():
+        tail = why.rpartition(UNDECIDED)[2] if UNDECIDED in why else ""
+        if tail.startswith(("not enough data to decide", NO_FORECAST, NO_TRAINING)):
+            return tail
+    return None
 
 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:

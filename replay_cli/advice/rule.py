@@ -128,6 +128,19 @@ class Rule(BaseModel):
         """The smallest solve-minute gain after T steps that counts."""
         return self.min_faster * num(row, C.F_SOLVE_OFF)
 
+    def bar_text(self, steps: float | None = None) -> str:
+        """The resolve bar a config had to clear, from the rule's thresholds: 'low end of the
+        resolve rate's interval after 50 steps ≥ 95% of shaping off's, overall and on long
+        problems'."""
+        after = "T" if steps is None else f"{steps:.0f}"
+        overall, long = pct(self.min_resolve_vs_off), pct(self.min_resolve_vs_off_long)
+        where = (
+            f"{overall} of shaping off's, overall and on long problems"
+            if overall == long
+            else f"{overall} of shaping off's overall and {long} on long problems"
+        )
+        return f"low end of the resolve rate's interval after {after} steps ≥ {where}"
+
     def summary_text(self) -> str:
         """The rule in one sentence, with its thresholds (the page and the terminal print it)."""
         return (

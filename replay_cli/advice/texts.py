@@ -26,8 +26,9 @@ def pct_ratio(x: float | None) -> str:
 def horizon_text(row: dict[str, Any], where: str = C.LONG) -> str:
     """The outcome at the horizon in the one wording every surface uses, a predicate for 'it
     ...' or "'label' ...": 'ends at 50.7% resolved on long problems after 50 steps, 97.5% of
-    shaping off's 52.0% (it keeps +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
-    problems (no long problems in this input)' where there is none."""
+    shaping off's 52.0% (it gains +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
+    problems (no long problems in this input)' where there is none. 'Kept' is only ever the ratio
+    of end levels (97.5% of shaping off's); the progress from the start is a gain."""
     on = row.get(C.scoped(C.F_RESOLVE, where))
     off = row.get(C.scoped(C.F_RESOLVE_OFF, where))
     start = row.get(C.scoped(C.F_RESOLVE_START, where))
@@ -42,7 +43,7 @@ def horizon_text(row: dict[str, Any], where: str = C.LONG) -> str:
     )
     if start is not None:
         text += (
-            f" (it keeps {points(on - start)} of shaping off's {points(off - start)} points)"
+            f" (it gains {points(on - start)} of shaping off's {points(off - start)} points)"
             if off - start > 1e-12
             else f" (shaping off moves it {points(off - start)} points)"
         )
@@ -100,4 +101,17 @@ def setting_text(row: dict[str, Any], changed: str) -> str | None:
     return (
         f"{changed} alone (shaping off with it) moves shaping off's resolve rate on long "
         f"problems after {num(row, C.FORECAST_STEPS):.0f} steps from {percent(base)} to {percent(own)}"
+    )
+
+
+def off_course_text(row: dict[str, Any], whose: str) -> str:
+    """Shaping off's course on long problems as the config `row` (`whose`: 'the pick', 'the best
+    trade', ...) is compared with it: the one baseline every config is measured against
+    (`forecasting.runs.footing`: shaping off with the sweep's settings nearest the defaults)."""
+    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
+    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
+    return (
+        f"shaping off (the baseline {whose} and every config is measured against: shaping off "
+        f"with the sweep's settings nearest the defaults) takes long problems from {start} to "
+        f"{off} resolved"
     )

@@ -108,9 +108,13 @@ def print_decision(report: Report) -> None:
         )
         for m in d.near_misses:
             typer.echo(f"  {m['label']}: {m['reasons']}")
+        typer.echo(f"  bar: {report.bar_text}")
     else:
         typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
         typer.echo(f"  why: {report.why}")
+        for severity, text in report.pick_warnings:
+            typer.echo(f"  {severity}: {text}")
+        typer.echo(f"  bar: {report.bar_text}")
         typer.echo(f"  confidence: {report.confidence}")
         typer.echo(f"  launch: {rec['overrides']}")
     trade = report.trade
@@ -119,7 +123,8 @@ def print_decision(report: Report) -> None:
         typer.echo(f"  launch it knowingly: {trade['overrides']}")
     if runner is not None:
         gain = sooner_than_off(runner.get(C.F_SOLVE_VS_OFF) or 0.0)
-        typer.echo(f"Runner-up: {runner['label']} (successes end {gain} after T steps)")
+        steps = f"{runner.get(C.FORECAST_STEPS) or 0:.0f}"
+        typer.echo(f"Runner-up: {runner['label']} (successes end {gain} after {steps} steps)")
     if d.avoid:
         typer.echo(
             f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "
@@ -140,22 +145,16 @@ def print_forecast(report: Report) -> None:
         return
     row = summary.row(0, named=True)
     steps = int(row[C.FORECAST_STEPS] or 0)
-    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
-    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
     sample = (
         f"{int(row.get(C.FORECAST_PROBLEMS) or 0):,} of "
         f"{int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0):,} problems per seed"
     )
-    sampled = int(row.get(C.FORECAST_PROBLEMS_SAMPLED) or row.get(C.FORECAST_PROBLEMS) or 0)
-    few = (
-        f" Only {sampled} problems: too few to decide (the rule needs {verdict.rule.min_problems})."
-        if sampled < verdict.rule.min_problems
-        else ""
-    )
     budget = row.get(C.FORECAST_BUDGET)
     size = "" if budget is None else f", a step budget of KL {float(budget):g} per step"
     typer.echo(f"Forecast (horizon T = {steps} steps{size}, {sample}):")
-    typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.{few}")
+    # The twin of the config the decision names, never another row's; too little data is said
+    # once, in the decision ("not enough data to decide").
+    typer.echo(f"  {report.off_course}.")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
     checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
     if checked.len() and checked[0]:

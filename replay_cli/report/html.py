@@ -302,11 +302,11 @@ def _decision(report: Report) -> str:
         cid = r[S.CONFIG_ID]
         return f'<a href="#cfg-{escape(cid)}">#{report.numbers[cid]} {escape(r["label"])}</a>'
 
-    if d.unrated:
-        return f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>'
     parts = []
     rec, runner = d.recommended, d.runner_up
-    if rec is None:
+    if d.unrated:  # the avoided configs (a failure that needs no forecast) are still listed
+        parts.append(f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>')
+    elif rec is None:
         misses = "".join(
             f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
             for m in d.near_misses
@@ -320,6 +320,11 @@ def _decision(report: Report) -> str:
         what = "Keep shaping off" if d.keep_off else "Recommended"
         parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
         parts.append(f"<p>{escape(report.why)}.</p>")
+        for severity, text in report.pick_warnings:
+            parts.append(
+                f'<p class="verdict avoid"><b>{severity.capitalize()}:</b> {escape(text)}</p>'
+            )
+        parts.append(f'<p class="muted">The bar: {escape(report.bar_text)}.</p>')
         parts.append(f'<p class="muted">{escape(report.confidence)}</p>')
         parts.append('<p class="muted">Launch it with these trainer overrides:</p>')
         parts.append(launch_block(rec["overrides"], "overrides"))
@@ -360,7 +365,7 @@ def _forecast(report: Report, directory: Path) -> str:
     settings = report.manifest.get("forecast") or {}
     row = summary.row(0, named=True)
     steps = int(row.get(C.FORECAST_STEPS) or 0)
-    start, off = row.get(C.F_RESOLVE_START_LONG), row.get(C.F_RESOLVE_OFF_LONG)
+    course = report.off_course or ""
     roles = report.verdict.recommendation
     checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
@@ -373,9 +378,7 @@ def _forecast(report: Report, directory: Path) -> str:
         f"{sampled:,} of the input's {total:,} problems (a sample stratified by length bucket); "
         "each level keeps its logged success rate, effort moves. Intervals: a paired bootstrap "
         "over the problems; the chart's bands are the seeds' range "
-        f'(docs/report.md, "The forecast"). Shaping off takes long problems from '
-        f"{escape(C.show(C.F_RESOLVE_START_LONG, start))} to "
-        f"{escape(C.show(C.F_RESOLVE_OFF_LONG, off))} resolved.</p>"
+        f'(docs/report.md, "The forecast"). {escape(course[:1].upper() + course[1:])}.</p>'
     )
     if checked and checked[0]:
         intro += f'<p class="muted">Checks: {escape(checked[0])}.</p>'

@@ -22,9 +22,11 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
 from replay_cli.advice.rule import Rule
+from replay_cli.advice.texts import off_course_text
 from replay_cli.advice.verdict import (
     Decision,
     Verdict,
@@ -248,13 +250,49 @@ class Report:
     def confidence(self) -> str:
         """How sure the pick is (its interval and how often a new log would pick it)."""
         rec = self.verdict.decision.recommended
-        return "" if rec is None else confidence_text(rec)
+        return "" if rec is None else confidence_text(rec, self.verdict.recommendation.to_dicts())
 
     @property
     def rule_line(self) -> float:
         """The rule's least share of shaping off's resolve rate (the frontier's line)."""
         rule = self.verdict.rule
         return min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+
+    @property
+    def bar_text(self) -> str:
+        """The resolve bar the verdict used, from the rule it was judged by, at its horizon."""
+        summary = self.result.summary
+        steps = summary[C.FORECAST_STEPS][0] if C.FORECAST_STEPS in summary else None
+        return self.verdict.rule.bar_text(steps)
+
+    @property
+    def off_course(self) -> str | None:
+        """Shaping off's course on long problems as the decision's config (the pick, else the
+        best trade, else the first config) is compared with it; None without a forecast."""
+        summary = self.result.summary
+        if C.F_RESOLVE_OFF_LONG not in summary.columns or summary.is_empty():
+            return None
+        chosen = [(self.verdict.decision.recommended, "the pick"), (self.trade, "the best trade")]
+        cid, whose = next(((r[S.CONFIG_ID], w) for r, w in chosen if r is not None), (None, ""))
+        index = summary[S.CONFIG_ID].to_list().index(cid) if cid is not None else 0
+        row = summary.row(index, named=True)
+        return off_course_text(row, f"{whose or 'the first config'} '{row['label']}'")
+
+    @property
+    def pick_warnings(self) -> list[tuple[str, str]]:
+        """The hazards and warnings the findings say of the recommended config, as (severity,
+        text): the decision says them with the pick, never only in the findings."""
+        rec = self.verdict.decision.recommended
+        found = self.verdict.findings
+        if rec is None or found.is_empty():
+            return []
+        mine = pl.col(S.CONFIG_ID) == rec[S.CONFIG_ID]
+        grave = found.filter(mine & pl.col("severity").is_in(["hazard", "warning"]))
+        prefix = f"{rec['label']}: "  # the decision names the pick already
+        return [
+            (sev, text.removeprefix(prefix))
+            for sev, text in grave.select("severity", "text").iter_rows()
+        ]
 
 
 def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def test_the_recommendation_table_carries_what_the_rule_read_under_its_summary_n
     assert best["forecast/steps"] == 50.0
     assert best["reasons"] == (
         "successes end 0.7 min sooner than under shaping off after 50 steps; it ends at 30.0% "
-        "resolved on long problems after 50 steps, 100.0% of shaping off's 30.0% (it keeps +10.0 "
+        "resolved on long problems after 50 steps, 100.0% of shaping off's 30.0% (it gains +10.0 "
         "of shaping off's +10.0 points), over all problems 100.0% of shaping off's (low end "
         "97.0%); failures end as soon as under shaping off; no introduced inversion or unbounded "
         "explosion"
@@ -104,7 +104,7 @@ def test_keeping_shaping_off_names_the_best_trade_with_its_numbers():
     assert d.best_trade["trade"] == (
         "'config 2': successes end 0.34 min sooner than under shaping off after 50 steps, and it "
         "ends at 27.3% resolved on long problems after 50 steps, 91.0% of shaping off's 30.0% (it "
-        "keeps +7.3 of shaping off's +10.0 points); over all problems it keeps 92.0% of shaping "
+        "gains +7.3 of shaping off's +10.0 points); over all problems it keeps 92.0% of shaping "
         "off's resolve rate"
     )
     trades = dict(verdict.select("config_id", "trade").rows())
@@ -499,11 +499,21 @@ SLIPS = kept(0.93, 0.90, "@long")
     ("a", "b", "check"),
     [
         ({}, {}, "the verdict holds at half and at twice the step budget"),
-        ({"half": SLIPS}, {}, "at half the step budget the rule would pick 'config 2'"),
+        (
+            {"half": SLIPS},
+            {},
+            (
+                "at half the step budget the rule would pick 'config 2'; the rule still picks it "
+                "at twice the step budget"
+            ),
+        ),
         (
             {"twice": SLIPS},
             {"twice": SLIPS},
-            "at twice the step budget the rule would pick 'config 0'",
+            (
+                "at twice the step budget the rule would pick 'config 0'; the rule still picks it "
+                "at half the step budget"
+            ),
         ),
         (
             {"half": SLIPS, "twice": {"forecast/solve_minutes_vs_off": -0.3}},
@@ -529,7 +539,10 @@ def test_the_budget_check_says_where_no_config_passes_and_needs_both_budgets():
     rows = summary(budgets({}, half=SLIPS), budgets({"forecast/solve_minutes_vs_off": -0.3}))
     rows = rows.with_columns(pl.lit(0.90).alias("forecast/resolve_vs_off_low_half@long"))
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "at half the step budget no config passes the rule"
+    assert check == (
+        "at half the step budget no config passes the rule; the rule still picks it at twice the "
+        "step budget"
+    )
     # Without the forecasts at both other budgets there is nothing to check.
     half_only = rows.drop([C.at_check(name, "twice") for name in RULE_READS])
     assert recommend(half_only)["budget_check"].to_list() == [None, None]
@@ -545,7 +558,10 @@ def test_the_budget_check_says_where_the_data_cannot_decide_at_another_budget():
         budgets({}, twice=wide),
     )
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "at twice the step budget there is not enough data to decide"
+    assert check == (
+        "at twice the step budget there is not enough data to decide; the rule still picks it at "
+        "half the step budget"
+    )
 
 
 def test_a_validation_only_input_has_nothing_to_judge_and_says_so():
@@ -575,4 +591,8 @@ def test_the_check_names_the_horizon_where_the_pick_moves_and_both_where_it_hold
     )
     rows = summary(checked(OFF), checked(faster, twice_steps=SLIPS), checked({}))
     (check,) = recommend(rows).filter(pl.col("role") == "recommended")["budget_check"]
-    assert check == "after 100 steps the rule would pick 'config 2'"
+    # A failed check never hides the checks that held.
+    assert check == (
+        "after 100 steps the rule would pick 'config 2'; the rule still picks it at half and at "
+        "twice the step budget and after 25 steps"
+    )
