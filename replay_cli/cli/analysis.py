@@ -139,12 +139,7 @@ PROGRESS_BYTES = 200 * 1024 * 1024
 
 
 def export_tensorboard(
-    report: Annotated[
-        Path,
-        typer.Argument(
-            help="A report directory.", exists=True, file_okay=False, show_default=False
-        ),
-    ],
+    report: ReportDir,
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Directory for the TensorBoard runs.", show_default=False),
@@ -160,12 +155,7 @@ def export_tensorboard(
 
 
 def export_wandb(
-    report: Annotated[
-        Path,
-        typer.Argument(
-            help="A report directory.", exists=True, file_okay=False, show_default=False
-        ),
-    ],
+    report: ReportDir,
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False),
