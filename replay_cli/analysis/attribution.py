@@ -47,8 +47,7 @@ def attribute(rollouts: Rollouts, base: ReplayConfig) -> pl.DataFrame:
     """One row per step with the attributed metrics and their change from nemo-rl.
 
     The last row's change is the full difference; the sum of the single-item changes differs from it
-    only by interactions between items, reported as the `interaction` row.
-    """
+    only by interactions between items, reported as the `interaction` row."""
     steps = attribution_configs(base)
     result = run_replay(rollouts, [cfg for _, _, cfg in steps])
     summary = result.summary

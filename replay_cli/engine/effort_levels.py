@@ -1,9 +1,8 @@
-"""Each rollout's effort level, gathered from a replay chunk by chunk: each training group's
-logged rollouts per level (`maths.problems.GroupLevels`, config-independent) and each config's
-advantages summed per level (`ConfigLevels`). The first-step diagnostic (engine/first_step.py)
-and the forecast (replay_cli/forecasting/) start from them and the problems they make up
-(`maths.problems.Problems`), never replaying again.
-"""
+"""Each rollout's effort level, gathered from a replay chunk by chunk: each training group's logged
+rollouts per level (`maths.problems.GroupLevels`, config-independent) and each config's advantages
+summed per level (`ConfigLevels`). The first-step diagnostic (engine/first_step.py) and the forecast
+(replay_cli/forecasting/) start from them and the problems they make up (`maths.problems.Problems`),
+never replaying again."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""NeMo-RL GRPO advantages as columns of a polars plan (spec §4.1), for the plans that group rows
-by an id column: the dynamic-sampling filters' survivors, verify.py's rebuilt groups.
+"""NeMo-RL GRPO advantages as columns of a polars plan (spec §4.1), for the plans that group rows by
+an id column: the dynamic-sampling filters' survivors, verify.py's rebuilt groups.
 
-The maths is grpo_arrays.py's (one implementation, the batched path's): each function hands
-the plan's reward, valid mask and group id to the numpy kernels through `map_batches`, sorting
-the rows stably by group id when they are not already the chunk's sorted runs, and puts the
-results back in row order. Float columns come out as float64 (the working precision's values).
-"""
+The maths is grpo_arrays.py's (one implementation, the batched path's): each function hands the
+plan's reward, valid mask and group id to the numpy kernels through `map_batches`, sorting the rows
+stably by group id when they are not already the chunk's sorted runs, and puts the results back in
+row order. Float columns come out as float64 (the working precision's values)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """One report: a judged replay's tables, its verdict and the record of how it was made (the
 manifest), built once and only read afterwards.
 
-`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it
-for a report directory, reading the verdict the report stored (a directory of an earlier version,
-which stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts, TensorBoard and W&B;
-`write.write` is its one serialiser, and `Report.read(write(report, d)) == report`. The views more
-than one surface shows live here: the frontier, the highlighted configs, the trade to show and the
-texts that state the rule's thresholds.
-"""
+`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it for a
+report directory, reading the verdict the report stored (a directory of an earlier version, which
+stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts,
+TensorBoard and W&B; `write.write` is its one serialiser, and `Report.read(write(report, d)) ==
+report`. The views more than one surface shows live here: the frontier, the highlighted configs, the
+trade to show and the texts that state the rule's thresholds."""
 
 from __future__ import annotations
 
@@ -131,10 +130,9 @@ class Report:
 
     @classmethod
     def read(cls, directory: str | Path, *, rows: bool = False) -> Report:
-        """The report in `directory`, with the verdict it stored; a directory written by an
-        earlier version of replay-cli, which stored none, is refused (rerun the replay). `rows`:
-        also read the per-row table's advantages, deductions and minutes (the distribution
-        charts)."""
+        """The report in `directory`, with the verdict it stored; a directory written by an earlier
+        version of replay-cli, which stored none, is refused (rerun the replay). `rows`: also read
+        the per-row table's advantages, deductions and minutes (the distribution charts)."""
         directory = Path(directory)
         missing = [name for name in NEEDED if not (directory / name).exists()]
         if missing:

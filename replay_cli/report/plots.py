@@ -2,9 +2,8 @@
 
 The charts across configs live in plots_sweep.py; here are the per-config ones (drawn for the
 highlighted configs only: `--highlight`, default shaping off plus the best and worst by the
-frontier), the internal-run comparison, and the set a report renders. matplotlib is imported
-inside the functions so that `replay-cli --help` stays fast.
-"""
+frontier), the internal-run comparison, and the set a report renders. matplotlib is imported inside
+the functions so that `replay-cli --help` stays fast."""
 
 from __future__ import annotations
 
