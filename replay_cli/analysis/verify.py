@@ -79,6 +79,10 @@ def candidate_params(
     return out
 
 
+DESCRIBED = {"baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high"}
+"""The settings a candidate row names (in AdvantageParams' field order)."""
+
+
 def recompute(rows: pl.DataFrame, p: AdvantageParams) -> pl.DataFrame:
     """The rows with `recomputed`, the advantage NeMo-RL computes from the logged rewards."""
     lf = rows.lazy().with_columns(
@@ -90,17 +94,6 @@ def recompute(rows: pl.DataFrame, p: AdvantageParams) -> pl.DataFrame:
             "_gid", "_valid", "_b", "_s", "_u", "_eq", "_n"
         )
     )
-
-
-def _describe(p: AdvantageParams) -> dict:
-    return {
-        "baseline": p.baseline,
-        "normalize": p.normalize,
-        "std_guard": p.std_guard,
-        "exclude_masked": p.exclude_masked,
-        "clip_low": p.clip_low,
-        "clip_high": p.clip_high,
-    }
 
 
 def verify(
@@ -142,7 +135,7 @@ def verify(
         results.append(
             {
                 "candidate": i,
-                **_describe(p),
+                **p.model_dump(include=DESCRIBED),
                 "rows": sub.height,
                 "differing_rows": int(sub["differs"].sum()),
                 "rows_within_bound": int(sub["needed_bound"].sum()),

@@ -129,11 +129,6 @@ def explain(
         terminal.print_attribution(table)
 
 
-def _report_ignored(ignored: list[str]) -> None:
-    if ignored:
-        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
-
-
 PROGRESS_BYTES = 200 * 1024 * 1024
 """Imports of more than this many bytes show a progress bar (on a terminal)."""
 
@@ -301,7 +296,8 @@ def verify(
             paths, base, ignored = parameters.base_layer(
                 sources, run_config, ignore_unknown_overrides
             )
-            _report_ignored(ignored)
+            if ignored:
+                typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
             (config,) = parameters.expand({**base, **given}, {})
             rewards = api.compare_logged_rewards(paths, train_data, config)
         terminal.print_verification(result, rewards)
