@@ -10,9 +10,7 @@ from replay_cli.catalogue.metric import (
     LONG,
     Family,
     Metric,
-    bound,
     bounds_of,
-    off,
     scoped,
     scopes_of,
     twin_off,
@@ -49,7 +47,6 @@ FAIL_MINUTES = STEP(
     "change of the mean minutes of a failed rollout after one step",
     "minutes_per_step",
 )
-RESOLVE_OFF = off(RESOLVE)
 
 STEP_VS_OFF = Family(
     "against shaping off",
@@ -82,11 +79,7 @@ FAIL_VS_OFF = STEP_VS_OFF(
     short="1st fail Δ",
 )
 
-RESOLVE_VS_OFF_LOW = bound(RESOLVE_VS_OFF, "low")
-RESOLVE_VS_OFF_HIGH = bound(RESOLVE_VS_OFF, "high")
 RESOLVE_VS_OFF_LONG = scoped(RESOLVE_VS_OFF, LONG)
-RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", LONG)
-RESOLVE_LONG = scoped(RESOLVE, LONG)
 SOLVE_VS_OFF_LONG = scoped(SOLVE_VS_OFF, LONG)
 FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, LONG)
 

@@ -1,12 +1,7 @@
-"""One report: a judged replay's tables, its verdict and the record of how it was made (the
-manifest), built once and only read afterwards.
-
-`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it for a
-report directory, reading the verdict the report stored (a directory of an earlier version, which
-stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts,
-TensorBoard and W&B; `write.write` is its one serialiser, and `Report.read(write(report, d)) ==
-report`. The views more than one surface shows live here: the frontier, the highlighted configs, the
-trade to show and the texts that state the rule's thresholds."""
+"""One report: a judged replay's tables, its verdict and its manifest, built once (`Report.of`,
+`Report.read`; docs/architecture.md, layer 7) and rendered by every surface, `write.write` its one
+serialiser (`Report.read(write(report, d)) == report`). The views more than one surface shows live
+here: the frontier, the highlighted configs, the trade to show and the rule's threshold texts."""
 
 from __future__ import annotations
 
