@@ -107,29 +107,15 @@ def verify(
     rows, grouping = group_rows(rows, group_size)
     compared = pl.col("uniform")
     results, frames = [], {}
+    diff = (pl.col("recomputed") - pl.col("logged_advantage")).abs()
+    past = diff > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("logged_advantage").abs())
     for i, p in enumerate(candidate_params(rows, clip)):
-        got = (
-            recompute(rows, p)
-            .with_columns(
-                (pl.col("recomputed") - pl.col("logged_advantage")).abs().alias("abs_diff")
-            )
-            .with_columns(
-                (
-                    pl.col("abs_diff")
-                    > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("logged_advantage").abs())
-                ).alias("_past_tolerance")
-            )
-            .with_columns(
-                # A float32 log reproduces within the row's rounding bound (maths/rounding.py):
-                # another platform's summation order may land anywhere inside it.
-                (pl.col("_past_tolerance") & (pl.col("abs_diff") > pl.col("bound"))).alias(
-                    "differs"
-                ),
-                (pl.col("_past_tolerance") & (pl.col("abs_diff") <= pl.col("bound"))).alias(
-                    "needed_bound"
-                ),
-            )
-            .drop("_past_tolerance")
+        got = recompute(rows, p).with_columns(
+            diff.alias("abs_diff"),
+            # A float32 log reproduces within the row's rounding bound (maths/rounding.py):
+            # another platform's summation order may land anywhere inside it.
+            (past & (diff > pl.col("bound"))).alias("differs"),
+            (past & (diff <= pl.col("bound"))).alias("needed_bound"),
         )
         sub = got.filter(compared)
         results.append(
@@ -194,23 +180,10 @@ def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFram
                 .abs()
                 .max()
             )
-        out.append(
-            {
-                "step": step,
-                "logged_rows": part.height,
-                "replayed_rows": mine.len(),
-                "max_abs_diff": diff,
-            }
-        )
-    return pl.DataFrame(
-        out,
-        schema={
-            "step": pl.Int64,
-            "logged_rows": pl.Int64,
-            "replayed_rows": pl.Int64,
-            "max_abs_diff": pl.Float64,
-        },
-    )
+        out.append((step, part.height, mine.len(), diff))
+    names = ("step", "logged_rows", "replayed_rows", "max_abs_diff")
+    types = (pl.Int64, pl.Int64, pl.Int64, pl.Float64)
+    return pl.DataFrame(out, schema=dict(zip(names, types, strict=True)), orient="row")
 
 
 REWARD_TOLERANCE = 1e-5

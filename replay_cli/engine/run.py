@@ -290,7 +290,8 @@ class Accumulator:
         """The replay's own tables (rows, groups, steps, the summary of its diagnostics) and the
         effort levels it gathered for the stages."""
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
-        inputs |= length_inputs(self.edges)
+        short, long = self.edges  # the length buckets' edges, in the summary in minutes
+        inputs |= {C.LENGTH_SHORT_MAX: short / 60, C.LENGTH_LONG_MIN: long / 60}
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
@@ -389,14 +390,6 @@ class InputShape:
         sample = None if forecast is None else (forecast.problems, forecast.seeds, forecast.seed)
         effort, buckets, keys = effort_levels(rollouts.frame, edges, levels, sample)
         return cls(edges, effort, buckets, keys)
-
-
-def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
-    """The summary's record of the problem-length buckets, in minutes."""
-    return {
-        C.LENGTH_SHORT_MAX: edges[0] / 60,
-        C.LENGTH_LONG_MIN: edges[1] / 60,
-    }
 
 
 def run_replay(

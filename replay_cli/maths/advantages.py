@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import partial
 
 import numpy as np
@@ -62,6 +63,10 @@ def _run_kernel(kernel: Kernel, runs: Runs | None, packed: pl.Series) -> pl.Seri
         ),
         eager=True,
     )
+
+
+GRPO_FIELDS = tuple(f.name for f in dataclass_fields(K.GrpoArrays))
+"""A GRPO computation's per-row results, in the order its columns are added."""
 
 
 def _columns(
@@ -129,34 +134,18 @@ def add_grpo(
 ) -> pl.LazyFrame:
     """Baseline, std, guard flags and advantages (before and after the clip) of one reward column;
     with `bound`, also the float32 rounding bound of the unclipped advantage (maths/rounding.py)."""
+    flags = ("peers_equal", "normalized")
+    fields = {f: pl.Boolean() if f in flags else pl.Float64() for f in GRPO_FIELDS}
 
     def kernel(r: np.ndarray, v: np.ndarray, runs: Runs) -> dict[str, np.ndarray]:
         g = K.grpo(r, v, runs, p)
-        columns = {
-            "baseline": g.baseline,
-            "std": g.std,
-            "unclipped": g.unclipped,
-            "advantage": g.advantage,
-            "peers_equal": g.peers_equal,
-            "normalized": g.normalized,
-        }
+        columns = {f: getattr(g, f) for f in GRPO_FIELDS}
         if bound is not None:
-            columns["f32_bound"] = f32_bound(
-                r.astype(np.float32),
-                v,
-                runs,
-                p,
-                g.unclipped,
-                g.peers_equal,
-            )
+            r32 = r.astype(np.float32)
+            columns["f32_bound"] = f32_bound(r32, v, runs, p, g.unclipped, g.peers_equal)
         return columns
 
-    floats = ("baseline", "std", "unclipped", "advantage")
-    fields = {f: pl.Float64() for f in floats} | {
-        "peers_equal": pl.Boolean(),
-        "normalized": pl.Boolean(),
-    }
-    names = {f: getattr(out, f) for f in fields}
+    names = {f: getattr(out, f) for f in GRPO_FIELDS}
     if bound is not None:
         fields["f32_bound"] = pl.Float64()
         names["f32_bound"] = bound
