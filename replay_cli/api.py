@@ -258,10 +258,7 @@ def demo_configs() -> list[ReplayConfig]:
 
 
 def run_demo(
-    out: Path,
-    scratch: Path,
-    options: ReportOptions | None = None,
-    progress: Progress | None = None,
+    out: Path, scratch: Path, options: ReportOptions | None = None, progress: Progress | None = None
 ) -> Report:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to
     `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs). The

@@ -10,13 +10,7 @@ from replay_cli.config import INTERNAL_ITEMS, ITEM_DESCRIPTIONS, ReplayConfig
 from replay_cli.engine.run import run_replay
 from replay_cli.rollouts.validation import Rollouts
 
-ATTRIBUTED = (
-    C.TOTAL_REWARD,
-    C.SIGNAL,
-    C.ADV_RESOLVED,
-    C.INVERSIONS,
-    C.VALIDATION_REWARD,
-)
+ATTRIBUTED = (C.TOTAL_REWARD, C.SIGNAL, C.ADV_RESOLVED, C.INVERSIONS, C.VALIDATION_REWARD)
 
 
 def attribution_configs(base: ReplayConfig) -> list[tuple[str, str, ReplayConfig]]:

@@ -6,15 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from replay_cli.catalogue.metric import (
-    LONG,
-    Family,
-    Metric,
-    bounds_of,
-    scoped,
-    scopes_of,
-    twin_off,
-)
+from replay_cli.catalogue.metric import LONG, Family, Metric, bounds_of, scoped, scopes_of, twin_off
 
 STEP = Family(
     "the first step's direction (engine/first_step.py; a diagnostic, not read by the rule)",
@@ -49,8 +41,7 @@ FAIL_MINUTES = STEP(
 )
 
 STEP_VS_OFF = Family(
-    "against shaping off",
-    "also `@short`, `@medium`, `@long`; `_low`, `_high`: interval ends",
+    "against shaping off", "also `@short`, `@medium`, `@long`; `_low`, `_high`: interval ends"
 )
 RESOLVE_VS_OFF = STEP_VS_OFF(
     "step/resolve_vs_off",

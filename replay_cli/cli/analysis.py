@@ -152,8 +152,7 @@ def export_tensorboard(
 def export_wandb(
     report: ReportDir,
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False),
+        Path, typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False)
     ],
     group: Annotated[
         str | None,
@@ -171,13 +170,7 @@ def export_wandb(
 
 
 def import_(
-    fmt: Annotated[
-        str,
-        typer.Argument(
-            metavar="FORMAT",
-            help=formats_help(),
-        ),
-    ],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=formats_help())],
     sources: Annotated[
         list[Path],
         typer.Argument(
@@ -199,8 +192,7 @@ def import_(
     ] = False,
     map_: MapOpt = None,
     split: Annotated[
-        str | None,
-        typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset."),
+        str | None, typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset.")
     ] = None,
     durations: Annotated[
         bool,

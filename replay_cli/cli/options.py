@@ -346,8 +346,7 @@ def highlight_ids(value: str | None) -> list[str] | None:
 
 
 ChartsOpt = Annotated[
-    bool,
-    typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT),
+    bool, typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT)
 ]
 
 

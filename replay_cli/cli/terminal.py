@@ -180,10 +180,7 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
 
 
 def print_report(
-    report: Report,
-    out: Path,
-    tensorboard: Path | None = None,
-    wandb: Path | None = None,
+    report: Report, out: Path, tensorboard: Path | None = None, wandb: Path | None = None
 ) -> None:
     """After a replay: the page to open, the decision, the summary table, then the findings (and
     how to open the TensorBoard and W&B runs, when written)."""

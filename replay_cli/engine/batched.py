@@ -55,14 +55,7 @@ def grpo_rows(
     if key not in raw_cache:
         raw_cache[key] = shaping_off_advantages(c, key)
     bonus = [s.bonus for s in shaped]
-    bound = f32_bound(
-        rewards.astype(np.float32),
-        valid,
-        c.runs,
-        a,
-        out.unclipped,
-        out.peers_equal,
-    )
+    bound = f32_bound(rewards.astype(np.float32), valid, c.runs, a, out.unclipped, out.peers_equal)
     return RowBatch(
         chunk=c,
         configs=list(batch),

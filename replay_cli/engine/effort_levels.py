@@ -18,11 +18,7 @@ from replay_cli.engine.row_batch import RowBatch
 from replay_cli.forecasting.pool import LOGGED
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
-from replay_cli.maths.effort import (
-    EffortLevels,
-    limit_of,
-    window_start,
-)
+from replay_cli.maths.effort import EffortLevels, limit_of, window_start
 from replay_cli.maths.problems import GroupLevels
 from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
 

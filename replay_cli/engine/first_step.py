@@ -144,9 +144,7 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
 
 
 def measure(
-    problems: Problems | None,
-    per_config: dict[str, list[ConfigLevels]],
-    settings: MeasureSettings,
+    problems: Problems | None, per_config: dict[str, list[ConfigLevels]], settings: MeasureSettings
 ) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
     """Per config id, the measure's summary columns, and the bootstrap table (config_id,
     resample, the measures of `RESAMPLED`); `problems`: the input's (None: it has none)."""

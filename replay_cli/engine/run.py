@@ -25,12 +25,7 @@ from replay_cli.engine.allocator import keep_freed_memory
 from replay_cli.engine.batched import batchable, grpo_rows, row_frame
 from replay_cli.engine.diagnostics import finish as finish_diagnostics
 from replay_cli.engine.diagnostics import group_partials, input_statistics, row_partials
-from replay_cli.engine.effort_levels import (
-    ChunkLevels,
-    ConfigLevels,
-    config_levels,
-    effort_levels,
-)
+from replay_cli.engine.effort_levels import ChunkLevels, ConfigLevels, config_levels, effort_levels
 from replay_cli.engine.pushes import length_edges
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
@@ -130,10 +125,7 @@ class ChunkState:
 
 
 def replay_batch(
-    state: ChunkState,
-    batch: Sequence[ReplayConfig],
-    chart_every: int,
-    with_rows: bool = True,
+    state: ChunkState, batch: Sequence[ReplayConfig], chart_every: int, with_rows: bool = True
 ) -> list[ConfigPiece]:
     """Every config of a batch over one chunk, in the batch's order.
 
@@ -202,11 +194,7 @@ def config_pieces(
 
 
 def trained_digest(
-    steps: Runs,
-    scored: np.ndarray,
-    masked: np.ndarray,
-    reward: np.ndarray,
-    advantage: np.ndarray,
+    steps: Runs, scored: np.ndarray, masked: np.ndarray, reward: np.ndarray, advantage: np.ndarray
 ) -> bytes:
     """A hash per step of what a config trains on: which training rows get an advantage
     (`scored`) and which of them the loss masks, their shaped rewards and their advantages after

@@ -173,10 +173,7 @@ class Report:
             return NotImplemented
         frames = [(getattr(self.result, n), getattr(other.result, n)) for n in TABLES]
         mine, theirs = self.verdict, other.verdict
-        frames += [
-            (mine.recommendation, theirs.recommendation),
-            (mine.findings, theirs.findings),
-        ]
+        frames += [(mine.recommendation, theirs.recommendation), (mine.findings, theirs.findings)]
         return (
             all(_same(a, b) for a, b in frames)
             and mine.rule == theirs.rule

@@ -242,10 +242,7 @@ def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
 
 
 def render_all(
-    report: Report,
-    out_dir: Path,
-    highlight: list[str] | None = None,
-    tick: Tick | None = None,
+    report: Report, out_dir: Path, highlight: list[str] | None = None, tick: Tick | None = None
 ) -> list[Path]:
     """Save every chart of a report as PNG (replacing the old ones) and return the paths; one
     chart in memory at a time, `tick(done, total)` after each. `highlight`: the configs drawn

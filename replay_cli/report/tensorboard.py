@@ -105,7 +105,4 @@ def _write(
 
 def open_commands(out: str | Path) -> list[str]:
     """The one-line commands that open the runs in TensorBoard and upload them to W&B."""
-    return [
-        f"tensorboard --logdir {out}",
-        f"wandb sync --sync-tensorboard {out}",
-    ]
+    return [f"tensorboard --logdir {out}", f"wandb sync --sync-tensorboard {out}"]
