@@ -17,7 +17,7 @@ from rich.table import Table
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import sooner_than_off
-from replay_cli.analysis.verify import rewards_match
+from replay_cli.analysis.verify import DESCRIBED, rewards_match
 from replay_cli.progress import Progress as PhaseProgress
 from replay_cli.report import layouts as L
 from replay_cli.report.compare import delta_table, internal_summary
@@ -179,10 +179,7 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
 
 
 def print_report(
-    report: Report,
-    out: Path,
-    tensorboard: Path | None = None,
-    wandb: Path | None = None,
+    report: Report, out: Path, tensorboard: Path | None = None, wandb: Path | None = None
 ) -> None:
     """After a replay: the page to open, the decision, the summary table, then the findings (and
     how to open the TensorBoard and W&B runs, when written)."""
@@ -369,10 +366,7 @@ def print_verification(result, rewards: pl.DataFrame | None = None) -> None:  # 
     console = _console()
     best = result.best
     verdict = "reproduces" if best["differing_rows"] == 0 else "does NOT reproduce"
-    setting = ", ".join(
-        f"{k}={best[k]}"
-        for k in ("baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high")
-    )
+    setting = ", ".join(f"{k}={v}" for k, v in best.items() if k in DESCRIBED)
     console.print(f"Groups rebuilt from {result.grouping}.")
     console.print(
         f"Best setting ({setting}) {verdict} the log: {best['differing_rows']} of {best['rows']} rows differ, "

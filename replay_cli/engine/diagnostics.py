@@ -1,9 +1,8 @@
 """The §5 diagnostics no trainer logs, and `input/*`, built from per-chunk partial sums.
 
 A replay runs chunk by chunk (whole steps at a time), so every row-level statistic is kept as
-counts, sums and extremes per chunk and finished at the end. Quantiles and the std need every
-value: the trainable rows' advantages are kept per config for that.
-"""
+counts, sums and extremes per chunk and finished at the end. Quantiles and the std need every value:
+the trainable rows' advantages are kept per config for that."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Distributed replay on Ray (`--engine ray`): the local engine's work, split into tasks.
-
-A task is one chunk of whole steps x one batch of configs (so no prompt group is ever split),
-runs the same polars code as the local engine, reads its rows from the input paths itself
-(shared storage; nothing is shipped through the driver) and writes its per-row results to a
-part file. The driver feeds the small per-config pieces to the same accumulator in task order,
-so the report is identical to a local run's; quantiles are computed exactly from the kept
-advantages, never averaged. Failed tasks are retried by Ray; the report is only written when
-every task has finished (the caller's staged directory).
-"""
+"""Distributed replay on Ray (`--engine ray`): the local engine's work split into tasks of one
+chunk of whole steps x one batch of configs, each reading its rows from the input paths and
+writing a part file; the driver feeds the pieces to the same accumulator in task order, so the
+report is identical to a local run's (docs/guide.md, `--engine ray`)."""
 
 from __future__ import annotations
 

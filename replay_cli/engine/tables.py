@@ -46,13 +46,12 @@ def trainer_names(p: ShapingParams) -> list[str]:
 def trainer_metrics(
     b: RowBatch, runs: Runs, where: np.ndarray | None = None
 ) -> list[dict[str, np.ndarray]]:
-    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call,
-    for every config of the batch (one dict per config, under its trainer names).
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call, for
+    every config of the batch (one dict per config, under its trainer names).
 
-    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group
-    (async trainer) or a step's training batch. Means divide by all those rows: skipped rows
-    count 0 deduction but their minutes and calls count.
-    """
+    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group (async
+    trainer) or a step's training batch. Means divide by all those rows: skipped rows count 0
+    deduction but their minutes and calls count."""
     c = b.chunk
 
     def total(x: np.ndarray) -> np.ndarray:
@@ -240,11 +239,10 @@ def _group_reductions(b: RowBatch) -> dict[str, np.ndarray]:
 
 
 def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per run, the least std that divided a trainable row where x reaches the run's `top`
-    (NaN where no such row was divided: the guard kept `r - b`).
+    """Per run, the least std that divided a trainable row where x reaches the run's `top` (NaN
+    where no such row was divided: the guard kept `r - b`).
 
-    About one row per group qualifies: the rows are found first, and only they are reduced.
-    """
+    About one row per group qualifies: the rows are found first, and only they are reduced."""
     runs = b.chunk.runs
     at_max = b.per_config(t & (x == runs.rows(top)))
     config, row = np.nonzero(at_max)
@@ -309,8 +307,7 @@ def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarra
     """Per training group of config k, the trainable (resolved, unresolved) pairs whose shaped
     rewards are inverted: an unresolved row above a resolved one.
 
-    Such pairs exist only in inverted groups (usually few): they are counted there alone.
-    """
+    Such pairs exist only in inverted groups (usually few): they are counted there alone."""
     c = b.chunk
     out = np.zeros(len(c.train_runs), dtype=np.int64)
     if not len(inverted_runs):
@@ -349,12 +346,11 @@ def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarra
 
 
 def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
-    """One table per config, a row per (config, step): trainer metrics at the trainer's
-    granularity, advantage statistics, group rates and validation means.
+    """One table per config, a row per (config, step): trainer metrics at the trainer's granularity,
+    advantage statistics, group rates and validation means.
 
-    Rows and groups come sorted by step, so each step is a run; a step with validation rows
-    only is kept, with nulls for what needs training rows.
-    """
+    Rows and groups come sorted by step, so each step is a run; a step with validation rows only is
+    kept, with nulls for what needs training rows."""
     c = b.chunk
     steps = c.steps
     train = None if c.all_train else c.train

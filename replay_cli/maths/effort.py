@@ -1,23 +1,6 @@
-"""The effort model of a problem and one natural-gradient step of fixed size on it.
-
-On a problem the agent controls two things an update can move: how long it works (its **effort**:
-a softmax `pi` over the run-time levels of the problem's length bucket, the agent's time limit a
-level of its own) and how likely it is to resolve at each level (`p`, a Bernoulli per level with
-a logit parameter). A logged rollout is one draw: a level, then an outcome. GRPO's update from the
-logged advantages A_i is the score-function gradient (1/n) Σ A_i ∇ log P(rollout i); its natural
-gradient (the Fisher metric of the joint level-and-outcome distribution) is, per level k,
-
-    effort:   d_k = ā_k / pi_k                         ā_k = (1/n) Σ_{i at k} A_i
-    outcome:  e_k = (āy_k − p_k ā_k) / (pi_k p_k (1 − p_k))    āy_k = (1/n) Σ_{i at k} A_i y_i
-
-and the step moves the logits by η·d and η·e, with one η per config chosen so that the mean
-exact KL divergence of the problems' distributions equals a budget δ: the step's size is fixed,
-so only its direction (how the advantages are spread over problems, levels and outcomes) decides
-what it teaches. docs/report.md derives it and states what it assumes.
-
-Arrays are (..., problems, levels): a model's (problems, levels), or with leading axes (configs,
-seeds) for its steps; every function is vectorised over them.
-"""
+"""The effort model of a problem (a softmax `pi` over its bucket's run-time levels, a Bernoulli
+`p` per level) and one natural-gradient step of fixed KL size δ on it; docs/report.md derives it
+and states what it assumes. Arrays are (..., problems, levels), every function vectorised."""
 
 from __future__ import annotations
 
@@ -236,12 +219,11 @@ def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
 def solve_eta(
     model: EffortModel, direction: Direction, budget: float, tol: float = 1e-12
 ) -> np.ndarray:
-    """Per config (the direction's leading axes), the step size whose weighted mean exact KL
-    equals `budget` (0 for a config whose direction is 0). KL grows like η² near 0, so log KL is
-    nearly linear in log η: a step of slope 2 from the second-order estimate, then secant steps
-    in log-log space, converge in a few evaluations; a bracket kept on the way falls back to
-    bisection where a secant step leaves it. Each evaluation covers only the configs that have
-    not converged."""
+    """Per config (the direction's leading axes), the step size whose weighted mean exact KL equals
+    `budget` (0 for a config whose direction is 0). KL grows like η² near 0, so log KL is nearly
+    linear in log η: a step of slope 2 from the second-order estimate, then secant steps in log-log
+    space, converge in a few evaluations; a bracket kept on the way falls back to bisection where a
+    secant step leaves it. Each evaluation covers only the configs that have not converged."""
     quad, mean_kl_of = _config_kl(model, direction)
     moving = quad > 0
     x0 = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order

@@ -1,9 +1,8 @@
 """Reductions over the effort levels, the short last axis of the effort model's arrays.
 
-numpy reduces a last axis of 4 element by element per row, 3-4x slower than adding its 4 slices
-as whole-array passes. For fewer than 8 levels numpy's own sum adds left to right, so the slices
-added in order give the same bits; from 8 on it sums pairwise, and these defer to it.
-"""
+numpy reduces a last axis of 4 element by element per row, 3-4x slower than adding its 4 slices as
+whole-array passes. For fewer than 8 levels numpy's own sum adds left to right, so the slices added
+in order give the same bits; from 8 on it sums pairwise, and these defer to it."""
 
 from __future__ import annotations
 

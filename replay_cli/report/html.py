@@ -2,10 +2,9 @@
 
 Top to bottom: the decision (the recommended config, the runner-up, what to avoid and why, the
 overrides that launch it), the forecast, findings, the summary table (column groups, sortable,
-filterable, hazards marked, CSV download) with the frontier, what was replayed, charts,
-per-config detail and how to read the page. One self-contained file: CSS, script and charts are
-inline (each chart also links to its PNG beside the page).
-"""
+filterable, hazards marked, CSV download) with the frontier, what was replayed, charts, per-config
+detail and how to read the page. One self-contained file: CSS, script and charts are inline (each
+chart also links to its PNG beside the page)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""One report: a judged replay's tables, its verdict and the record of how it was made (the
-manifest), built once and only read afterwards.
-
-`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it
-for a report directory, reading the verdict the report stored (a directory of an earlier version,
-which stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts, TensorBoard and W&B;
-`write.write` is its one serialiser, and `Report.read(write(report, d)) == report`. The views more
-than one surface shows live here: the frontier, the highlighted configs, the trade to show and the
-texts that state the rule's thresholds.
-"""
+"""One report: a judged replay's tables, its verdict and its manifest, built once (`Report.of`,
+`Report.read`; docs/architecture.md, layer 7) and rendered by every surface, `write.write` its one
+serialiser (`Report.read(write(report, d)) == report`). The views more than one surface shows live
+here: the frontier, the highlighted configs, the trade to show and the rule's threshold texts."""
 
 from __future__ import annotations
 
@@ -133,10 +127,9 @@ class Report:
 
     @classmethod
     def read(cls, directory: str | Path, *, rows: bool = False) -> Report:
-        """The report in `directory`, with the verdict it stored; a directory written by an
-        earlier version of replay-cli, which stored none, is refused (rerun the replay). `rows`:
-        also read the per-row table's advantages, deductions and minutes (the distribution
-        charts)."""
+        """The report in `directory`, with the verdict it stored; a directory written by an earlier
+        version of replay-cli, which stored none, is refused (rerun the replay). `rows`: also read
+        the per-row table's advantages, deductions and minutes (the distribution charts)."""
         directory = Path(directory)
         missing = [name for name in NEEDED if not (directory / name).exists()]
         if missing:
@@ -182,10 +175,7 @@ class Report:
             return NotImplemented
         frames = [(getattr(self.result, n), getattr(other.result, n)) for n in TABLES]
         mine, theirs = self.verdict, other.verdict
-        frames += [
-            (mine.recommendation, theirs.recommendation),
-            (mine.findings, theirs.findings),
-        ]
+        frames += [(mine.recommendation, theirs.recommendation), (mine.findings, theirs.findings)]
         return (
             all(_same(a, b) for a, b in frames)
             and mine.rule == theirs.rule

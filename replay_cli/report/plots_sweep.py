@@ -1,7 +1,6 @@
-"""Charts across the configs of a sweep that stay readable at 100 configs: small multiples by
-the categorical parameters (facets.py), a lambda x floor heatmap, advantage quantile bands
-and the frontier. Each takes the summary table and returns a Figure.
-"""
+"""Charts across the configs of a sweep that stay readable at 100 configs: small multiples by the
+categorical parameters (facets.py), a lambda x floor heatmap, advantage quantile bands and the
+frontier. Each takes the summary table and returns a Figure."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""A report as W&B runs: one offline run per config, written with the `wandb` library itself
-(mode offline, nothing sent; `wandb sync` uploads them), so W&B's runs table, grouping and
-parallel-coordinates views work on a sweep.
-
-Each run: `config` = the config's parameters (`lambda_time` a number, so W&B draws it on a
-numeric axis; `lambda_time_text` and the label write it 1/60, as every surface does), its id and
-label, and its launch overrides; the history = the replayed per-step tables under the trainer's
-own tags (`train/total_reward/mean` is the mean shaped reward the trainer would log at that step
-under this config, not a logged value of the input; W&B's summary shows its last step) and the
-replay's curves under `replay/` (as the TensorBoard export writes them); the summary = the
-headline and decision numbers in the catalogue's human units (`_pct` where in %;
-`total_reward/mean_over_steps` is the mean shaped reward over every replayed step), the role and
-the resample share `won_pct`; the role as a tag; every run of one report in one group, job type
-`replay`. The optional extra `replay-cli[wandb]`.
-"""
+"""A report as offline W&B runs, one per config, written with the `wandb` library itself (nothing
+sent; `wandb sync` uploads them): config, history, summary, tag and group as docs/guide.md, "W&B",
+lists them. The optional extra `replay-cli[wandb]`."""
 
 from __future__ import annotations
 
