@@ -1,6 +1,6 @@
 """How sure the recommendation is: the rule applied again in each resample of the forecast's
-paired bootstrap over problems, its spread calibrated by a second-level bootstrap in which each
-resample stands for a log (docs/report.md, "Confidence")."""
+paired bootstrap over problems, each resample's deviation widened by `Rule.spread` (docs/report.md,
+"Confidence")."""
 
 from __future__ import annotations
 
@@ -17,11 +17,6 @@ from replay_cli import schema as S
 from replay_cli.advice.rule import Judged, Rule, meets, resolve_criteria
 from replay_cli.maths.thresholds import MINUTES_EPS
 
-SPREADS = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
-"""The spread factors the calibration chooses from: how much wider a new log's spread around
-this log's value is taken to be than the bootstrap's (`calibrated_spread`)."""
-BLOCK = 1_000_000
-"""At most this many (pseudo-log, resample, config) cells at once in the calibration (memory)."""
 ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
 """The differences two configs that train alike hold 0 in: the bootstrap's own interval of each
 difference at `Rule.alike_level` (as docs/report.md says), not the widened spread the shares are
@@ -31,15 +26,11 @@ read from."""
 @dataclass(frozen=True)
 class Confidence:
     """Per row the share of resamples the rule picks it in (`won`); the eligible rows that train
-    like the pick (`alike`); the share that picks the pick or one of those (`set_share`); the
-    spread factor the calibration chose (`spread`) and how often the pick repeats over the
-    pseudo-logs there (`repeat`)."""
+    like the pick (`alike`); the share that picks the pick or one of those (`set_share`)."""
 
     won: dict[int, float]
     alike: list[int]
     set_share: float | None
-    spread: float | None = None
-    repeat: float | None = None
 
 
 def _nan(x: Any) -> float:
@@ -101,70 +92,9 @@ def _values(
     return values, points
 
 
-def _spread(values: dict, points: dict, factor: float, around: dict | None = None) -> dict:
-    """Each resample's deviation from the point scaled by `factor`, around `around` (by default
-    this log's point values; per pseudo-log its resample, shaped (pseudo-logs, 1, rows))."""
-    around = points if around is None else around
-    return {n: around[n] + factor * (values[n] - points[n]) for n in values}
-
-
-def _alike_bounds(values: dict, points: dict, pick: np.ndarray, level: float) -> dict:
-    """Per pseudo-log the `level` interval of the re-centred resamples' differences of each row
-    to its pick, in each of `ALIKE_READS`: name -> (2, pseudo-logs, rows)."""
-    lo_q, hi_q = (1 - level) / 2, (1 + level) / 2
-    out = {}
-    for name in ALIKE_READS:
-        centred = values[name] - points[name]
-        per_pick = {}
-        for p in np.unique(pick):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                per_pick[p] = np.nanquantile(centred - centred[:, [p]], [lo_q, hi_q], axis=0)
-        out[name] = np.stack([per_pick[p] for p in pick], axis=1)
-    return out
-
-
-def calibrated_spread(
-    reader: _Reader, values: dict, points: dict, level: float
-) -> tuple[float, float, np.ndarray]:
-    """The spread factor whose stated share matches how often the pick repeats, over pseudo-logs
-    (a second-level bootstrap): each resample stands for a log (its values the point, its pick
-    the rule's there, its alike set the passing rows whose differences to the pick hold 0), and
-    the resamples re-centred on it (it + factor × (other − this log's point)) for the resamples
-    around it. Per factor of `SPREADS`, the mean over pseudo-logs of the share of their
-    resamples that pick their pick or its alike set (the share it would state), against the
-    share of the other pseudo-logs whose pick falls in that set (how often it repeats). Returns
-    the factor where the two differ least (ties: the larger), the repeat rate there, and every
-    factor's stated − repeat."""
-    pick, has = reader.winners(values)
-    b, n = pick.shape[0], len(reader.rows)
-    own = np.where(has, pick, 0)
-    passing = reader.passing(values) & has[:, None]
-    bounds = _alike_bounds(values, points, own, level)
-    diffs = {name: values[name] - values[name][np.arange(b), own][:, None] for name in ALIKE_READS}
-    chunk = max(1, BLOCK // max(1, b * n))
-    gaps, repeats = [], []
-    for factor in SPREADS:
-        sets = passing.copy()
-        for name in ALIKE_READS:
-            lo = diffs[name] + factor * bounds[name][0]
-            hi = diffs[name] + factor * bounds[name][1]
-            sets &= ~np.isfinite(lo) | ~np.isfinite(hi) | ((lo <= 0) & (hi >= 0))
-        sets[np.flatnonzero(has), own[has]] = True
-        stated = np.empty(b)
-        for start in range(0, b, chunk):
-            part = slice(start, start + chunk)
-            around = {name: values[name][part, None, :] for name in values}
-            win, ok = reader.winners(_spread(values, points, factor, around))
-            stated[part] = (np.take_along_axis(sets[part], win, 1) & ok).mean(1)
-        others = sets[:, own] & has[None, :]  # (pseudo-log, other pseudo-log)
-        np.fill_diagonal(others, False)
-        gaps.append(float(stated.mean() - (others.sum(1) / max(1, b - 1)).mean()))
-        repeats.append(float((others.sum(1) / max(1, b - 1)).mean()))
-    gap = np.array(gaps)
-    # Ties (e.g. resamples that all pick alike) go to the larger factor: the more cautious share.
-    best = len(gap) - 1 - int(np.argmin(np.round(np.abs(gap), 9)[::-1]))
-    return SPREADS[best], repeats[best], gap
+def _spread(values: dict, points: dict, factor: float) -> dict:
+    """Each resample's deviation from the point scaled by `factor`: a new log's value."""
+    return {n: points[n] + factor * (values[n] - points[n]) for n in values}
 
 
 def confidence(
@@ -176,9 +106,8 @@ def confidence(
     ties: Sequence[int],
 ) -> Confidence | None:
     """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
-    new log of the same size, its deviation from this log spread by `rule.spread` (None: the
-    factor the second-level bootstrap calibrates, `calibrated_spread`), and the rule's resolve
-    criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
+    new log of the same size, its deviation from this log spread by `rule.spread`, and the
+    rule's resolve criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
     the ranking's keys after the gain do. Eligible rows whose differences to the pick hold 0 in
     the bootstrap's own interval (not the widened spread) train alike (`_alike`)."""
     criteria = resolve_criteria()
@@ -193,18 +122,15 @@ def confidence(
     tie_rank[list(ties)] = np.arange(n)
     reader = _Reader(rows, rule, tie_rank)
     values, points = _values(rows, resamples, names)
-    spread, repeat = rule.spread, None
-    if spread is None:
-        spread, repeat, _ = calibrated_spread(reader, values, points, rule.alike_level)
-    wide = _spread(values, points, spread)
+    wide = _spread(values, points, rule.spread)
     winner, counted = reader.winners(wide)
     counts = np.bincount(winner[counted], minlength=n)
     won = {i: float(counts[i] / winner.shape[0]) for i in range(n)}
     if pick is None:
-        return Confidence(won, [], None, spread, repeat)
+        return Confidence(won, [], None)
     alike = [j for j in eligible if j != pick and _alike(values, j, pick, rule.alike_level)]
     in_set = np.isin(winner, [pick, *alike]) & counted
-    return Confidence(won, alike, float(in_set.mean()), spread, repeat)
+    return Confidence(won, alike, float(in_set.mean()))
 
 
 def _alike(wide: dict[str, Any], j: int, pick: int, level: float) -> bool:

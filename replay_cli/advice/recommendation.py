@@ -68,7 +68,6 @@ SCHEMA = {
     C.FORECAST_STEPS: pl.Float64,
     C.WON_SHARE: pl.Float64,
     C.SET_SHARE: pl.Float64,
-    C.SPREAD: pl.Float64,
     C.ALIKE: pl.List(pl.String),
     C.BEST_TRADE: pl.Boolean,
     C.TRADE: pl.String,
@@ -77,8 +76,7 @@ SCHEMA = {
 """`won_share`: the share of resamples in which the rule picks the config; `set_share` (the
 recommended row only): the share in which it picks the config or one of `alike`, the eligible
 configs that train like it within the interval, an estimate of how often a new log of the
-same size gives the same pick; `confidence_spread` (the recommended row only): how much wider than
-the bootstrap's a new log's spread is taken to be, calibrated on the resamples themselves."""
+same size gives the same pick."""
 
 
 @dataclass(frozen=True)
@@ -332,7 +330,6 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
                 C.FORECAST_STEPS: row.get(C.FORECAST_STEPS),
                 C.WON_SHARE: sure.won.get(r.index),
                 C.SET_SHARE: sure.set_share if best else None,
-                C.SPREAD: sure.spread if best else None,
                 C.ALIKE: [labels[j] for j in sure.alike] if best else [],
                 C.BEST_TRADE: ranking.trade == r.index,
                 C.TRADE: trade_text(row) if _tradeable(r, rule) else None,

@@ -107,13 +107,12 @@ class Rule(BaseModel):
         "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
     )
 
-    spread: float | None = Field(
+    spread: float = Field(
         2.0,
         gt=0,
         description="how much wider than the bootstrap's a new log's spread around this log's "
         "value is taken to be in the confidence (2 minimises the worst error in the two-way "
-        "normal model); None: calibrated per report by a second-level bootstrap "
-        '(advice/confidence.py, `calibrated_spread`; docs/report.md, "Confidence")',
+        'normal model; docs/report.md, "Confidence")',
     )
 
     def bars(self) -> C.Bars:
