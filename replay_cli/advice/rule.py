@@ -245,7 +245,7 @@ CRITERIA = [
             f"[-{EXPLOSION:g}, {EXPLOSION:g}]"
         ),
     ),
-    Criterion.on_resolve("resolve", "", lambda rule: rule.min_resolve_vs_off),
+    Criterion.on_resolve(C.T_RESOLVE, "", lambda rule: rule.min_resolve_vs_off),
     Criterion.on_resolve("resolve_long", C.LONG, lambda rule: rule.min_resolve_vs_off_long),
     Criterion(
         "uncharged_only",

@@ -67,7 +67,7 @@ class Decision:
             unrated=unrated,
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
             shaped_eligible=eligible.filter(~off).height,
-            best_trade=first("", "best_trade"),
+            best_trade=first("", C.BEST_TRADE),
         )
 
 
@@ -131,11 +131,11 @@ def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) 
             + (f" and {pct_ratio(low)} over all problems" if low is not None else "")
             + "."
         )
-    alike = [a for a in row.get("alike") or [] if a != row.get("label")]
+    alike = [a for a in row.get(C.ALIKE) or [] if a != row.get("label")]
     by_label = {o.get("label"): o for o in others}
-    share = row.get("set_share")
+    share = row.get(C.SET_SHARE)
     if share is None:
-        share = row.get("won_share")
+        share = row.get(C.WON_SHARE)
     if alike:
         names = ", ".join(f"'{a}'" for a in alike)
         picked = _picked_for(row, [by_label.get(a) for a in alike])

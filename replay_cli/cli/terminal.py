@@ -72,7 +72,7 @@ def fit_columns(
 def print_summary(report: Report, out: Path) -> None:
     """One line per config: its role, then the measures the rule reads and what disqualifies,
     as many columns as the terminal's width holds (never wrapping a row)."""
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, C.ROLE).rows())
     summary = report.result.summary
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
@@ -81,7 +81,7 @@ def print_summary(report: Report, out: Path) -> None:
     table = Table(title=f"replay report: {out}", title_justify="left")
     label = label_width(summary["label"].to_list(), width)
     table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
-    table.add_column("role", no_wrap=True)
+    table.add_column(C.ROLE, no_wrap=True)
     for name in shown:
         table.add_column(C.metric(name).brief, justify="right", no_wrap=True)
     for i, (cid, label) in enumerate(summary.select(S.CONFIG_ID, "label").rows()):
@@ -107,7 +107,7 @@ def print_decision(report: Report) -> None:
             "against it). Nearest misses:"
         )
         for m in d.near_misses:
-            typer.echo(f"  {m['label']}: {m['reasons']}")
+            typer.echo(f"  {m['label']}: {m[C.REASONS]}")
         typer.echo(f"  bar: {report.bar_text}")
     else:
         typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
@@ -116,11 +116,11 @@ def print_decision(report: Report) -> None:
             typer.echo(f"  {severity}: {text}")
         typer.echo(f"  bar: {report.bar_text}")
         typer.echo(f"  confidence: {report.confidence}")
-        typer.echo(f"  launch: {rec['overrides']}")
+        typer.echo(f"  launch: {rec[C.OVERRIDES]}")
     trade = report.trade
     if trade is not None:
-        typer.echo(f"Best trade: {trade['trade']}")
-        typer.echo(f"  launch it knowingly: {trade['overrides']}")
+        typer.echo(f"Best trade: {trade[C.TRADE]}")
+        typer.echo(f"  launch it knowingly: {trade[C.OVERRIDES]}")
     if runner is not None:
         gain = sooner_than_off(runner.get(C.F_SOLVE_VS_OFF) or 0.0)
         steps = f"{runner.get(C.FORECAST_STEPS) or 0:.0f}"
@@ -156,7 +156,7 @@ def print_forecast(report: Report) -> None:
     # once, in the decision ("not enough data to decide").
     typer.echo(f"  {report.off_course}.")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
-    checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
+    checked = verdict.recommendation.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK]
     if checked.len() and checked[0]:
         typer.echo(f"  Checks: {checked[0]}.")
 

@@ -115,8 +115,8 @@ def _summary_rows(report: Report, groups: list) -> tuple[list[list[str]], list[s
     columns, hazards marked) and the rows' ids."""
     summary, rule = report.result.summary, report.verdict.rule
     verdict = report.verdict.recommendation
-    roles = dict(verdict.select(S.CONFIG_ID, "role").rows())
-    won = dict(verdict.select(S.CONFIG_ID, "won_share").rows()) if "won_share" in verdict else {}
+    roles = dict(verdict.select(S.CONFIG_ID, C.ROLE).rows())
+    won = dict(verdict.select(S.CONFIG_ID, C.WON_SHARE).rows()) if C.WON_SHARE in verdict else {}
     rows, ids = [], []
     for row in summary.iter_rows(named=True):
         cid = row[S.CONFIG_ID]
@@ -179,7 +179,7 @@ def _summary_table(report: Report) -> str:
     groups = [g for g in groups if g[2]]
     if varying:
         groups.append(("params", "parameters", varying))
-    lead = ["#", "config", "role", "won"]
+    lead = ["#", "config", C.ROLE, "won"]
     heads = [*lead]
     head_css = [""] * len(lead)
     for key, _, names in groups:
@@ -210,7 +210,7 @@ def _summary_table(report: Report) -> str:
             css="sortable summary",
             row_ids=ids,
             head_css=head_css,
-            text_headers=["config", "role", *varying],
+            text_headers=["config", C.ROLE, *varying],
         )
         .replace(
             '<table class="sortable summary">',
@@ -307,7 +307,7 @@ def _decision(report: Report) -> str:
         parts.append(f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>')
     elif rec is None:
         misses = "".join(
-            f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
+            f"<li>{name(m)}: fails {escape(', '.join(m[C.FAILED]))} — {escape(m[C.REASONS])}</li>"
             for m in d.near_misses
         )
         parts.append(
@@ -326,23 +326,23 @@ def _decision(report: Report) -> str:
         parts.append(f'<p class="muted">The bar: {escape(report.bar_text)}.</p>')
         parts.append(f'<p class="muted">{escape(report.confidence)}</p>')
         parts.append('<p class="muted">Launch it with these trainer overrides:</p>')
-        parts.append(launch_block(rec["overrides"], "overrides"))
+        parts.append(launch_block(rec[C.OVERRIDES], C.OVERRIDES))
         parts.append('<p class="muted">or this block of the trainer\'s config file:</p>')
-        parts.append(launch_block(rec["yaml"], "YAML block"))
+        parts.append(launch_block(rec[C.YAML], "YAML block"))
         if runner is not None:
             parts.append(
                 f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
-                f"{escape(runner['reasons'])}.</p>"
+                f"{escape(runner[C.REASONS])}.</p>"
             )
     trade = report.trade
     if trade is not None:
         parts.append(
-            f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade["trade"])}. '
+            f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade[C.TRADE])}. '
             "Launch it knowingly with:</p>"
         )
-        parts.append(launch_block(trade["overrides"], "overrides of the trade"))
+        parts.append(launch_block(trade[C.OVERRIDES], "overrides of the trade"))
     if d.avoid:
-        items = [f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid]
+        items = [f"<li>{name(r)}: {escape(r[C.REASONS])}</li>" for r in d.avoid]
         parts.append(f"<p><b>Avoid:</b> {len(d.avoid)} config(s), and why:</p>")
         parts.append(f'<ul class="avoid">{"".join(items[:AVOID_SHOWN])}</ul>')
         if len(items) > AVOID_SHOWN:
@@ -366,7 +366,7 @@ def _forecast(report: Report, directory: Path) -> str:
     steps = int(row.get(C.FORECAST_STEPS) or 0)
     course = report.off_course or ""
     roles = report.verdict.recommendation
-    checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
+    checked = roles.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
     budget = row.get(C.FORECAST_BUDGET)
     size = "" if budget is None else f" (KL {float(budget):g} per step, the step budget)"

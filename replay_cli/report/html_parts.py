@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from replay_cli import catalogue as C
 from replay_cli.catalogue.units import fmt
 
 
@@ -225,24 +226,24 @@ def frontier_svg(
     taken = [(f.px(p[x]) - 8, f.py(p[y]) - 8, 16.0, 16.0) for p in points]
     for p in points:  # in drawing order: the recommended point last, on top
         cx, cy = f.px(p[x]), f.py(p[y])
-        name, colour = STYLES[p["role"]]
+        name, colour = STYLES[p[C.ROLE]]
         labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
-        big = p["role"] in ("recommended", "runner-up")
+        big = p[C.ROLE] in ("recommended", "runner-up")
         # Beyond LABEL_ALL_MAX configs only the verdict's points and shaping off are numbered
         # (every point still names its configs on hover).
         label = ""
-        if not many or big or p["role"] == "off":
+        if not many or big or p[C.ROLE] == "off":
             spot = _label_spot(_numbers(p["n"]), cx, cy, taken, (f.left, f.width - f.right, f.top))
             label = (
                 f'<text x="{spot[0]:.1f}" y="{spot[1] + 9:.1f}" class="pt-label">'
                 f"{_numbers(p['n'])}</text>"
             )
-        empty = p["role"] == "avoid" and all(i in hollow for i in p["ids"])
+        empty = p[C.ROLE] == "avoid" and all(i in hollow for i in p["ids"])
         # Inline style: the stylesheet's white outline would hide a hollow point's ring.
         fill = f'style="fill:#fff;stroke:{colour};stroke-width:2"' if empty else f'fill="{colour}"'
         parts.append(
             f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
-            f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'
+            f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p[C.ROLE]}">'
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" {fill}/>'
             f"{label}"
             f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {shown('y', p[y])}, "

@@ -185,7 +185,7 @@ class Report:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        roles = self.verdict.recommendation["role"].to_list()
+        roles = self.verdict.recommendation[C.ROLE].to_list()
         return f"Report({self.result.summary.height} configs, roles {roles})"
 
     @cached_property
@@ -226,7 +226,7 @@ class Report:
         passes), and only when it has a trade to state."""
         d = self.verdict.decision
         trade = d.best_trade if d.keep_off or d.recommended is None else None
-        return trade if trade is not None and trade.get("trade") else None
+        return trade if trade is not None and trade.get(C.TRADE) else None
 
     @property
     def why(self) -> str:
@@ -234,7 +234,7 @@ class Report:
         d = self.verdict.decision
         if d.recommended is None:
             return ""
-        return keep_off_text(d, self.verdict.rule) if d.keep_off else d.recommended["reasons"]
+        return keep_off_text(d, self.verdict.rule) if d.keep_off else d.recommended[C.REASONS]
 
     @property
     def confidence(self) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
@@ -53,7 +54,7 @@ def write_runs(
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, C.ROLE).rows())
     with staged_directory(out, force) as tmp:
         names = _write(report.result.steps, report.result.summary, roles, tmp, tick)
     return [out / name for name in names]
@@ -71,7 +72,7 @@ def _write(
 
     params = varying(summary, exclude=()) or ["label"]
     values = [
-        {**v, "role": roles[cid]}
+        {**v, C.ROLE: roles[cid]}
         for v, cid in zip(param_values(summary, params), summary[S.CONFIG_ID], strict=True)
     ]
     metrics = {

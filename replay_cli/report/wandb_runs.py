@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import param_text
 from replay_cli.config import ReplayConfig
@@ -61,7 +62,7 @@ def run_config(
         "lambda_time_text": param_text("lambda_time", flat["lambda_time"]),
         S.CONFIG_ID: config.config_id,
         "label": label,
-        "overrides": overrides,
+        C.OVERRIDES: overrides,
     }
 
 
@@ -89,7 +90,7 @@ def write_runs(
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
             config = run_config(
-                configs[cid], row["label"], decided["overrides"], bool(decided[S.SHAPING_OFF])
+                configs[cid], row["label"], decided[C.OVERRIDES], bool(decided[S.SHAPING_OFF])
             )
             run = wandb.init(
                 dir=str(tmp),
@@ -97,7 +98,7 @@ def write_runs(
                 group=group,
                 job_type=JOB_TYPE,
                 name=name,
-                tags=[decided["role"]],
+                tags=[decided[C.ROLE]],
                 config=config,
                 settings=_settings(wandb),
                 reinit="create_new",
@@ -106,9 +107,9 @@ def write_runs(
             for step, scalars in step_scalars(report.result.steps, cid):
                 run.log(scalars, step=step)
                 logged += 1
-            won = decided["won_share"]  # a fraction: in % like every other _pct key
+            won = decided[C.WON_SHARE]  # a fraction: in % like every other _pct key
             won_pct = None if won is None else 100.0 * won
-            run.summary.update({**headline(row), "role": decided["role"], "won_pct": won_pct})
+            run.summary.update({**headline(row), C.ROLE: decided[C.ROLE], "won_pct": won_pct})
             made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
@@ -130,7 +131,7 @@ def _wait_complete(run_dir: Path, logged: int, wait_s: float = FLUSH_WAIT_S) -> 
         logs = list(run_dir.glob("*.wandb"))
         if len(logs) == 1:
             run = read_log(logs[0])
-            if len(run.history) >= logged and "role" in run.summary:
+            if len(run.history) >= logged and C.ROLE in run.summary:
                 return
         if time.monotonic() > deadline:
             raise ReplayError(
