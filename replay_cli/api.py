@@ -73,7 +73,7 @@ def replay(
 ) -> Report:
     """Replay one or more configs in memory and judge them (default: NeMo-RL defaults with
     shaping on): the `Report` (`report.result`'s tables, `report.verdict`); `options` gives the
-    decision measure's and the forecast's settings and the rule."""
+    first-step diagnostic's and the forecast's settings and the rule."""
     if configs is None:
         configs = [ReplayConfig()]
     elif isinstance(configs, ReplayConfig):
@@ -146,7 +146,7 @@ def replay_to_report(
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
     groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
     and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
-    `progress(phase, done, total)` hears each phase (replay, decision measure, forecast, verdict,
+    `progress(phase, done, total)` hears each phase (replay, first-step diagnostic, forecast, verdict,
     tables, charts, index.html, TensorBoard) as it starts and as its units finish."""
     options = report_options(options, **fields)
     check_outputs(Path(out), options)

@@ -166,7 +166,7 @@ def judge(
     coerced: Sequence[Coerced] = (),
 ) -> Verdict:
     """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
-    (the findings name the worst group of a config from it), `resamples` the decision measure's
+    (the findings name the worst group of a config from it), `resamples` the first-step diagnostic's
     bootstrap table (how often each config would be recommended), `coerced` the input's values
     the trainer coerces (`Rollouts.coerced`; a finding each)."""
     rule = rule or Rule()

@@ -283,7 +283,7 @@ StepKlOpt = Annotated[
     typer.Option(
         "--step-kl",
         min=1e-9,
-        help="The decision measure's step budget: mean KL per problem (nats) of one step, the "
+        help="The step budget of the effort model (the first-step diagnostic and each forecast step): mean KL per problem (nats) of one step, the "
         "same for every config.",
         rich_help_panel="Decision",
     ),

@@ -47,7 +47,7 @@ def manifest(
     result: ReplayResult, rollouts: Rollouts | None = None, options: ReportOptions | None = None
 ) -> dict[str, Any]:
     """Tool version, command line, input files with sizes and hashes, configs, loading notes, and
-    the report's options (rows, highlight, the decision measure's settings, the rule)."""
+    the report's options (rows, highlight, the first-step diagnostic's settings, the rule)."""
     options = options or ReportOptions()
     labels = unique_labels(result.configs)
     columns = [] if rollouts is None else rollouts.frame.collect_schema().names()
