@@ -1,4 +1,4 @@
-"""The decision measure's and the forecast's cost in a sweep; prints a Markdown table.
+"""The first-step diagnostic's and the forecast's cost in a sweep; prints a Markdown table.
 
     uv run python benchmarks/bench_measure.py                  # 1M rollouts, 24 configs
     uv run python benchmarks/bench_measure.py --rows 1e5 --configs 4 --repeat 1
@@ -137,7 +137,9 @@ def main() -> None:
             results[name] = min(runs, key=lambda r: r[0]["seconds"])
     plain, boot = results["--no-forecast --resamples 0"][0], results["--no-forecast"][0]
     ahead = results["the deciding sweep (default: the forecast)"][0]
-    print(f"Decision measure, {rows:,} rollouts (groups of 16), {args.configs} configs, rows none")
+    print(
+        f"First-step diagnostic, {rows:,} rollouts (groups of 16), {args.configs} configs, rows none"
+    )
     print(
         f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores"
     )

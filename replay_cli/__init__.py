@@ -1,8 +1,7 @@
 """replay_cli: offline replay and ablation of reward shaping for GRPO training of SWE agents.
 
-The public names load their modules on first use (PEP 562), so importing the package, or
-`replay-cli --help`, does not load polars and numpy.
-"""
+The public names load their modules on first use (PEP 562), so importing the package, or `replay-cli
+--help`, does not load polars and numpy."""
 
 from __future__ import annotations
 

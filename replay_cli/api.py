@@ -56,9 +56,8 @@ def inspect_input(
     group_size: int | None = None,
     strict: bool = False,
 ) -> tuple[dict[str, object], list[str], list[str]]:
-    """Validate an input and describe it: (statistics, loading notes, hazards: the input's
-    values the trainer would coerce, each in words; an input with any is not valid for
-    shaping)."""
+    """Validate an input and describe it: (statistics, loading notes, hazards: the input's values
+    the trainer would coerce, each in words; an input with any is not valid for shaping)."""
     from replay_cli.advice.findings import input_findings
     from replay_cli.analysis.describe import describe_rollouts
 
@@ -74,7 +73,7 @@ def replay(
 ) -> Report:
     """Replay one or more configs in memory and judge them (default: NeMo-RL defaults with
     shaping on): the `Report` (`report.result`'s tables, `report.verdict`); `options` gives the
-    decision measure's and the forecast's settings and the rule."""
+    first-step diagnostic's and the forecast's settings and the rule."""
     if configs is None:
         configs = [ReplayConfig()]
     elif isinstance(configs, ReplayConfig):
@@ -140,16 +139,15 @@ def replay_to_report(
     progress: Progress | None = None,
     **fields: Any,
 ) -> Report:
-    """Load, replay, judge and write a report directory atomically; returns the `Report`; refuses an existing `out`
-    unless `options.force`. Options may be given as one `ReportOptions` or as its fields
-    (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
+    """Load, replay, judge and write a report directory atomically; returns the `Report`; refuses an
+    existing `out` unless `options.force`. Options may be given as one `ReportOptions` or as its
+    fields (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
 
     Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
     groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
     and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
-    `progress(phase, done, total)` hears each phase (replay, decision measure, forecast, verdict,
-    tables, charts, index.html, TensorBoard) as it starts and as its units finish.
-    """
+    `progress(phase, done, total)` hears each phase (replay, first-step diagnostic, forecast, verdict,
+    tables, charts, index.html, TensorBoard) as it starts and as its units finish."""
     options = report_options(options, **fields)
     check_outputs(Path(out), options)
     pairs = parse_mapping(mapping or [])
@@ -260,10 +258,7 @@ def demo_configs() -> list[ReplayConfig]:
 
 
 def run_demo(
-    out: Path,
-    scratch: Path,
-    options: ReportOptions | None = None,
-    progress: Progress | None = None,
+    out: Path, scratch: Path, options: ReportOptions | None = None, progress: Progress | None = None
 ) -> Report:
     """Synthesise rollouts in `scratch`, replay the demo sweep and write a report with charts to
     `out` (replacing an earlier demo report there, and earlier demo TensorBoard runs). The
@@ -297,9 +292,8 @@ def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Pa
 
 
 def render_report(report: Path) -> Path:
-    """Judge a report again from its own tables under the rule it records, and rewrite its
-    verdict's tables (recommendation.parquet, findings.parquet) and index.html; returns the
-    page."""
+    """Judge a report again from its own tables under the rule it records, and rewrite its verdict's
+    tables (recommendation.parquet, findings.parquet) and index.html; returns the page."""
     from replay_cli.report.html_parts import INDEX
 
     write(Report.read(report).judged_again(), Path(report))

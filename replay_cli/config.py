@@ -40,23 +40,18 @@ def param(
     explain: bool = True,
     replay: bool = True,
     label: str | None = None,
-    since: str | None = None,
     off: str | None = None,
     **constraints: Any,
 ) -> Any:
     """One parameter, declared once: its default, help (also the field's description), CLI
     panel, trainer keys (`++` overrides and run configs; the first wins over the others), whether
     `replay`/`explain` take it, and the label fragment shown when it differs from its default
-    (a format string over the parameter's value). `since` marks a parameter added after config
-    ids were published: at its default it is left out of the id, so earlier ids stay valid.
-    `off`: for a switch that is on by default, what its `--no-` flag does (the help describes
+    (a format string over the parameter's value). `off`: for a switch that is on by default, what its `--no-` flag does (the help describes
     the setting; the flag's help must say what passing it changes). parameters.py derives
     everything else."""
     extra = {"panel": panel, "trainer": list(trainer), "explain": explain, "replay": replay}
     if label is not None:
         extra["label"] = label
-    if since is not None:
-        extra["since"] = since
     if off is not None:
         extra["off"] = off
     return Field(default, description=help, json_schema_extra=extra, **constraints)
@@ -134,7 +129,6 @@ class ShapingParams(_Frozen):
         "with --metrics-by batch to replay such a run's curves.",
         panel=SHAPE,
         label="val-shaped",
-        since="0.2",
     )
     semantics: Literal["nemo-rl", "internal"] = param(
         "nemo-rl",
@@ -273,7 +267,6 @@ class AdvantageParams(_Frozen):
         "Where --precision torch computes: cpu (calculate_advantages_on_gpu: false) or cuda.",
         panel=ADV,
         label="device={}",
-        since="0.2",
     )
 
     @property
@@ -314,13 +307,7 @@ class ReplayConfig(_Frozen):
     @property
     def config_id(self) -> str:
         """Stable short id: a hash of the parameters, equal across runs and machines."""
-        dumped = self.model_dump(mode="json")
-        for section, model in (("shaping", self.shaping), ("advantage", self.advantage)):
-            for name, _ in _added_at_default(model):
-                del dumped[section][name]
-        for name, _ in _added_at_default(self):
-            del dumped[name]
-        payload = json.dumps(dumped, sort_keys=True)
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
     def flat(self) -> dict[str, Any]:
@@ -457,15 +444,6 @@ def _value_text(name: str, value: Any) -> str:
 def _extra(field: Any) -> dict[str, Any]:
     extra = field.json_schema_extra
     return extra if isinstance(extra, dict) else {}
-
-
-def _added_at_default(model: BaseModel) -> list[tuple[str, Any]]:
-    """Fields declared with `since` that hold their default (left out of the config id)."""
-    return [
-        (name, getattr(model, name))
-        for name, field in type(model).model_fields.items()
-        if "since" in _extra(field) and getattr(model, name) == field.default
-    ]
 
 
 def _declared_fragments(model: BaseModel) -> list[str]:

@@ -1,8 +1,7 @@
 """Every replay parameter, read once from the pydantic fields of config.py, and every way a value
 arrives: CLI text (one value or a comma list), the trainer's `++` overrides, a NeMo-RL run config
 and a grid file. Each becomes a flat dict {name: value}; `to_config` and `expand` turn flat dicts
-into ReplayConfigs. Adding a parameter means declaring its field in config.py, nothing here.
-"""
+into ReplayConfigs. Adding a parameter means declaring its field in config.py, nothing here."""
 
 from __future__ import annotations
 
@@ -407,8 +406,7 @@ def read_grid(
 ) -> tuple[dict[str, list[Any]], list[dict[str, Any]], dict[str, Any]]:
     """A grid file: `grid:` (parameter -> list), optional `configs:` (explicit points), `base:`.
 
-    A file without those keys is read as a bare `grid:` mapping.
-    """
+    A file without those keys is read as a bare `grid:` mapping."""
     path = Path(path)
     data = read_yaml(path, "grid file")
     if not isinstance(data, dict):

@@ -15,11 +15,9 @@ class ReplayResult:
     """The report tables of spec §6 for one or more configs.
 
     The engine builds the tables; the API adds the notes with `dataclasses.replace`, so nothing
-    fills a result after it is made. `rows` and `groups` are
-    None when they were streamed to sinks instead of kept in memory. `advantages` (trainable
-    rows) and `deductions` (charged rows) per config_id and the input's `minutes` back the
-    distribution charts and the quantiles.
-    """
+    fills a result after it is made. `rows` and `groups` are None when they were streamed to sinks
+    instead of kept in memory. `advantages` (trainable rows) and `deductions` (charged rows) per
+    config_id and the input's `minutes` back the distribution charts and the quantiles."""
 
     rows: pl.DataFrame | None
     groups: pl.DataFrame | None

@@ -1,5 +1,5 @@
-"""A slow, independent reference of the decision measure (docs/report.md, "The decision
-measure"), written as plain loops over groups and levels from the per-row report: the levels,
+"""A slow, independent reference of the first-step diagnostic (docs/report.md, "The effort
+model and the first step's direction"), written as plain loops over groups and levels from the per-row report: the levels,
 the effort model, the natural-gradient direction, the step size that spends the budget (by
 bisection on the exact KL), and the changes it makes. Tests hold engine/first_step.py to it."""
 

@@ -48,25 +48,25 @@ def test_read_rows_gives_each_config_its_own_advantages(two_configs):
     report = Report.read(two_configs, rows=True)
     rows = pl.read_parquet(two_configs / "rollouts.parquet")
     trainable = rows.filter(pl.col("advantage").is_not_null() & ~pl.col("masked"))
-    for cid, series in report.advantages.items():
+    for cid, series in report.result.advantages.items():
         own = trainable.filter(pl.col("config_id") == cid)["advantage"]
         assert series.len() == own.len() > 0
         assert series.sort().to_list() == own.sort().to_list()
-    assert sum(s.len() for s in report.advantages.values()) == trainable.height
+    assert sum(s.len() for s in report.result.advantages.values()) == trainable.height
 
 
-def test_a_report_missing_only_its_recommendation_is_judged_again(two_configs, tmp_path):
-    """model.py Report.read: without recommendation.parquet the report is judged again from its
-    own tables, never an AttributeError."""
+def test_a_report_missing_only_its_recommendation_is_refused_cleanly(two_configs, tmp_path):
+    """model.py Report.read: without recommendation.parquet the report stores no verdict this
+    version reads: refused with exit code 2 and a message to rerun, never an AttributeError."""
     import shutil
 
     copy = tmp_path / "r"
     shutil.copytree(two_configs, copy)
     (copy / "recommendation.parquet").unlink()
-    again = Report.read(copy)
-    original = Report.read(two_configs)
-    assert again.recommendation["role"].to_list() == original.recommendation["role"].to_list()
+    assert Report.read(two_configs).verdict.recommendation.height == 2
     result = runner.invoke(app, ["report", str(copy)], env={"COLUMNS": "160"})
+    assert result.exit_code == 2
+    assert "rerun the replay" in result.output
     assert "Traceback" not in result.output
     assert "AttributeError" not in result.output
 

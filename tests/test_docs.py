@@ -135,7 +135,9 @@ def test_cli_reference_is_generated_from_the_app(tmp_path):
 
 
 def test_readme_is_short_and_links_the_docs():
-    assert len(README.encode()) < 10_500
+    # 11 kB: the demo's real output grew by the decision's bar, the pick's warning and the named
+    # twin (issue 54); the prose around it did not.
+    assert len(README.encode()) < 11_000
     for doc in ("guide", "cli", "report", "semantics", "architecture", "benchmarks"):
         assert f"(docs/{doc}.md)" in README
         assert (ROOT / "docs" / f"{doc}.md").exists()

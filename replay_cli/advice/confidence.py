@@ -1,8 +1,10 @@
 """How sure the recommendation is: the rule applied again in each resample of the forecast's
-paired bootstrap over problems (docs/report.md, "Confidence")."""
+paired bootstrap over problems, each resample's deviation widened by `Rule.spread` (docs/report.md,
+"Confidence")."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,13 +17,10 @@ from replay_cli import schema as S
 from replay_cli.advice.rule import Judged, Rule, meets, resolve_criteria
 from replay_cli.maths.thresholds import MINUTES_EPS
 
-PREDICTIVE = 2.0
-"""How much wider a new log's spread around this log's value is taken to be than the bootstrap's:
-2, not the flat prior's √2, since the stated share is read for the config this log picked; 2
-minimises the worst error of the stated share over every distance from the bar (docs/report.md,
-"Confidence")."""
 ALIKE_READS = (C.F_RESOLVE_VS_OFF_LONG, C.F_SOLVE_VS_OFF)
-"""The differences two configs that train alike hold 0 in (`Rule.alike_level`)."""
+"""The differences two configs that train alike hold 0 in: the bootstrap's own interval of each
+difference at `Rule.alike_level` (as docs/report.md says), not the widened spread the shares are
+read from."""
 
 
 @dataclass(frozen=True)
@@ -38,17 +37,64 @@ def _nan(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _spread(rows: list[Judged], resamples: pl.DataFrame, names: list[str]) -> dict[str, Any]:
-    """Per column, (resample, row) values as a new log would see them: each resample's deviation
-    from the point scaled by PREDICTIVE (a new log carries its own noise on top of this one's)."""
+@dataclass(frozen=True)
+class _Reader:
+    """The rule as the confidence applies it per resample: which rows pass (`passing`), and
+    which it picks (`winners`)."""
+
+    rows: list[Judged]
+    rule: Rule
+    tie_rank: np.ndarray
+
+    def passing(self, wide: dict[str, np.ndarray]) -> np.ndarray:
+        """Per resample of `wide` (name -> (..., rows) values) the rows that pass the rule: no
+        static failure, and each resolve criterion read at the resample's own low end."""
+        ok = np.ones(wide[C.F_SOLVE_VS_OFF].shape, dtype=bool)
+        for j, r in enumerate(self.rows):
+            ok[..., j] = all(not c.static for c in r.failed)
+            for c in resolve_criteria():
+                column = wide[C.scoped(C.F_RESOLVE_VS_OFF, c.scope)][..., j]
+                ok[..., j] &= r.off | meets(r.row, c.scope, c.least(self.rule), column)
+        return ok
+
+    def winners(self, wide: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The rule's pick per resample of `wide` (the fastest successes among the passing rows,
+        ties in the ranking's order) and whether it passes there (where nothing does, the
+        resample picks nothing)."""
+        ok = self.passing(wide)
+        gain = wide[C.F_SOLVE_VS_OFF]
+        least = np.array([max(MINUTES_EPS, self.rule.faster_limit(r.row)) for r in self.rows])
+        is_off = np.array([r.off for r in self.rows])
+        small = (np.abs(gain) <= MINUTES_EPS) | ((gain < 0) & (-gain <= least))
+        gain = np.where(is_off | small | ~np.isfinite(gain), 0.0, gain)
+        keyed = np.where(ok, gain, np.inf)
+        best = keyed == keyed.min(-1, keepdims=True)
+        winner = np.argmin(np.where(best, self.tie_rank, np.inf), axis=-1)
+        counted = np.take_along_axis(ok, winner[..., None], -1)[..., 0]
+        return winner, counted
+
+
+def _values(
+    rows: list[Judged], resamples: pl.DataFrame, names: list[str]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per column the (resample, row) values and the rows' point values (a row without a point
+    value keeps its resamples as they are: its point is taken as their mean)."""
     ids = [r.row[S.CONFIG_ID] for r in rows]
-    wide = {}
+    values, points = {}, {}
     for name in names:
-        values = resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids)
-        values = values.to_numpy().astype(np.float64)
+        v = resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids)
+        values[name] = v.to_numpy().astype(np.float64)
         point = np.array([_nan(r.row.get(name)) for r in rows])
-        wide[name] = np.where(np.isfinite(point), point + PREDICTIVE * (values - point), values)
-    return wide
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(values[name], 0)
+        points[name] = np.where(np.isfinite(point), point, mean)
+    return values, points
+
+
+def _spread(values: dict, points: dict, factor: float) -> dict:
+    """Each resample's deviation from the point scaled by `factor`: a new log's value."""
+    return {n: points[n] + factor * (values[n] - points[n]) for n in values}
 
 
 def confidence(
@@ -60,9 +106,10 @@ def confidence(
     ties: Sequence[int],
 ) -> Confidence | None:
     """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
-    new log of the same size (`_spread`), and the rule's resolve criteria are applied again with
-    its own interval ends (`rule.meets`); `ties` orders rows as the ranking's keys after the gain
-    do. Eligible rows whose differences to the pick hold 0 train alike (`_alike`)."""
+    new log of the same size, its deviation from this log spread by `rule.spread`, and the
+    rule's resolve criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
+    the ranking's keys after the gain do. Eligible rows whose differences to the pick hold 0 in
+    the bootstrap's own interval (not the widened spread) train alike (`_alike`)."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),
@@ -70,29 +117,18 @@ def confidence(
     ]
     if resamples is None or resamples.is_empty() or not set(names) <= set(resamples.columns):
         return None
-    wide = _spread(rows, resamples, names)
-    gain = wide[C.F_SOLVE_VS_OFF]
-    ok = np.ones(gain.shape, dtype=bool)
-    for j, r in enumerate(rows):
-        ok[:, j] = all(not c.static for c in r.failed)
-        for c in criteria:
-            column = wide[C.scoped(C.F_RESOLVE_VS_OFF, c.scope)][:, j]
-            ok[:, j] &= r.off | meets(r.row, c.scope, c.least(rule), column)
-    least = np.array([max(MINUTES_EPS, rule.faster_limit(r.row)) for r in rows])
-    is_off = np.array([r.off for r in rows])
-    small = (np.abs(gain) <= MINUTES_EPS) | ((gain < 0) & (-gain <= least))
-    gain = np.where(is_off | small | ~np.isfinite(gain), 0.0, gain)
     n = len(rows)
     tie_rank = np.empty(n)
     tie_rank[list(ties)] = np.arange(n)
-    first = np.lexsort((np.broadcast_to(tie_rank, gain.shape), np.where(ok, gain, np.inf)), axis=-1)
-    winner = first[:, 0]
-    counted = ok[np.arange(len(winner)), winner]
+    reader = _Reader(rows, rule, tie_rank)
+    values, points = _values(rows, resamples, names)
+    wide = _spread(values, points, rule.spread)
+    winner, counted = reader.winners(wide)
     counts = np.bincount(winner[counted], minlength=n)
-    won = {i: float(counts[i] / gain.shape[0]) for i in range(n)}
+    won = {i: float(counts[i] / winner.shape[0]) for i in range(n)}
     if pick is None:
         return Confidence(won, [], None)
-    alike = [j for j in eligible if j != pick and _alike(wide, j, pick, rule.alike_level)]
+    alike = [j for j in eligible if j != pick and _alike(values, j, pick, rule.alike_level)]
     in_set = np.isin(winner, [pick, *alike]) & counted
     return Confidence(won, alike, float(in_set.mean()))
 
@@ -106,3 +142,19 @@ def _alike(wide: dict[str, Any], j: int, pick: int, level: float) -> bool:
         if len(d) and not (np.quantile(d, lo_q) <= 0 <= np.quantile(d, hi_q)):
             return False
     return True
+
+
+def alike_on_log(
+    rows: list[Judged],
+    resamples: pl.DataFrame | None,
+    pick: int,
+    candidates: list[int],
+    level: float,
+) -> int | None:
+    """The first of `candidates` whose differences to `pick` hold 0 at `level` over this log's
+    own resamples (its intervals, no spread); None without resamples."""
+    names = list(ALIKE_READS)
+    if resamples is None or resamples.is_empty() or not set(names) <= set(resamples.columns):
+        return None
+    values, _ = _values(rows, resamples, names)
+    return next((j for j in candidates if _alike(values, j, pick, level)), None)

@@ -174,8 +174,8 @@ def explosion_bounded(row: dict[str, Any], ctx: Context) -> Found | None:
     up_to = f", up to {top:.4g} unclipped" if top is not None else ""
     return Found(
         num(row, C.CLIP_FRAC),
-        f"the clip changes {pct(num(row, C.CLIP_FRAC))} of trained rows and keeps every "
-        f"one of the {pct(share)} that would exceed |{EXPLOSION:g}|{up_to} inside it.",
+        f"the clip changes {pct(num(row, C.CLIP_FRAC))} of trained rows and bounds every "
+        f"one of the {pct(share)} that would exceed |{EXPLOSION:g}|{up_to}.",
     )
 
 

@@ -18,16 +18,24 @@ def _trainer_value(name: str, value: Any) -> Any:
     return (value == "loo") if name == "baseline" else value
 
 
+UNUSED = {"call_bonus_ref": lambda row: not row.get("lambda_call_bonus")}
+"""Settings a config does not use, by the setting they depend on: a launch line leaves them out
+(the bonus's reference with no bonus)."""
+
+
 def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, Any]]:
     """(parameter, trainer key, value) of every setting that launches a summary row's config:
     `grpo.time_efficiency.*` (only `enabled=false` for shaping off; all of them when shaping is
     on), and every other trainer setting that is not at its default (the clip, the estimator's
-    baseline and normalisation, the mask switch). Emulation-only settings (std guard,
+    baseline and normalisation, the mask switch), less those it does not use (`UNUSED`).
+    Emulation-only settings (std guard,
     precision) have no trainer key and are left out."""
     te = "grpo.time_efficiency."
     out = []
     for name, param in registry().items():
         if not param.trainer or name == "estimator" or name not in row:
+            continue
+        if name in UNUSED and UNUSED[name](row):
             continue
         value, key = row[name], param.trainer[0]
         if key.startswith(te):

@@ -18,29 +18,38 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.confidence import Confidence, confidence
+from replay_cli.advice.confidence import Confidence, alike_on_log, confidence
 from replay_cli.advice.launch import launch_overrides, launch_yaml
 from replay_cli.advice.rule import (
     NEEDED,
     RULE_READS,
-    STATIC_NEEDED,
     Judged,
     Rule,
+    changes_setting,
     judge_rows,
     kept,
+    plain_off,
     resolve_criteria,
     shaping_off,
     width,
 )
-from replay_cli.advice.texts import NO_FORECAST, NO_TRAINING, trade_text, why_eligible
+from replay_cli.advice.texts import (
+    NO_FORECAST,
+    NO_TRAINING,
+    setting_text,
+    trade_text,
+    why_eligible,
+)
 from replay_cli.advice.words import num, param_text
 from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import MINUTES_EPS
 from replay_cli.parameters import registry
 
 ROLES = ("recommended", "runner-up", "eligible", "avoid", "unrated")
-"""`unrated`: what the rule reads is missing (no forecast, too few problems, or a report of an
-earlier version); the reason says which."""
+"""`unrated`: what the rule reads is missing (no forecast, too few problems, no training
+group); the reason says which."""
+UNDECIDED = "; and "
+"""Joins an avoided config's static failures to why nothing was judged on resolve rate."""
 SAME_NUMBERS_NEEDED = (C.TRAINED_DIGEST,)
 """Two configs are called the same only when they train on the same rows with the same rewards
 and advantages (`trained_digest`, a hash of every training row's shaped reward, advantage after
@@ -140,14 +149,12 @@ def recommend(
     with their numbers, launch overrides and YAML, the numbers the rule reads, the share of
     bootstrap resamples in which it would be recommended, the best trade), recommended first."""
     rule = rule or Rule()
-    missing = [c for c in STATIC_NEEDED if c not in summary.columns]
-    if missing:
-        return _unrated(summary, missing)
     if C.GROUPS in summary.columns and summary.height and not (summary[C.GROUPS] > 0).any():
-        return _unrated(summary, [], NO_TRAINING)
+        return _unrated(summary, NO_TRAINING)
     judged = all(c in summary.columns for c in NEEDED)
-    off = shaping_off(summary).to_list() if summary.height else []
+    off = _reference(summary)
     ranking = _rank(judge_rows(summary.iter_rows(named=True), off, rule, judged), rule, judged)
+    ranking = _on_footing_first(ranking, rule, resamples, judged)
     if not ranking.decided:
         return _table(ranking, rule)
     rows, eligible = ranking.rows, ranking.ranked
@@ -167,11 +174,71 @@ def recommend(
     )
 
 
-def _rank(rows: list[Judged], rule: Rule, judged: bool = True) -> Ranking:
+def _reference(summary: pl.DataFrame) -> list[bool]:
+    """The rows that are the reference every config is measured against: shaping off on the
+    baseline's non-shaping settings (a shaping-off config that changes one is ranked as any)."""
+    off = shaping_off(summary).to_list() if summary.height else []
+    return [
+        o and not changes_setting(r)
+        for o, r in zip(off, summary.iter_rows(named=True), strict=True)
+    ]
+
+
+def _footing_settings(rows: list[Judged]) -> dict[str, Any]:
+    """The non-shaping settings of the baseline, read from a row measured on its own footing."""
+    base = next((r.row for r in rows if not changes_setting(r.row)), {})
+    return {n: base.get(n) for n in _non_shaping() if n in base}
+
+
+def _non_shaping() -> list[str]:
+    """The settings an off twin keeps: the mask switch and every advantage setting."""
+    return [n for n, p in registry().items() if p.section == "advantage" or n == "mask_flagged"]
+
+
+def _changed(row: dict[str, Any], base: dict[str, Any]) -> str:
+    """The non-shaping settings in which `row` differs from the baseline's, as `name=value`."""
+    names = [n for n in base if row.get(n) != base[n]]
+
+    def text(n: str) -> str:
+        value = row.get(n)
+        return ("true" if value else "false") if isinstance(value, bool) else param_text(n, value)
+
+    return " ".join(f"{n}={text(n)}" for n in names) or "its settings"
+
+
+def _on_footing_first(
+    ranking: Ranking, rule: Rule, resamples: pl.DataFrame | None, judged: bool
+) -> Ranking:
+    """A best config that changes a non-shaping setting is not launched on a difference within
+    the interval: where an eligible config on the baseline's settings trains like it (each
+    difference the rule reads holds 0 at `alike_level` over the log's own resamples), that one
+    ranks first, and the other says why it was not picked."""
+    if not ranking.decided or not ranking.ranked or not changes_setting(ranking.ranked[0].row):
+        return ranking
+    best = ranking.ranked[0]
+    footed = [r.index for r in ranking.ranked[1:] if not changes_setting(r.row)]
+    twin = alike_on_log(ranking.rows, resamples, best.index, footed, rule.alike_level)
+    if twin is None:
+        return ranking
+    again = _rank(ranking.rows, rule, judged, first=twin)
+    changed = _changed(best.row, _footing_settings(ranking.rows))
+    said = {
+        **again.said,
+        best.index: (
+            f"trains like '{ranking.rows[twin].row['label']}' within the interval after "
+            f"{num(best.row, C.FORECAST_STEPS):.0f} steps: it changes {changed} from the "
+            "baseline the log was run with, and a change the data cannot tell from noise is not "
+            f"launched ({why_eligible(best.row)})"
+        ),
+    }
+    return replace(again, said=said)
+
+
+def _rank(rows: list[Judged], rule: Rule, judged: bool = True, first: int | None = None) -> Ranking:
     """The roles the rule gives judged rows. Without the forecast (not `judged`) or with too
     little data (`_scarcity`) nothing is ranked: only static failures avoid, the rest is
-    unrated. Else the eligible rank by `_solve_key`; the runner-up is the first that does not
-    train like the best."""
+    unrated. Else the eligible rank by `_solve_key` (`first`, where given, before them); the
+    runner-up is the first that does not train like the best."""
     why = NO_FORECAST if not judged else _scarcity(rows, rule)
     if why is not None:
         rows = [r.without_horizon() for r in rows]
@@ -180,7 +247,7 @@ def _rank(rows: list[Judged], rule: Rule, judged: bool = True) -> Ranking:
     rows, said = _without_outcome(rows)
     eligible = sorted(
         (r for r in rows if not r.failed and r.index not in said),
-        key=lambda r: (*_solve_key(r, rule), r.index),
+        key=lambda r: (r.index != first, *_solve_key(r, rule), r.index),
     )
     roles: dict[int, str] = {}
     best = eligible[0].row if eligible else {}
@@ -214,8 +281,21 @@ def _without_outcome(rows: list[Judged]) -> tuple[list[Judged], dict[int, str]]:
 
 
 def _reasons(r: Judged, ranking: Ranking, rule: Rule) -> str:
+    """Why the row has its role; for a config off the baseline's non-shaping settings, what
+    those settings do alone (`setting_text`)."""
+    said = _said(r, ranking, rule)
+    if changes_setting(r.row):
+        alone = setting_text(r.row, _changed(r.row, _footing_settings(ranking.rows)))
+        return said if alone is None else f"{said}; {alone}"
+    return said
+
+
+def _said(r: Judged, ranking: Ranking, rule: Rule) -> str:
     if r.failed:
-        return "; ".join(c.why(r.row, rule) for c in r.failed)
+        failed = "; ".join(c.why(r.row, rule) for c in r.failed)
+        # Undecided (no forecast, too little data): the failures that need no forecast, then
+        # why the resolve rate was not judged, which the decision reads (`undecided`).
+        return failed if ranking.decided else f"{failed}{UNDECIDED}{ranking.said[r.index]}"
     if r.index in ranking.said:
         return ranking.said[r.index]
     if r.off:
@@ -243,9 +323,9 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
                 C.RANK: ranks.get(r.index),
                 C.FAILED: [c.name for c in r.failed],
                 C.REASONS: _reasons(r, ranking, rule),
-                C.OVERRIDES: launch_overrides(row, r.off),
-                C.YAML: launch_yaml(row, r.off),
-                S.SHAPING_OFF: r.off,
+                C.OVERRIDES: launch_overrides(row, plain_off(row)),
+                C.YAML: launch_yaml(row, plain_off(row)),
+                S.SHAPING_OFF: plain_off(row),
                 **{name: row.get(name) for name in RULE_READS},
                 C.FORECAST_STEPS: row.get(C.FORECAST_STEPS),
                 C.WON_SHARE: sure.won.get(r.index),
@@ -320,8 +400,8 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
     ]
     if not {"half", "twice"} <= set(ran):
         return None
-    off, rows = shaping_off(summary).to_list(), list(summary.iter_rows(named=True))
-    moved = []
+    off, rows = _reference(summary), list(summary.iter_rows(named=True))
+    moved, held = [], []
     for check in ran:
         views = ({**row, **{n: row[C.at_check(n, check)] for n in RULE_READS}} for row in rows)
         there = _rank(judge_rows(views, off, rule), rule)
@@ -331,10 +411,24 @@ def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str
             moved.append(f"{where[check]} no config passes the rule")
         elif there.ranked[0].row[S.CONFIG_ID] != best_id:
             moved.append(f"{where[check]} the rule would pick '{there.ranked[0].row['label']}'")
-    held = "the verdict holds at half and at twice the step budget"
-    if {"half_steps", "twice_steps"} <= set(ran):
-        held += f" and after {halfway} and {twice} steps"
-    return "; ".join(moved) or held
+        else:
+            held.append(check)
+    said = _checks_text(held, halfway, twice)
+    if not moved:
+        return f"the verdict holds {said}"
+    return "; ".join(moved) + (f"; the rule still picks it {said}" if held else "")
+
+
+def _checks_text(checks: list[str], halfway: int, twice: int) -> str:
+    """The checks in words: 'at half and at twice the step budget and after 25 and 100 steps'."""
+    budgets = [c for c in checks if c in ("half", "twice")]
+    steps = [
+        {"half_steps": halfway, "twice_steps": twice}[c] for c in checks if c.endswith("_steps")
+    ]
+    parts = [" and ".join(f"at {c}" for c in budgets) + " the step budget"] if budgets else []
+    if steps:
+        parts.append("after " + " and ".join(str(n) for n in steps) + " steps")
+    return " and ".join(parts)
 
 
 def _tradeable(r: Judged, rule: Rule) -> bool:
@@ -367,13 +461,8 @@ def _kept_least(row: dict[str, Any]) -> float:
     return min(p for p in points if p is not None)
 
 
-def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) -> pl.DataFrame:
-    """Every config unrated: the report was written before the columns the rule reads (or `why`
-    says another reason)."""
-    why = why or (
-        f"this report was written before the recommendation rule (no {', '.join(missing[:3])}"
-        f"{', …' if len(missing) > 3 else ''}): replay it with this version to rate it"
-    )
+def _unrated(summary: pl.DataFrame, why: str) -> pl.DataFrame:
+    """Every config unrated, for the reason `why`."""
     off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
         Judged(i, row, (), bool(off[i]) if off else False)
@@ -381,6 +470,21 @@ def _unrated(summary: pl.DataFrame, missing: list[str], why: str | None = None) 
     ]
     roles = {r.index: "unrated" for r in rows}
     return _table(Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False), Rule())
+
+
+def undecided(verdict: pl.DataFrame) -> str | None:
+    """Why the verdict decided nothing (no forecast, too little data: every config unrated or
+    avoided for a failure that needs no forecast), else None."""
+    if verdict.is_empty() or verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3])).height:
+        return None
+    unrated = verdict.filter(pl.col(C.ROLE) == "unrated")
+    if unrated.height:
+        return unrated[C.REASONS][0]
+    for why in verdict[C.REASONS].to_list():
+        tail = why.rpartition(UNDECIDED)[2] if UNDECIDED in why else ""
+        if tail.startswith(("not enough data to decide", NO_FORECAST, NO_TRAINING)):
+            return tail
+    return None
 
 
 def near_misses(verdict: pl.DataFrame) -> pl.DataFrame:

@@ -39,6 +39,22 @@ def shaping_off(summary: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
+def plain_off(row: dict[str, Any]) -> bool:
+    """`shaping_off` for one summary row (it launches as `enabled=false`)."""
+    return not row.get("enabled", True) or (
+        row.get("lambda_time") == 0
+        and row.get("lambda_call_bonus", 0) == 0
+        and row.get("floor") is None
+    )
+
+
+def changes_setting(row: dict[str, Any]) -> bool:
+    """Whether a config's non-shaping settings (the mask switch, the estimator, the clip,
+    normalisation) differ from the baseline's every config is measured against: its own
+    shaping-off twin then has a resolve rate of its own (`forecast/resolve_own_off`)."""
+    return any(row.get(C.scoped(C.F_RESOLVE_OWN_OFF, s)) is not None for s in ("", C.LONG))
+
+
 class Rule(BaseModel):
     """The thresholds of the recommendation; each can be changed (`judge(summary, rule=Rule(...))`)."""
 
@@ -91,6 +107,14 @@ class Rule(BaseModel):
         "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
     )
 
+    spread: float = Field(
+        2.0,
+        gt=0,
+        description="how much wider than the bootstrap's a new log's spread around this log's "
+        "value is taken to be in the confidence (2 minimises the worst error in the two-way "
+        'normal model; docs/report.md, "Confidence")',
+    )
+
     def bars(self) -> C.Bars:
         """The thresholds the catalogue marks summary cells by."""
         return C.Bars(resolve=self.min_resolve_vs_off, fail_share=self.max_fail_faster)
@@ -102,6 +126,19 @@ class Rule(BaseModel):
     def faster_limit(self, row: dict[str, Any]) -> float:
         """The smallest solve-minute gain after T steps that counts."""
         return self.min_faster * num(row, C.F_SOLVE_OFF)
+
+    def bar_text(self, steps: float | None = None) -> str:
+        """The resolve bar a config had to clear, from the rule's thresholds: 'low end of the
+        resolve rate's interval after 50 steps ≥ 95% of shaping off's, overall and on long
+        problems'."""
+        after = "T" if steps is None else f"{steps:.0f}"
+        overall, long = pct(self.min_resolve_vs_off), pct(self.min_resolve_vs_off_long)
+        where = (
+            f"{overall} of shaping off's, overall and on long problems"
+            if overall == long
+            else f"{overall} of shaping off's overall and {long} on long problems"
+        )
+        return f"low end of the resolve rate's interval after {after} steps ≥ {where}"
 
     def summary_text(self) -> str:
         """The rule in one sentence, with its thresholds (the page and the terminal print it)."""
@@ -208,7 +245,7 @@ CRITERIA = [
             f"[-{EXPLOSION:g}, {EXPLOSION:g}]"
         ),
     ),
-    Criterion.on_resolve("resolve", "", lambda rule: rule.min_resolve_vs_off),
+    Criterion.on_resolve(C.T_RESOLVE, "", lambda rule: rule.min_resolve_vs_off),
     Criterion.on_resolve("resolve_long", C.LONG, lambda rule: rule.min_resolve_vs_off_long),
     Criterion(
         "uncharged_only",

@@ -13,7 +13,7 @@ from replay_cli.catalogue.units import pct, percent, points
 
 NO_FORECAST = (
     "not judged on resolve rate: the summary has no outcome after T steps (the forecast did not "
-    "run: drop --no-forecast, or replay a report of an earlier version again)"
+    "run: replay without --no-forecast)"
 )
 NO_TRAINING = "nothing to judge: the input has no training group (every row is validation)"
 
@@ -26,8 +26,9 @@ def pct_ratio(x: float | None) -> str:
 def horizon_text(row: dict[str, Any], where: str = C.LONG) -> str:
     """The outcome at the horizon in the one wording every surface uses, a predicate for 'it
     ...' or "'label' ...": 'ends at 50.7% resolved on long problems after 50 steps, 97.5% of
-    shaping off's 52.0% (it keeps +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
-    problems (no long problems in this input)' where there is none."""
+    shaping off's 52.0% (it gains +12.8 of shaping off's +14.1 points)'; 'has no outcome on long
+    problems (no long problems in this input)' where there is none. 'Kept' is only ever the ratio
+    of end levels (97.5% of shaping off's); the progress from the start is a gain."""
     on = row.get(C.scoped(C.F_RESOLVE, where))
     off = row.get(C.scoped(C.F_RESOLVE_OFF, where))
     start = row.get(C.scoped(C.F_RESOLVE_START, where))
@@ -42,7 +43,7 @@ def horizon_text(row: dict[str, Any], where: str = C.LONG) -> str:
     )
     if start is not None:
         text += (
-            f" (it keeps {points(on - start)} of shaping off's {points(off - start)} points)"
+            f" (it gains {points(on - start)} of shaping off's {points(off - start)} points)"
             if off - start > 1e-12
             else f" (shaping off moves it {points(off - start)} points)"
         )
@@ -88,4 +89,29 @@ def why_eligible(row: dict[str, Any]) -> str:
         f"{num(row, C.FORECAST_STEPS):.0f} steps; it {horizon_text(row, C.LONG)}, {kept}; "
         f"{_faster_text(row, C.F_FAIL_VS_OFF, 'failures')}; no introduced inversion or "
         "unbounded explosion"
+    )
+
+
+def setting_text(row: dict[str, Any], changed: str) -> str | None:
+    """What a config's non-shaping settings (`changed`, as `name=value`) do alone: shaping off's
+    resolve rate on long problems after T steps with them against the baseline's."""
+    own, base = row.get(C.F_RESOLVE_OWN_OFF_LONG), row.get(C.F_RESOLVE_OFF_LONG)
+    if own is None or base is None:
+        return None
+    return (
+        f"{changed} alone (shaping off with it) moves shaping off's resolve rate on long "
+        f"problems after {num(row, C.FORECAST_STEPS):.0f} steps from {percent(base)} to {percent(own)}"
+    )
+
+
+def off_course_text(row: dict[str, Any], whose: str) -> str:
+    """Shaping off's course on long problems as the config `row` (`whose`: 'the pick', 'the best
+    trade', ...) is compared with it: the one baseline every config is measured against
+    (`forecasting.runs.footing`: shaping off with the sweep's settings nearest the defaults)."""
+    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
+    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
+    return (
+        f"shaping off (the baseline {whose} and every config is measured against: shaping off "
+        f"with the sweep's settings nearest the defaults) takes long problems from {start} to "
+        f"{off} resolved"
     )

@@ -18,7 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import INPUT_COERCED, findings
-from replay_cli.advice.recommendation import ROLES, near_misses, recommend
+from replay_cli.advice.recommendation import ROLES, near_misses, recommend, undecided
 from replay_cli.advice.rule import Rule, resolve_criteria
 from replay_cli.advice.texts import pct_ratio
 from replay_cli.rollouts.value_checks import Coerced
@@ -34,7 +34,8 @@ class Decision:
     avoid: list[dict[str, Any]]
     near_misses: list[dict[str, Any]]
     unrated: str | None
-    """Why no config was rated (no forecast, too few problems, no training rows), else None."""
+    """Why no config was rated (no forecast, not enough data, no training rows), else None: the
+    one verdict every surface words the same, avoided configs or not."""
     keep_off: bool
     """The recommended config is shaping off: no shaped config is worth launching."""
     shaped_eligible: int
@@ -53,7 +54,7 @@ class Decision:
             found = verdict.filter(pl.col(flag) == role if flag == C.ROLE else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
-        recommended, unrated = first("recommended"), first("unrated")
+        recommended, unrated = first("recommended"), undecided(verdict)
         eligible = verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3]))
         off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
         return cls(
@@ -63,10 +64,10 @@ class Decision:
             near_misses=(
                 [] if recommended is not None or unrated else near_misses(verdict).to_dicts()
             ),
-            unrated=None if unrated is None else unrated["reasons"],
+            unrated=unrated,
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
             shaped_eligible=eligible.filter(~off).height,
-            best_trade=first("", "best_trade"),
+            best_trade=first("", C.BEST_TRADE),
         )
 
 
@@ -94,9 +95,32 @@ def keep_off_text(d: Decision, rule: Rule) -> str:
     )
 
 
-def confidence_text(row: dict[str, Any]) -> str:
+def _picked_for(row: dict[str, Any], alike: Sequence[dict[str, Any] | None]) -> str:
+    """Why the rule picks `row` over the configs that train alike (their recommendation rows,
+    None where unknown): 'soonest' only where its successes end sooner than each of theirs by
+    more than the minutes' rounding (shaping off's at 0); else the tie-break that decided."""
+    mine = 0.0 if row.get(S.SHAPING_OFF) else row.get(C.F_SOLVE_VS_OFF)
+
+    def apart(theirs: Any) -> bool:
+        shown = C.show(C.F_SOLVE_VS_OFF, mine) != C.show(C.F_SOLVE_VS_OFF, theirs)
+        return theirs is not None and mine is not None and mine < theirs and shown
+
+    if all(
+        a is not None and apart(0.0 if a.get(S.SHAPING_OFF) else a.get(C.F_SOLVE_VS_OFF))
+        for a in alike
+    ):
+        return ", whose successes end soonest"
+    return (
+        " by its tie-break (the smaller λ, then shaping off, then the fewest settings away from "
+        "their defaults): its successes end no sooner than each of theirs beyond rounding"
+    )
+
+
+def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) -> str:
     """How sure the pick is: its outcome at the horizon with its interval, the configs that
-    train like it, and how often a new log of the same size would give the same pick."""
+    train like it, and how often a new log of the same size would give the same pick. `others`:
+    the recommendation table's rows (the alike configs' minutes are read from them; where one is
+    missing, no 'soonest' is claimed)."""
     parts = []
     low, low_long = row.get(C.F_RESOLVE_VS_OFF_LOW), row.get(C.F_RESOLVE_VS_OFF_LOW_LONG)
     if not row.get(S.SHAPING_OFF) and low_long is not None:
@@ -107,15 +131,17 @@ def confidence_text(row: dict[str, Any]) -> str:
             + (f" and {pct_ratio(low)} over all problems" if low is not None else "")
             + "."
         )
-    alike = [a for a in row.get("alike") or [] if a != row.get("label")]
-    share = row.get("set_share")
+    alike = [a for a in row.get(C.ALIKE) or [] if a != row.get("label")]
+    by_label = {o.get("label"): o for o in others}
+    share = row.get(C.SET_SHARE)
     if share is None:
-        share = row.get("won_share")
+        share = row.get(C.WON_SHARE)
     if alike:
         names = ", ".join(f"'{a}'" for a in alike)
+        picked = _picked_for(row, [by_label.get(a) for a in alike])
         parts.append(
             f"{names} train{'s' if len(alike) == 1 else ''} alike here (within the interval); "
-            f"the rule picks '{row.get('label')}', whose successes end soonest."
+            f"the rule picks '{row.get('label')}'{picked}."
         )
     if share is not None:
         which = "it or a config that trains alike" if alike else "it"
@@ -140,7 +166,7 @@ def judge(
     coerced: Sequence[Coerced] = (),
 ) -> Verdict:
     """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
-    (the findings name the worst group of a config from it), `resamples` the decision measure's
+    (the findings name the worst group of a config from it), `resamples` the first-step diagnostic's
     bootstrap table (how often each config would be recommended), `coerced` the input's values
     the trainer coerces (`Rollouts.coerced`; a finding each)."""
     rule = rule or Rule()

@@ -10,13 +10,7 @@ from replay_cli.config import INTERNAL_ITEMS, ITEM_DESCRIPTIONS, ReplayConfig
 from replay_cli.engine.run import run_replay
 from replay_cli.rollouts.validation import Rollouts
 
-ATTRIBUTED = (
-    C.TOTAL_REWARD,
-    C.SIGNAL,
-    C.ADV_RESOLVED,
-    C.INVERSIONS,
-    C.VALIDATION_REWARD,
-)
+ATTRIBUTED = (C.TOTAL_REWARD, C.SIGNAL, C.ADV_RESOLVED, C.INVERSIONS, C.VALIDATION_REWARD)
 
 
 def attribution_configs(base: ReplayConfig) -> list[tuple[str, str, ReplayConfig]]:
@@ -47,8 +41,7 @@ def attribute(rollouts: Rollouts, base: ReplayConfig) -> pl.DataFrame:
     """One row per step with the attributed metrics and their change from nemo-rl.
 
     The last row's change is the full difference; the sum of the single-item changes differs from it
-    only by interactions between items, reported as the `interaction` row.
-    """
+    only by interactions between items, reported as the `interaction` row."""
     steps = attribution_configs(base)
     result = run_replay(rollouts, [cfg for _, _, cfg in steps])
     summary = result.summary

@@ -79,6 +79,10 @@ def candidate_params(
     return out
 
 
+DESCRIBED = {"baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high"}
+"""The settings a candidate row names (in AdvantageParams' field order)."""
+
+
 def recompute(rows: pl.DataFrame, p: AdvantageParams) -> pl.DataFrame:
     """The rows with `recomputed`, the advantage NeMo-RL computes from the logged rewards."""
     lf = rows.lazy().with_columns(
@@ -92,17 +96,6 @@ def recompute(rows: pl.DataFrame, p: AdvantageParams) -> pl.DataFrame:
     )
 
 
-def _describe(p: AdvantageParams) -> dict:
-    return {
-        "baseline": p.baseline,
-        "normalize": p.normalize,
-        "std_guard": p.std_guard,
-        "exclude_masked": p.exclude_masked,
-        "clip_low": p.clip_low,
-        "clip_high": p.clip_high,
-    }
-
-
 def verify(
     rows: pl.DataFrame,
     *,
@@ -114,35 +107,21 @@ def verify(
     rows, grouping = group_rows(rows, group_size)
     compared = pl.col("uniform")
     results, frames = [], {}
+    diff = (pl.col("recomputed") - pl.col("logged_advantage")).abs()
+    past = diff > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("logged_advantage").abs())
     for i, p in enumerate(candidate_params(rows, clip)):
-        got = (
-            recompute(rows, p)
-            .with_columns(
-                (pl.col("recomputed") - pl.col("logged_advantage")).abs().alias("abs_diff")
-            )
-            .with_columns(
-                (
-                    pl.col("abs_diff")
-                    > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("logged_advantage").abs())
-                ).alias("_past_tolerance")
-            )
-            .with_columns(
-                # A float32 log reproduces within the row's rounding bound (maths/rounding.py):
-                # another platform's summation order may land anywhere inside it.
-                (pl.col("_past_tolerance") & (pl.col("abs_diff") > pl.col("bound"))).alias(
-                    "differs"
-                ),
-                (pl.col("_past_tolerance") & (pl.col("abs_diff") <= pl.col("bound"))).alias(
-                    "needed_bound"
-                ),
-            )
-            .drop("_past_tolerance")
+        got = recompute(rows, p).with_columns(
+            diff.alias("abs_diff"),
+            # A float32 log reproduces within the row's rounding bound (maths/rounding.py):
+            # another platform's summation order may land anywhere inside it.
+            (past & (diff > pl.col("bound"))).alias("differs"),
+            (past & (diff <= pl.col("bound"))).alias("needed_bound"),
         )
         sub = got.filter(compared)
         results.append(
             {
                 "candidate": i,
-                **_describe(p),
+                **p.model_dump(include=DESCRIBED),
                 "rows": sub.height,
                 "differing_rows": int(sub["differs"].sum()),
                 "rows_within_bound": int(sub["needed_bound"].sum()),
@@ -201,23 +180,10 @@ def compare_rewards(logged: pl.DataFrame, replayed: pl.DataFrame) -> pl.DataFram
                 .abs()
                 .max()
             )
-        out.append(
-            {
-                "step": step,
-                "logged_rows": part.height,
-                "replayed_rows": mine.len(),
-                "max_abs_diff": diff,
-            }
-        )
-    return pl.DataFrame(
-        out,
-        schema={
-            "step": pl.Int64,
-            "logged_rows": pl.Int64,
-            "replayed_rows": pl.Int64,
-            "max_abs_diff": pl.Float64,
-        },
-    )
+        out.append((step, part.height, mine.len(), diff))
+    names = ("step", "logged_rows", "replayed_rows", "max_abs_diff")
+    types = (pl.Int64, pl.Int64, pl.Int64, pl.Float64)
+    return pl.DataFrame(out, schema=dict(zip(names, types, strict=True)), orient="row")
 
 
 REWARD_TOLERANCE = 1e-5

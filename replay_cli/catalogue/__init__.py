@@ -1,14 +1,6 @@
-"""Every metric of the report in one place: its name, a short label, what it means, its unit, how
-a person reads it, which direction is better, and the hazard test that marks it.
-
-Each name is written once, in this package: the engine names what it computes with these
-constants and helpers, and the page, the terminal, TensorBoard, the Parquet field metadata and
-docs/report.md's metric table read them from here (tests/test_catalogue.py fails when a metric
-name is spelled outside this package, or twice in it). `units` writes numbers for a reader;
-`metric` says what an entry is; one module per family holds its entries, each metric's constant
-the statement that enters it (`step`, `diagnostics`, `trainer`, `push`, `forecast`); `columns`
-names the columns beside the metrics. Read them all as `import replay_cli.catalogue as C`.
-"""
+"""Every metric of the report in one place, each name written once (tests/test_catalogue.py):
+the lookups over the family modules; docs/architecture.md says what each module holds. Read as
+`import replay_cli.catalogue as C`."""
 
 from __future__ import annotations
 

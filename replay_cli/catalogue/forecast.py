@@ -68,6 +68,14 @@ F_RESOLVE = FORECAST(
 F_RESOLVE_OFF = FORECAST(
     off(F_RESOLVE), "resolve at T (off)", "the same under shaping off", "share"
 )
+F_RESOLVE_OWN_OFF = FORECAST(
+    "forecast/resolve_own_off",
+    "resolve at T (own off)",
+    "shaping off's resolve rate after T steps with the config's own non-shaping settings (the "
+    "mask switch, the estimator, the clip, normalisation) where they differ from the baseline's "
+    "the sweep compares every config with (null on the baseline's settings)",
+    "share",
+)
 F_RESOLVE_START = FORECAST(
     "forecast/resolve_start", "resolve at start", "resolve rate of the logged effort", "share"
 )
@@ -241,6 +249,7 @@ F_RESOLVE_VS_OFF_LONG = scoped(F_RESOLVE_VS_OFF, LONG)
 F_RESOLVE_VS_OFF_LOW_LONG = bound(F_RESOLVE_VS_OFF, "low", LONG)
 F_RESOLVE_LONG = scoped(F_RESOLVE, LONG)
 F_RESOLVE_OFF_LONG = scoped(F_RESOLVE_OFF, LONG)
+F_RESOLVE_OWN_OFF_LONG = scoped(F_RESOLVE_OWN_OFF, LONG)
 F_RESOLVE_START_LONG = scoped(F_RESOLVE_START, LONG)
 F_FAIL_LONG = scoped(F_FAIL, LONG)
 F_FAIL_START_LONG = scoped(F_FAIL_START, LONG)

@@ -6,17 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from replay_cli.catalogue.metric import (
-    LONG,
-    Family,
-    Metric,
-    bound,
-    bounds_of,
-    off,
-    scoped,
-    scopes_of,
-    twin_off,
-)
+from replay_cli.catalogue.metric import LONG, Family, Metric, bounds_of, scoped, scopes_of, twin_off
 
 STEP = Family(
     "the first step's direction (engine/first_step.py; a diagnostic, not read by the rule)",
@@ -49,11 +39,9 @@ FAIL_MINUTES = STEP(
     "change of the mean minutes of a failed rollout after one step",
     "minutes_per_step",
 )
-RESOLVE_OFF = off(RESOLVE)
 
 STEP_VS_OFF = Family(
-    "against shaping off",
-    "also `@short`, `@medium`, `@long`; `_low`, `_high`: interval ends",
+    "against shaping off", "also `@short`, `@medium`, `@long`; `_low`, `_high`: interval ends"
 )
 RESOLVE_VS_OFF = STEP_VS_OFF(
     "step/resolve_vs_off",
@@ -82,11 +70,7 @@ FAIL_VS_OFF = STEP_VS_OFF(
     short="1st fail Δ",
 )
 
-RESOLVE_VS_OFF_LOW = bound(RESOLVE_VS_OFF, "low")
-RESOLVE_VS_OFF_HIGH = bound(RESOLVE_VS_OFF, "high")
 RESOLVE_VS_OFF_LONG = scoped(RESOLVE_VS_OFF, LONG)
-RESOLVE_VS_OFF_LOW_LONG = bound(RESOLVE_VS_OFF, "low", LONG)
-RESOLVE_LONG = scoped(RESOLVE, LONG)
 SOLVE_VS_OFF_LONG = scoped(SOLVE_VS_OFF, LONG)
 FAIL_VS_OFF_LONG = scoped(FAIL_VS_OFF, LONG)
 

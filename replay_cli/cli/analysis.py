@@ -129,22 +129,12 @@ def explain(
         terminal.print_attribution(table)
 
 
-def _report_ignored(ignored: list[str]) -> None:
-    if ignored:
-        typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
-
-
 PROGRESS_BYTES = 200 * 1024 * 1024
 """Imports of more than this many bytes show a progress bar (on a terminal)."""
 
 
 def export_tensorboard(
-    report: Annotated[
-        Path,
-        typer.Argument(
-            help="A report directory.", exists=True, file_okay=False, show_default=False
-        ),
-    ],
+    report: ReportDir,
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Directory for the TensorBoard runs.", show_default=False),
@@ -160,15 +150,9 @@ def export_tensorboard(
 
 
 def export_wandb(
-    report: Annotated[
-        Path,
-        typer.Argument(
-            help="A report directory.", exists=True, file_okay=False, show_default=False
-        ),
-    ],
+    report: ReportDir,
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False),
+        Path, typer.Option("--out", "-o", help="Directory for the W&B runs.", show_default=False)
     ],
     group: Annotated[
         str | None,
@@ -186,13 +170,7 @@ def export_wandb(
 
 
 def import_(
-    fmt: Annotated[
-        str,
-        typer.Argument(
-            metavar="FORMAT",
-            help=formats_help(),
-        ),
-    ],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=formats_help())],
     sources: Annotated[
         list[Path],
         typer.Argument(
@@ -214,8 +192,7 @@ def import_(
     ] = False,
     map_: MapOpt = None,
     split: Annotated[
-        str | None,
-        typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset."),
+        str | None, typer.Option(help="table: the split of a saved DatasetDict or a Hub dataset.")
     ] = None,
     durations: Annotated[
         bool,
@@ -311,7 +288,8 @@ def verify(
             paths, base, ignored = parameters.base_layer(
                 sources, run_config, ignore_unknown_overrides
             )
-            _report_ignored(ignored)
+            if ignored:
+                typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
             (config,) = parameters.expand({**base, **given}, {})
             rewards = api.compare_logged_rewards(paths, train_data, config)
         terminal.print_verification(result, rewards)

@@ -65,12 +65,7 @@ def _report(
         configs = configs_of(base)
         with terminal.phases(label.format(n=len(configs))) as tick:
             result = api.replay_to_report(
-                paths,
-                configs,
-                out,
-                run.report_options(charts),
-                progress=tick,
-                **inputs.load_args(),
+                paths, configs, out, run.report_options(charts), progress=tick, **inputs.load_args()
             )
         terminal.print_report(result, out, run.tensorboard, run.wandb)
 
@@ -205,11 +200,7 @@ def demo(
     wandb: WandbOpt = None,
 ) -> None:
     """Synthesise realistic rollouts, replay a small sweep, write a report with charts: start here."""
-    with (
-        user_errors(),
-        tempfile.TemporaryDirectory() as tmp,
-        terminal.phases("demo") as tick,
-    ):
+    with user_errors(), tempfile.TemporaryDirectory() as tmp, terminal.phases("demo") as tick:
         options = api.report_options(tensorboard=tensorboard, wandb=wandb)
         result = api.run_demo(out, Path(tmp), options, progress=tick)
         terminal.print_report(result, out, tensorboard, wandb)

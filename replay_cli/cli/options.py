@@ -1,10 +1,9 @@
-"""Option types shared by the replay-cli commands, the parameter options derived from the
-registry (parameters.py), and the error boundary (exit code 2).
+"""Option types shared by the replay-cli commands, the parameter options derived from the registry
+(parameters.py), and the error boundary (exit code 2).
 
-`with_parameters(mode)` gives a command one option per replay parameter, generated from the
-pydantic fields: `replay` and `explain` take one value (choices as enums, booleans as switches),
-`sweep` takes comma lists. The command receives them as one flat dict, `params`.
-"""
+`with_parameters(mode)` gives a command one option per replay parameter, generated from the pydantic
+fields: `replay` and `explain` take one value (choices as enums, booleans as switches), `sweep`
+takes comma lists. The command receives them as one flat dict, `params`."""
 
 from __future__ import annotations
 
@@ -284,7 +283,7 @@ StepKlOpt = Annotated[
     typer.Option(
         "--step-kl",
         min=1e-9,
-        help="The decision measure's step budget: mean KL per problem (nats) of one step, the "
+        help="The step budget of the effort model (the first-step diagnostic and each forecast step): mean KL per problem (nats) of one step, the "
         "same for every config.",
         rich_help_panel="Decision",
     ),
@@ -347,8 +346,7 @@ def highlight_ids(value: str | None) -> list[str] | None:
 
 
 ChartsOpt = Annotated[
-    bool,
-    typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT),
+    bool, typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT)
 ]
 
 

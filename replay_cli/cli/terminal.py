@@ -17,7 +17,7 @@ from rich.table import Table
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import sooner_than_off
-from replay_cli.analysis.verify import rewards_match
+from replay_cli.analysis.verify import DESCRIBED, rewards_match
 from replay_cli.progress import Progress as PhaseProgress
 from replay_cli.report import layouts as L
 from replay_cli.report.compare import delta_table, internal_summary
@@ -72,7 +72,7 @@ def fit_columns(
 def print_summary(report: Report, out: Path) -> None:
     """One line per config: its role, then the measures the rule reads and what disqualifies,
     as many columns as the terminal's width holds (never wrapping a row)."""
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, C.ROLE).rows())
     summary = report.result.summary
     names = [m for m in L.TERMINAL if m in summary.columns]
     cells = {m: [C.show(m, v) for v in summary[m].to_list()] for m in names}
@@ -81,7 +81,7 @@ def print_summary(report: Report, out: Path) -> None:
     table = Table(title=f"replay report: {out}", title_justify="left")
     label = label_width(summary["label"].to_list(), width)
     table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
-    table.add_column("role", no_wrap=True)
+    table.add_column(C.ROLE, no_wrap=True)
     for name in shown:
         table.add_column(C.metric(name).brief, justify="right", no_wrap=True)
     for i, (cid, label) in enumerate(summary.select(S.CONFIG_ID, "label").rows()):
@@ -107,19 +107,24 @@ def print_decision(report: Report) -> None:
             "against it). Nearest misses:"
         )
         for m in d.near_misses:
-            typer.echo(f"  {m['label']}: {m['reasons']}")
+            typer.echo(f"  {m['label']}: {m[C.REASONS]}")
+        typer.echo(f"  bar: {report.bar_text}")
     else:
         typer.echo(f"{'Keep shaping off' if d.keep_off else 'Recommended'}: {rec['label']}")
         typer.echo(f"  why: {report.why}")
+        for severity, text in report.pick_warnings:
+            typer.echo(f"  {severity}: {text}")
+        typer.echo(f"  bar: {report.bar_text}")
         typer.echo(f"  confidence: {report.confidence}")
-        typer.echo(f"  launch: {rec['overrides']}")
+        typer.echo(f"  launch: {rec[C.OVERRIDES]}")
     trade = report.trade
     if trade is not None:
-        typer.echo(f"Best trade: {trade['trade']}")
-        typer.echo(f"  launch it knowingly: {trade['overrides']}")
+        typer.echo(f"Best trade: {trade[C.TRADE]}")
+        typer.echo(f"  launch it knowingly: {trade[C.OVERRIDES]}")
     if runner is not None:
         gain = sooner_than_off(runner.get(C.F_SOLVE_VS_OFF) or 0.0)
-        typer.echo(f"Runner-up: {runner['label']} (successes end {gain} after T steps)")
+        steps = f"{runner.get(C.FORECAST_STEPS) or 0:.0f}"
+        typer.echo(f"Runner-up: {runner['label']} (successes end {gain} after {steps} steps)")
     if d.avoid:
         typer.echo(
             f"Avoid: {len(d.avoid)} config(s); the reasons are in index.html and "
@@ -140,24 +145,18 @@ def print_forecast(report: Report) -> None:
         return
     row = summary.row(0, named=True)
     steps = int(row[C.FORECAST_STEPS] or 0)
-    start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
-    off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
     sample = (
         f"{int(row.get(C.FORECAST_PROBLEMS) or 0):,} of "
         f"{int(row.get(C.FORECAST_PROBLEMS_TOTAL) or 0):,} problems per seed"
     )
-    sampled = int(row.get(C.FORECAST_PROBLEMS_SAMPLED) or row.get(C.FORECAST_PROBLEMS) or 0)
-    few = (
-        f" Only {sampled} problems: too few to decide (the rule needs {verdict.rule.min_problems})."
-        if sampled < verdict.rule.min_problems
-        else ""
-    )
     budget = row.get(C.FORECAST_BUDGET)
     size = "" if budget is None else f", a step budget of KL {float(budget):g} per step"
     typer.echo(f"Forecast (horizon T = {steps} steps{size}, {sample}):")
-    typer.echo(f"  shaping off takes long problems from {start} to {off} resolved.{few}")
+    # The twin of the config the decision names, never another row's; too little data is said
+    # once, in the decision ("not enough data to decide").
+    typer.echo(f"  {report.off_course}.")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
-    checked = verdict.recommendation.filter(pl.col("role") == "recommended")["budget_check"]
+    checked = verdict.recommendation.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK]
     if checked.len() and checked[0]:
         typer.echo(f"  Checks: {checked[0]}.")
 
@@ -180,10 +179,7 @@ def print_findings(found: pl.DataFrame | None, out: Path | None = None) -> None:
 
 
 def print_report(
-    report: Report,
-    out: Path,
-    tensorboard: Path | None = None,
-    wandb: Path | None = None,
+    report: Report, out: Path, tensorboard: Path | None = None, wandb: Path | None = None
 ) -> None:
     """After a replay: the page to open, the decision, the summary table, then the findings (and
     how to open the TensorBoard and W&B runs, when written)."""
@@ -370,10 +366,7 @@ def print_verification(result, rewards: pl.DataFrame | None = None) -> None:  # 
     console = _console()
     best = result.best
     verdict = "reproduces" if best["differing_rows"] == 0 else "does NOT reproduce"
-    setting = ", ".join(
-        f"{k}={best[k]}"
-        for k in ("baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high")
-    )
+    setting = ", ".join(f"{k}={v}" for k, v in best.items() if k in DESCRIBED)
     console.print(f"Groups rebuilt from {result.grouping}.")
     console.print(
         f"Best setting ({setting}) {verdict} the log: {best['differing_rows']} of {best['rows']} rows differ, "

@@ -1,12 +1,11 @@
 """Keep freed memory in the process heap during a replay (glibc only).
 
-A chunk's arrays are tens of MiB each and short-lived. glibc hands blocks that large back to
-the kernel when they are freed, so every new array page-faults its memory in again, and on this
+A chunk's arrays are tens of MiB each and short-lived. glibc hands blocks that large back to the
+kernel when they are freed, so every new array page-faults its memory in again, and on this
 project's machines a fault costs more than the arithmetic done on the page. Raising the mmap
-threshold to its maximum (32 MiB) and not trimming the heap lets the next chunk reuse the
-memory: a quarter of a sweep's time on two threads (docs/benchmarks.md). Peak memory is
-unchanged; the process keeps its freed heap for reuse. `run_replay` calls it, once per process.
-"""
+threshold to its maximum (32 MiB) and not trimming the heap lets the next chunk reuse the memory: a
+quarter of a sweep's time on two threads (docs/benchmarks.md). Peak memory is unchanged; the process
+keeps its freed heap for reuse. `run_replay` calls it, once per process."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The batched path of a sweep: NeMo-RL GRPO configs without a dynamic-sampling filter that share
 the estimator settings and the masking, evaluated together as (configs × rows) numpy arrays.
 
-Everything that does not depend on the config is computed once per chunk and batch: the sort
-and group runs (`ChunkArrays`), the masked rows and the valid mask, the shaping-off advantages.
-Filters and peer estimators take the polars plans of row_plans.py instead.
-"""
+Everything that does not depend on the config is computed once per chunk and batch: the sort and
+group runs (`ChunkArrays`), the masked rows and the valid mask, the shaping-off advantages. Filters
+and peer estimators take the polars plans of row_plans.py instead."""
 
 from __future__ import annotations
 
@@ -56,14 +55,7 @@ def grpo_rows(
     if key not in raw_cache:
         raw_cache[key] = shaping_off_advantages(c, key)
     bonus = [s.bonus for s in shaped]
-    bound = f32_bound(
-        rewards.astype(np.float32),
-        valid,
-        c.runs,
-        a,
-        out.unclipped,
-        out.peers_equal,
-    )
+    bound = f32_bound(rewards.astype(np.float32), valid, c.runs, a, out.unclipped, out.peers_equal)
     return RowBatch(
         chunk=c,
         configs=list(batch),

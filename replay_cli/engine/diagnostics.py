@@ -1,9 +1,8 @@
 """The §5 diagnostics no trainer logs, and `input/*`, built from per-chunk partial sums.
 
 A replay runs chunk by chunk (whole steps at a time), so every row-level statistic is kept as
-counts, sums and extremes per chunk and finished at the end. Quantiles and the std need every
-value: the trainable rows' advantages are kept per config for that.
-"""
+counts, sums and extremes per chunk and finished at the end. Quantiles and the std need every value:
+the trainable rows' advantages are kept per config for that."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.engine.pushes import PUSHES
+from replay_cli.engine.pushes import PUSH_COLUMNS, PUSHES
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.frames import count
 from replay_cli.maths.scopes import LENGTHS
@@ -33,7 +32,6 @@ QUANTILES = {"p01": 0.01, "p05": 0.05, "p50": 0.5, "p95": 0.95, "p99": 0.99}
 RUN_TIME_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 LENGTH_PUSHES = tuple(k for k, name in C.PUSH_NAMES.items() if name in C.SCOPED_PUSHES)
 """The pushes reported per problem-length bucket (the catalogue's `SCOPED_PUSHES`)."""
-PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in PUSHES for off in ("", "_off")]
 LENGTH_PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in LENGTH_PUSHES for off in ("", "_off")]
 
 

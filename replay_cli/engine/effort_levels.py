@@ -1,9 +1,8 @@
-"""Each rollout's effort level, gathered from a replay chunk by chunk: each training group's
-logged rollouts per level (`maths.problems.GroupLevels`, config-independent) and each config's
-advantages summed per level (`ConfigLevels`). The first-step diagnostic (engine/first_step.py)
-and the forecast (replay_cli/forecasting/) start from them and the problems they make up
-(`maths.problems.Problems`), never replaying again.
-"""
+"""Each rollout's effort level, gathered from a replay chunk by chunk: each training group's logged
+rollouts per level (`maths.problems.GroupLevels`, config-independent) and each config's advantages
+summed per level (`ConfigLevels`). The first-step diagnostic (engine/first_step.py) and the forecast
+(replay_cli/forecasting/) start from them and the problems they make up (`maths.problems.Problems`),
+never replaying again."""
 
 from __future__ import annotations
 
@@ -20,11 +19,7 @@ from replay_cli.forecasting.pool import LOGGED
 from replay_cli.forecasting.start import start_steps
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
-from replay_cli.maths.effort import (
-    EffortLevels,
-    limit_of,
-    window_start,
-)
+from replay_cli.maths.effort import EffortLevels, limit_of, window_start
 from replay_cli.maths.problems import GroupLevels
 from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
 

@@ -1,16 +1,7 @@
 """The first step's direction, a diagnostic the rule does not read: its summary columns and
 bootstrap intervals from a replay's gathered levels (engine/effort_levels.py), one step of fixed
-size (maths/effort_step.py) per config beside its shaping-off twin's.
-
-Per config and scope (all problems, then each length bucket), each per step of the fixed budget:
-`step/resolve` (change of the resolve probability), its effort part `step/resolve_effort`,
-`step/solve_minutes` and `step/fail_minutes` (change of the mean minutes of a success, of a
-failure); the same from the shaping-off advantages (`_off`), the resolve ratio to it
-(`step/resolve_vs_off`) and the minute changes against it (`_vs_off`, negative: faster than
-shaping off would make them), with bootstrap intervals (`_low`, `_high`) on what the rule reads;
-`step/time_only_share`, the share of the step spent where shaping off has no signal, and
-`step/first_order_gap`, how far the step's first order is from the exact step.
-"""
+size (maths/effort_step.py) per config beside its shaping-off twin's, per scope (all problems,
+then each length bucket); docs/report.md, "The first step, as reported", lists the columns."""
 
 from __future__ import annotations
 
@@ -89,12 +80,9 @@ def point_measures(model: EffortModel, steps: Steps) -> dict[str, np.ndarray]:
             out["resolve"][0, :, scope] = summed(steps.d_p) / total
             out["resolve_effort"][0, :, scope] = summed(steps.d_pe) / total
             new, old = steps.new, model.outcomes
-            out["solve_minutes"][0, :, scope] = summed(new["pm"]) / summed(new["p"]) - summed(
-                old["pm"]
-            ) / summed(old["p"])
-            out["fail_minutes"][0, :, scope] = summed(new["fm"]) / summed(new["f"]) - summed(
-                old["fm"]
-            ) / summed(old["f"])
+            for name, (m, p) in {"solve_minutes": ("pm", "p"), "fail_minutes": ("fm", "f")}.items():
+                change = summed(new[m]) / summed(new[p]) - summed(old[m]) / summed(old[p])
+                out[name][0, :, scope] = change
     return out
 
 
@@ -156,9 +144,7 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
 
 
 def measure(
-    problems: Problems | None,
-    per_config: dict[str, list[ConfigLevels]],
-    settings: MeasureSettings,
+    problems: Problems | None, per_config: dict[str, list[ConfigLevels]], settings: MeasureSettings
 ) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
     """Per config id, the measure's summary columns, and the bootstrap table (config_id,
     resample, the measures of `RESAMPLED`); `problems`: the input's (None: it has none)."""

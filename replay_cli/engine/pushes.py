@@ -1,26 +1,20 @@
-"""What an update teaches the policy, per group: the behaviour pushes.
-
-Tilt each sampled rollout's probability by its advantage, p_i ∝ 1 + ε A_i. To first order in ε the
-mean of a rollout property f over the group moves by ε · (1/n) Σ A_i (f_i − f̄), the within-group
-covariance of the trained advantage (after clip) with f, over the group's n trainable rows. With f
-= resolved that is the push toward resolving; with f = agent minutes (or tool calls) it is split
-by the law of total covariance into the time preference among failures (`minutes_fail`: negative
-means "fail faster"), among successes (`minutes_pass`: negative means "solve faster", the purpose
-of the shaping) and the part that only follows the outcome (`minutes_between`). The four add up to
-the whole minutes push. docs/report.md gives the derivation and its limits (first order, a
-tabular tilt of the sampled rollouts, not a prediction of a trained policy).
-"""
+"""What an update teaches the policy, per group: the behaviour pushes, the first-order covariance
+of the trained advantage with resolved and with minutes (split into fail, pass and between by the
+law of total covariance); docs/report.md gives the derivation and its limits."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from replay_cli import catalogue as C
+from replay_cli import schema as S
 from replay_cli.maths.segments import Runs
 
 PUSHES = tuple(C.PUSH_NAMES)
 """Every push, in report order (the catalogue's); group columns are `push_<name>` and
 `push_<name>_off`."""
+
+PUSH_COLUMNS = [f"{S.G_PUSH}{name}{off}" for name in PUSHES for off in ("", "_off")]
 
 
 def _over(num: np.ndarray, den: np.ndarray) -> np.ndarray:

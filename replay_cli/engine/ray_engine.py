@@ -1,13 +1,7 @@
-"""Distributed replay on Ray (`--engine ray`): the local engine's work, split into tasks.
-
-A task is one chunk of whole steps x one batch of configs (so no prompt group is ever split),
-runs the same polars code as the local engine, reads its rows from the input paths itself
-(shared storage; nothing is shipped through the driver) and writes its per-row results to a
-part file. The driver feeds the small per-config pieces to the same accumulator in task order,
-so the report is identical to a local run's; quantiles are computed exactly from the kept
-advantages, never averaged. Failed tasks are retried by Ray; the report is only written when
-every task has finished (the caller's staged directory).
-"""
+"""Distributed replay on Ray (`--engine ray`): the local engine's work split into tasks of one
+chunk of whole steps x one batch of configs, each reading its rows from the input paths and
+writing a part file; the driver feeds the pieces to the same accumulator in task order, so the
+report is identical to a local run's (docs/guide.md, `--engine ray`)."""
 
 from __future__ import annotations
 
@@ -34,7 +28,7 @@ from replay_cli.engine.run import (
 )
 from replay_cli.engine.stages import outcomes
 from replay_cli.errors import ConfigError, ReplayError, TaskFailedError
-from replay_cli.progress import Progress, phase
+from replay_cli.progress import Progress, Tick, phase
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import check_call_bonus
 from replay_cli.rollouts.validation import Rollouts, load_rollouts
@@ -169,16 +163,27 @@ def run_replay_ray(
         )
         for (_, lo, hi, j, batch), part in zip(jobs, parts, strict=True)
     ]
+    acc = Accumulator(unique, keep_rows=False, group_sink=group_sink, edges=shape.length_edges)
+    total = len(chunks) * len(unique)
+    _feed_in_order(ray, refs, jobs, acc, phase(progress, "replay", total), total)
+    result, gathered = acc.tables()
+    result = outcomes(result, gathered, unique, settings, forecast, progress)
+    return result, [p for p in parts if p is not None and p.exists()]
+
+
+def _feed_in_order(
+    ray: Any,
+    refs: list[Any],
+    jobs: list[tuple[int, int, int, int, Sequence[ReplayConfig]]],
+    acc: Accumulator,
+    tick: Tick | None,
+    total: int,
+) -> None:
+    """Wait for the tasks `refs` (one per job) as they finish, and feed their pieces to `acc` in
+    task order, so the tables come out exactly as a local run's."""
     index = {ref: k for k, ref in enumerate(refs)}
     results: dict[int, Any] = {}
-    acc = Accumulator(
-        unique,
-        keep_rows=False,
-        group_sink=group_sink,
-        edges=shape.length_edges,
-    )
     pending, fed, done = list(refs), 0, 0
-    tick = phase(progress, "replay", len(chunks) * len(unique))
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         for ref in ready:
@@ -186,7 +191,6 @@ def run_replay_ray(
             _, lo, hi, _, batch = jobs[k]
             results[k] = _outcome(ray, ref, lo, hi, batch)
             done += len(batch)
-        # Feed finished tasks in task order so the tables come out exactly as locally.
         while fed in results:
             pieces, inputs = results.pop(fed)
             if inputs is not None:
@@ -195,10 +199,7 @@ def run_replay_ray(
                 acc.add(piece)
             fed += 1
         if tick is not None:
-            tick(done, len(chunks) * len(unique))
-    result, gathered = acc.tables()
-    result = outcomes(result, gathered, unique, settings, forecast, progress)
-    return result, [p for p in parts if p is not None and p.exists()]
+            tick(done, total)
 
 
 def merge_parts(parts: Sequence[Path], out: Path) -> None:

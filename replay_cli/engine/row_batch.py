@@ -1,11 +1,9 @@
 """A chunk's rows as numpy arrays: the config-independent inputs (`ChunkArrays`, built once per
 chunk) and the per-row results of a batch of configs (`RowBatch`, configs × rows).
 
-The group, step and diagnostic tables are reductions over these arrays, so the configs of a
-batch share every reduction call; arrays that do not depend on the config (masked rows, the
-filter's survivors, the shaping-off advantages) are shared with a shape of (rows,) and
-broadcast.
-"""
+The group, step and diagnostic tables are reductions over these arrays, so the configs of a batch
+share every reduction call; arrays that do not depend on the config (masked rows, the filter's
+survivors, the shaping-off advantages) are shared with a shape of (rows,) and broadcast."""
 
 from __future__ import annotations
 

@@ -43,9 +43,8 @@ def add_advantages(
     trainer's formula).
 
     The trainers filter before the batch is formed, so step-level statistics (verl's whitening,
-    TRL's batch std) are taken over the rows the filter kept: the dropped rows form a batch of
-    their own, whose values are discarded.
-    """
+    TRL's batch std) are taken over the rows the filter kept: the dropped rows form a batch of their
+    own, whose values are discarded."""
     if a.estimator == "grpo":
         return add_grpo(lf, reward, _VALID, _groups(a, gid, runs), a, out, bound)
     active = ~pl.col(S.IS_VAL) & pl.col(kept)
@@ -102,9 +101,8 @@ def raw_key(cfg: ReplayConfig) -> RawKey:
 def raw_plan(lf: pl.LazyFrame, key: RawKey, runs: Runs | None = None) -> pl.LazyFrame:
     """`advantage_raw`, the advantages with shaping off (one column, lazy).
 
-    They do not depend on the shaping parameters, so a sweep computes them once per `raw_key`.
-    The shaping-off run filters on its own rewards.
-    """
+    They do not depend on the shaping parameters, so a sweep computes them once per `raw_key`. The
+    shaping-off run filters on its own rewards."""
     a, mask_flagged = key
     lf = _with_valid(
         lf.with_columns(

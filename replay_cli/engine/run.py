@@ -84,13 +84,12 @@ CHUNK_ORDER = (S.STEP, S.GROUP_ID, S.IS_VAL, S.ROLLOUT_INDEX)
 
 
 def read_chunk(rollouts: Rollouts, lo: int, hi: int) -> pl.DataFrame:
-    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group), with
-    a sorted integer group id (step, group_id, split) and a batch id (step, split).
+    """The rows of steps [lo, hi] in the trainer's order (rollout_index within each group), with a
+    sorted integer group id (step, group_id, split) and a batch id (step, split).
 
     Float sums then do not depend on how the input happened to be ordered, and every per-group
     window runs over a sorted integer key, which polars evaluates without hashing. Inputs that are
-    already in order (trainer logs, synth) skip the sort.
-    """
+    already in order (trainer logs, synth) skip the sort."""
     df = collect(
         rollouts.chunk(lo, hi).with_columns((pl.col(S.SPLIT) == S.SPLIT_VALIDATION).alias(S.IS_VAL))
     )
@@ -134,17 +133,13 @@ class ChunkState:
 
 
 def replay_batch(
-    state: ChunkState,
-    batch: Sequence[ReplayConfig],
-    chart_every: int,
-    with_rows: bool = True,
+    state: ChunkState, batch: Sequence[ReplayConfig], chart_every: int, with_rows: bool = True
 ) -> list[ConfigPiece]:
     """Every config of a batch over one chunk, in the batch's order.
 
-    GRPO configs without a filter go through the batched path (batched.py), one set of
-    (configs × rows) arrays per `raw_key`; the others through polars plans, one `collect_all`.
-    Per-row report frames are built only `with_rows`.
-    """
+    GRPO configs without a filter go through the batched path (batched.py), one set of (configs ×
+    rows) arrays per `raw_key`; the others through polars plans, one `collect_all`. Per-row report
+    frames are built only `with_rows`."""
     pieces: dict[str, ConfigPiece] = {}
     by_key: dict[RawKey, list[ReplayConfig]] = {}
     for cfg in batch:
@@ -207,11 +202,7 @@ def config_pieces(
 
 
 def trained_digest(
-    steps: Runs,
-    scored: np.ndarray,
-    masked: np.ndarray,
-    reward: np.ndarray,
-    advantage: np.ndarray,
+    steps: Runs, scored: np.ndarray, masked: np.ndarray, reward: np.ndarray, advantage: np.ndarray
 ) -> bytes:
     """A hash per step of what a config trains on: which training rows get an advantage
     (`scored`) and which of them the loss masks, their shaped rewards and their advantages after
@@ -238,8 +229,7 @@ def trained_digest(
 class Accumulator:
     """Per-config pieces of a chunked replay, finished into the report tables at the end.
 
-    Pieces must arrive in (chunk, config) order for the tables to come out in a fixed order.
-    """
+    Pieces must arrive in (chunk, config) order for the tables to come out in a fixed order."""
 
     def __init__(
         self,
@@ -296,7 +286,8 @@ class Accumulator:
         """The replay's own tables (rows, groups, steps, the summary of its diagnostics) and the
         effort levels it gathered for the stages."""
         inputs = input_statistics(pl.concat([p.run_times for p in self.inputs], rechunk=False))
-        inputs |= length_inputs(self.edges)
+        short, long = self.edges  # the length buckets' edges, in the summary in minutes
+        inputs |= {C.LENGTH_SHORT_MAX: short / 60, C.LENGTH_LONG_MIN: long / 60}
         # The configs' exact quantiles (one partial sort each) run on the worker threads.
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             summaries = list(pool.map(lambda cfg: self._summary(cfg, inputs), self.configs))
@@ -403,14 +394,6 @@ class InputShape:
         return cls(edges, effort, buckets, keys, start_edges)
 
 
-def length_inputs(edges: tuple[float, float]) -> dict[str, float]:
-    """The summary's record of the problem-length buckets, in minutes."""
-    return {
-        C.LENGTH_SHORT_MAX: edges[0] / 60,
-        C.LENGTH_LONG_MIN: edges[1] / 60,
-    }
-
-
 def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
@@ -427,14 +410,12 @@ def run_replay(
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
-    Each chunk is read once; its config batches run on `workers` threads (default: up to two,
-    one per core), and their pieces are taken in order. Per-row
-    results go to `row_sink` (e.g. a Parquet writer) when given, else they are kept in memory.
-    Peak memory is about chunk_rows x configs_per_pass rows of results. `with_rows=False`
-    builds no per-row frames (the report's `--rows none`). `settings`: the decision measure's
-    step budget, levels and bootstrap (defaults: `MeasureSettings()`); `forecast`: run the
-    forecast too (replay_cli/forecasting/).
-    """
+    Each chunk is read once; its config batches run on `workers` threads (default: up to two, one
+    per core), and their pieces are taken in order. Per-row results go to `row_sink` (e.g. a Parquet
+    writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
+    configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
+    `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
+    (defaults: `MeasureSettings()`); `forecast`: run the forecast too (replay_cli/forecasting/)."""
     settings = settings or MeasureSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")

@@ -88,8 +88,7 @@ def _batched_advantages(
     shaped = np.concatenate(
         [
             shape_arrays(
-                _chunk({k: v[j * n : (j + 1) * n] for k, v in drawn.items()}, groups),
-                cfg.shaping,
+                _chunk({k: v[j * n : (j + 1) * n] for k, v in drawn.items()}, groups), cfg.shaping
             ).reward_shaped
             for j, cfg in enumerate(runs)
         ]

@@ -42,7 +42,7 @@ def outcomes(
 ) -> ReplayResult:
     """The result with the first step's columns and, with `ahead`, the forecast's joined to its
     summary (config by config, after the replay's own columns)."""
-    phase(progress, "decision measure")
+    phase(progress, "first-step diagnostic")
     first, _ = measure(gathered.problems, gathered.efforts, settings)
     rows = {r[S.CONFIG_ID]: {**r, **first[r[S.CONFIG_ID]]} for r in result.summary.to_dicts()}
     table, resamples = None, None

@@ -11,7 +11,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ShapingParams
-from replay_cli.engine.pushes import PUSHES, group_pushes, length_bucket
+from replay_cli.engine.pushes import PUSH_COLUMNS, group_pushes, length_bucket
 from replay_cli.engine.row_batch import RowBatch
 from replay_cli.maths.scopes import LENGTHS
 from replay_cli.maths.segments import Runs
@@ -46,35 +46,28 @@ def trainer_names(p: ShapingParams) -> list[str]:
 def trainer_metrics(
     b: RowBatch, runs: Runs, where: np.ndarray | None = None
 ) -> list[dict[str, np.ndarray]]:
-    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call,
-    for every config of the batch (one dict per config, under its trainer names).
+    """The PR's `time_efficiency/*` metrics and `total_reward/mean`, once per postprocess call, for
+    every config of the batch (one dict per config, under its trainer names).
 
-    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group
-    (async trainer) or a step's training batch. Means divide by all those rows: skipped rows
-    count 0 deduction but their minutes and calls count.
-    """
+    Each run of `runs` is one call's rows, restricted to `where` (None: every row): a group (async
+    trainer) or a step's training batch. Means divide by all those rows: skipped rows count 0
+    deduction but their minutes and calls count."""
     c = b.chunk
 
     def total(x: np.ndarray) -> np.ndarray:
         return runs.sum(x if where is None else x * where)  # x * mask: faster than np.where
 
-    def top(x: np.ndarray) -> np.ndarray:
-        return runs.top(x, where)
-
-    def low(x: np.ndarray) -> np.ndarray:
-        return runs.low(x, where)
-
     count = runs.lengths if where is None else runs.sum(where)
     with np.errstate(divide="ignore", invalid="ignore"):
         shared = {
             "minutes/mean": total(c.minutes) / count,
-            "minutes/max": top(c.minutes),
+            "minutes/max": runs.top(c.minutes, where),
             "calls/mean": total(c.calls) / count,
             "seconds_per_call": total(c.minutes) * 60.0 / np.maximum(total(c.calls), 1),
         }
-        minutes_spread = (shared["minutes/max"] - low(c.minutes)) > SIGNAL_EPS
+        minutes_spread = (shared["minutes/max"] - runs.low(c.minutes, where)) > SIGNAL_EPS
         ded_mean = b.per_config(total(b.deduction) / count)
-        ded_max = b.per_config(top(b.deduction))
+        ded_max = b.per_config(runs.top(b.deduction, where))
         bonus = b.per_config(np.zeros(len(count)) if b.bonus is None else total(b.bonus) / count)
         floored = b.per_config(total(b.floored) / count)
         reward = b.per_config(total(b.reward_shaped) / count)
@@ -150,61 +143,12 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     group_id) order; each reduction covers every config of the batch at once."""
     c = b.chunk
     runs, pick = c.runs, c.train_runs
-    t, resolved = b.trainable, c.resolved
-    eps = np.float64(SIGNAL_EPS)
-    adv_abs = b.advantage_abs
-    unclipped_abs = np.abs(b.grpo.unclipped) if b.clipped else adv_abs
-    shaped = b.reward_shaped
-    n_tr, n_res = runs.sum(t), runs.sum(t & resolved)
-    has_signal = runs.sum(t & above(adv_abs, SIGNAL_EPS)) > 0
-    has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
-    inverted = runs.low(shaped, t & resolved) < runs.top(shaped, t & ~resolved)
-    top = runs.top(unclipped_abs, t)
-    no_rows = top == -np.inf  # groups without trainable rows: null
-    std_at_max = _std_at_max(b, unclipped_abs, top, t)
-    top_clipped = runs.top(adv_abs, t) if b.clipped else top
-    kept_rows = runs.sum(b.kept)
-    n_resolved = runs.sum(resolved)
-    uniform = (n_resolved == runs.lengths) | (n_resolved == 0)
-    time_only = has_signal & ~has_signal_raw
-    uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
-    causes = np.where(uncharged_only, _uncharged_causes(b), 0).astype(np.int8)
-    raw = c.reward  # shaping off: the input rewards (null -> 0), on the same trainable rows
-    inverted_off = runs.low(raw, t & resolved) < runs.top(raw, t & ~resolved)
-    # On the floor: rows whose shaped reward is the floor, clamped, landing on it, or left there
-    # uncharged (a failure apply_to=correct leaves at 0 ties a success clamped to a floor of 0:
-    # a tie is a tie whichever side was charged).
-    floors = np.array([np.nan if c.shaping.floor is None else c.shaping.floor for c in b.configs])
-    on_floor = t & (shaped == floors[:, None])
-    floor_tie = (runs.sum(on_floor & resolved) > 0) & (runs.sum(on_floor & ~resolved) > 0)
-    pushes = group_pushes(runs, b.grpo.advantage, t, resolved, c.minutes, c.calls)
-    pushes_off = group_pushes(runs, b.adv_raw, t, resolved, c.minutes, c.calls)
+    g = {k: b.per_config(v)[:, pick] for k, v in _group_reductions(b).items()}
     per_call = trainer_metrics(b, runs)
-    full = {
-        "n_tr": n_tr,
-        "n_res": n_res,
-        "has_signal": has_signal,
-        "has_signal_raw": has_signal_raw,
-        "inverted": inverted,
-        "top": top,
-        "no_rows": no_rows,
-        "std_at_max": std_at_max,
-        "top_clipped": top_clipped,
-        "kept_rows": kept_rows,
-        "time_only": time_only,
-        "uncharged_only": uncharged_only,
-        "uncharged_causes": causes,
-        "inverted_off": inverted_off,
-        "floor_tie": floor_tie,
-        **{f"{S.G_PUSH}{k}": v for k, v in pushes.items()},
-        **{f"{S.G_PUSH}{k}_off": v for k, v in pushes_off.items()},
-    }
-    g = {k: b.per_config(v)[:, pick] for k, v in full.items()}
-    keys = c.group_keys
+    n_resolved = runs.sum(c.resolved)
+    uniform = ((n_resolved == runs.lengths) | (n_resolved == 0))[pick]
     sizes = pl.Series(runs.lengths[pick], dtype=pl.UInt32)
-    uniform = uniform[pick]
     length = LENGTH_NAMES.gather(length_bucket(c.run_median_seconds[pick], c.length_edges))
-    push_names = [f"{S.G_PUSH}{k}{off}" for k in PUSHES for off in ("", "_off")]
     tables = []
     for k, cfg in enumerate(b.configs):
         n_tr_k, n_res_k = g["n_tr"][k], g["n_res"][k]
@@ -214,7 +158,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
         table = pl.DataFrame(
             {
                 S.CONFIG_ID: pl.repeat(cfg.config_id, len(sizes), eager=True),
-                **keys,
+                **c.group_keys,
                 S.G_SIZE: sizes,
                 S.G_TRAINABLE_ROWS: pl.Series(n_tr_k, dtype=pl.UInt32),
                 S.G_RESOLVED_ROWS: pl.Series(n_res_k, dtype=pl.UInt32),
@@ -241,7 +185,7 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
                 S.G_INVERTED_OFF: g["inverted_off"][k],
                 S.G_FLOOR_TIE: g["floor_tie"][k],
                 S.G_LENGTH: length,
-                **{name: g[name][k] for name in push_names},
+                **{name: g[name][k] for name in PUSH_COLUMNS},
             }
         )
         tables.append(
@@ -250,12 +194,55 @@ def group_tables(b: RowBatch) -> list[pl.DataFrame]:
     return tables
 
 
-def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per run, the least std that divided a trainable row where x reaches the run's `top`
-    (NaN where no such row was divided: the guard kept `r - b`).
+def _group_reductions(b: RowBatch) -> dict[str, np.ndarray]:
+    """Per run of the chunk, every config-dependent reduction the group table reads, each as
+    (configs, runs) or (runs,): computed once for the whole batch, then picked per config."""
+    c = b.chunk
+    runs = c.runs
+    t, resolved = b.trainable, c.resolved
+    eps = np.float64(SIGNAL_EPS)
+    adv_abs = b.advantage_abs
+    unclipped_abs = np.abs(b.grpo.unclipped) if b.clipped else adv_abs
+    shaped = b.reward_shaped
+    has_signal = runs.sum(t & above(adv_abs, SIGNAL_EPS)) > 0
+    has_signal_raw = runs.sum(t & (np.abs(b.adv_raw) > eps)) > 0
+    top = runs.top(unclipped_abs, t)
+    time_only = has_signal & ~has_signal_raw
+    uncharged_only = time_only & _spread_only_from_uncharged(b, shaped)
+    raw = c.reward  # shaping off: the input rewards (null -> 0), on the same trainable rows
+    # On the floor: rows whose shaped reward is the floor, clamped, landing on it, or left there
+    # uncharged (a failure apply_to=correct leaves at 0 ties a success clamped to a floor of 0:
+    # a tie is a tie whichever side was charged).
+    floors = np.array([np.nan if c.shaping.floor is None else c.shaping.floor for c in b.configs])
+    on_floor = t & (shaped == floors[:, None])
+    pushes = group_pushes(runs, b.grpo.advantage, t, resolved, c.minutes, c.calls)
+    pushes_off = group_pushes(runs, b.adv_raw, t, resolved, c.minutes, c.calls)
+    return {
+        "n_tr": runs.sum(t),
+        "n_res": runs.sum(t & resolved),
+        "has_signal": has_signal,
+        "has_signal_raw": has_signal_raw,
+        "inverted": runs.low(shaped, t & resolved) < runs.top(shaped, t & ~resolved),
+        "top": top,
+        "no_rows": top == -np.inf,  # groups without trainable rows: null
+        "std_at_max": _std_at_max(b, unclipped_abs, top, t),
+        "top_clipped": runs.top(adv_abs, t) if b.clipped else top,
+        "kept_rows": runs.sum(b.kept),
+        "time_only": time_only,
+        "uncharged_only": uncharged_only,
+        "uncharged_causes": np.where(uncharged_only, _uncharged_causes(b), 0).astype(np.int8),
+        "inverted_off": runs.low(raw, t & resolved) < runs.top(raw, t & ~resolved),
+        "floor_tie": (runs.sum(on_floor & resolved) > 0) & (runs.sum(on_floor & ~resolved) > 0),
+        **{f"{S.G_PUSH}{k}": v for k, v in pushes.items()},
+        **{f"{S.G_PUSH}{k}_off": v for k, v in pushes_off.items()},
+    }
 
-    About one row per group qualifies: the rows are found first, and only they are reduced.
-    """
+
+def _std_at_max(b: RowBatch, x: np.ndarray, top: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per run, the least std that divided a trainable row where x reaches the run's `top` (NaN
+    where no such row was divided: the guard kept `r - b`).
+
+    About one row per group qualifies: the rows are found first, and only they are reduced."""
     runs = b.chunk.runs
     at_max = b.per_config(t & (x == runs.rows(top)))
     config, row = np.nonzero(at_max)
@@ -320,8 +307,7 @@ def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarra
     """Per training group of config k, the trainable (resolved, unresolved) pairs whose shaped
     rewards are inverted: an unresolved row above a resolved one.
 
-    Such pairs exist only in inverted groups (usually few): they are counted there alone.
-    """
+    Such pairs exist only in inverted groups (usually few): they are counted there alone."""
     c = b.chunk
     out = np.zeros(len(c.train_runs), dtype=np.int64)
     if not len(inverted_runs):
@@ -360,12 +346,11 @@ def _inverted_pairs(b: RowBatch, k: int, inverted_runs: np.ndarray) -> np.ndarra
 
 
 def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
-    """One table per config, a row per (config, step): trainer metrics at the trainer's
-    granularity, advantage statistics, group rates and validation means.
+    """One table per config, a row per (config, step): trainer metrics at the trainer's granularity,
+    advantage statistics, group rates and validation means.
 
-    Rows and groups come sorted by step, so each step is a run; a step with validation rows
-    only is kept, with nulls for what needs training rows.
-    """
+    Rows and groups come sorted by step, so each step is a run; a step with validation rows only is
+    kept, with nulls for what needs training rows."""
     c = b.chunk
     steps = c.steps
     train = None if c.all_train else c.train
@@ -420,20 +405,7 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
             _nullable(adv_min[k], no_adv).alias(C.ADVANTAGES_MIN),
             pl.Series("rows", n_train, dtype=pl.UInt32).set(pl.Series(values=no_train), None),
         )
-        rates = pl.DataFrame(
-            {
-                S.STEP: by_step.first(g[S.STEP]),
-                "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
-                C.SIGNAL: by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
-                C.INVERSIONS: by_step.mean(g[S.G_INVERTED].to_numpy()),
-                C.TIME_ONLY_GROUPS: by_step.mean(g[S.G_TIME_ONLY_SIGNAL].to_numpy()),
-                **{
-                    C.PUSH_NAMES[name]: by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
-                    for name in STEP_PUSHES
-                },
-            }
-        )
-        table = table.join(rates, on=S.STEP, how="left", maintain_order="left")
+        table = table.join(_group_rates(g, by_step), on=S.STEP, how="left", maintain_order="left")
         tables.append(
             table.with_columns(
                 _nullable(accuracy, no_val).alias(C.VALIDATION_ACCURACY),
@@ -441,6 +413,24 @@ def step_tables(b: RowBatch, groups: list[pl.DataFrame]) -> list[pl.DataFrame]:
             )
         )
     return tables
+
+
+def _group_rates(g: pl.DataFrame, by_step: Runs) -> pl.DataFrame:
+    """Per step of one config's group table `g`: its groups and the share of them with signal,
+    inverted, time-only, and the mean step pushes (the step table's group columns)."""
+    return pl.DataFrame(
+        {
+            S.STEP: by_step.first(g[S.STEP]),
+            "groups": pl.Series(by_step.lengths, dtype=pl.UInt32),
+            C.SIGNAL: by_step.mean(g[S.G_HAS_SIGNAL].to_numpy()),
+            C.INVERSIONS: by_step.mean(g[S.G_INVERTED].to_numpy()),
+            C.TIME_ONLY_GROUPS: by_step.mean(g[S.G_TIME_ONLY_SIGNAL].to_numpy()),
+            **{
+                C.PUSH_NAMES[name]: by_step.mean(g[f"{S.G_PUSH}{name}"].to_numpy())
+                for name in STEP_PUSHES
+            },
+        }
+    )
 
 
 def summarise_steps(steps: pl.DataFrame, names: Sequence[str]) -> dict[str, float | None]:

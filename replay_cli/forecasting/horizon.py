@@ -33,7 +33,11 @@ RULED = (*INTERVALS, *(C.bound(n, end) for n in INTERVALS for end in ("low", "hi
 
 
 def horizon(
-    world: World, last: np.ndarray, twin_of: list[int], settings: MeasureSettings
+    world: World,
+    last: np.ndarray,
+    twin_of: list[int],
+    settings: MeasureSettings,
+    own_of: list[int] | None = None,
 ) -> tuple[dict[str, list[float | None]], dict[str, np.ndarray]]:
     """The outcome after T steps per config, against its shaping-off twin, over all problems and
     on long problems: the resolve rate and its ratio to shaping off's, the mean minutes of a
@@ -41,6 +45,9 @@ def horizon(
     counted with its weight, the seeds pooled. Intervals (`_low`, `_high`, at
     `settings.interval`) from a paired bootstrap over problems: each problem of the input gets
     one Poisson(1) weight per resample, the same for every config, twin and seed that drew it.
+    With `own_of` (each config's own shaping-off twin, where the twin it is measured against is
+    the sweep's one baseline), that twin's resolve rate where it differs (`resolve_own_off`; a setting that does not move
+    shaping off's resolve rate leaves it null).
     Returns the point values (name -> per config) and the resampled `RESAMPLED` (name ->
     (resamples, configs))."""
     sums = outcome_sums(last, world.rate[None], world.m[None])  # each (runs, S, P)
@@ -79,6 +86,11 @@ def horizon(
         point[C.scoped(C.F_GIVE_UP_VS_OFF, scope)] = [
             summary_value(x) for x in low[configs] - low[twins]
         ]
+        if own_of is not None:
+            point[C.scoped(C.F_RESOLVE_OWN_OFF, scope)] = [
+                None if abs(rate[0, o] - rate[0, t]) <= 1e-9 else summary_value(rate[0, o])
+                for o, t in zip(own_of, twin_of, strict=True)
+            ]
         for name, v in values.items():
             point[C.scoped(name, scope)] = [summary_value(x) for x in v[0]]
             if C.scoped(name, scope) in RESAMPLED:

@@ -20,6 +20,7 @@ from replay_cli.forecasting.world import World, metrics
 from replay_cli.maths.bootstrap import summary_value
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.scopes import ALL, LONG, SCOPES
+from replay_cli.parameters import registry
 
 
 @dataclass(frozen=True)
@@ -66,17 +67,37 @@ def off_twin(cfg: ReplayConfig) -> ReplayConfig:
     return cfg.model_copy(update={"shaping": shaping})
 
 
-def _twins(configs: Sequence[ReplayConfig], replay: Replay) -> tuple[list[ReplayConfig], list[int]]:
+def _away(cfg: ReplayConfig) -> int:
+    """How many of a config's settings are away from their defaults."""
+    flat = {**cfg.shaping.model_dump(), **cfg.advantage.model_dump()}
+    return sum(flat[n] != p.default for n, p in registry().items() if n in flat)
+
+
+def footing(configs: Sequence[ReplayConfig]) -> ReplayConfig:
+    """The baseline the log was run with, which every config is measured against: shaping off
+    with the sweep's own non-shaping settings (the mask switch, the estimator, the clip,
+    normalisation), those of the configs' shaping-off twins nearest the defaults (the first in
+    the sweep's order among equals)."""
+    twins = [off_twin(c) for c in configs]
+    return min(twins, key=lambda t: (_away(t), twins.index(t)))
+
+
+def _twins(
+    configs: Sequence[ReplayConfig], replay: Replay
+) -> tuple[list[ReplayConfig], list[int], list[int]]:
     """The simulated configs (the configs, then one shaping-off twin per replay key: configs
-    replayed together share theirs) and each config's twin's index among them."""
+    replayed together share theirs), the index among them of the twin every config is measured
+    against (the footing's: one baseline for all), and of each config's own twin."""
 
     def key(cfg: ReplayConfig) -> object:
         shared = replay.key(cfg)
         return cfg.config_id if shared is None else shared
 
-    twins = {key(c): off_twin(c) for c in configs}
+    base = footing(configs)
+    twins = {key(base): base} | {key(c): off_twin(c) for c in configs}
     keys = list(twins)
-    return [*configs, *twins.values()], [len(configs) + keys.index(key(c)) for c in configs]
+    own = [len(configs) + keys.index(key(c)) for c in configs]
+    return [*configs, *twins.values()], [len(configs)] * len(configs), own
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,8 @@ class _Job:
     world: World
     configs: Sequence[ReplayConfig]
     simulated: list[ReplayConfig]  # the configs, then their shaping-off twins
-    twin_of: list[int]
+    twin_of: list[int]  # the footing's twin, for every config
+    own_of: list[int]  # each config's own twin
     settings: ForecastSettings
     budget: float
     intervals: MeasureSettings
@@ -154,9 +176,9 @@ def _read(
     columns: dict[str, dict] = {c.config_id: {} for c in configs}
     resamples = pl.DataFrame()
     for run in runs:
-        point, boot = horizon(*ends[run.name], job.twin_of, job.intervals)
+        point, boot = horizon(*ends[run.name], job.twin_of, job.intervals, job.own_of)
         for k, cfg in enumerate(configs):
-            why = refused.get(k) or refused.get(job.twin_of[k])
+            why = refused.get(k) or refused.get(job.twin_of[k]) or refused.get(job.own_of[k])
             if why is not None:
                 for name in point:
                     point[name][k] = None
@@ -219,7 +241,7 @@ def forecast(
     resample, the `RESAMPLED` columns) the verdict's confidence reads. `RUNS` are simulated in
     order, after the `STAGES` that prepare their world (the start window, the fit, its backtest,
     the reading), then read: a refusal in any run blanks the config in every reading."""
-    off = off_twin(configs[0])
+    off = footing(configs)  # the baseline the log was run with
 
     def shaping_off(world: World, steps: int, scale: float) -> np.ndarray:
         kept = dict.fromkeys(range(1, steps + 1), world.pi)

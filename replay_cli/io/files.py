@@ -80,9 +80,8 @@ def check_writable(out: Path, what: str = "Output") -> None:
 def staged_directory(out: Path, force: bool = False) -> Iterator[Path]:
     """A temporary sibling directory that replaces `out` by rename when the block succeeds.
 
-    Readers see the whole report or none of it; on any error (or a kill) only the hidden
-    temporary directory is left behind, and an error removes it.
-    """
+    Readers see the whole report or none of it; on any error (or a kill) only the hidden temporary
+    directory is left behind, and an error removes it."""
     out = Path(out)
     check_out_dir(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,10 +2,9 @@
 holds the same record: io/wandb.py reads the tables).
 
 Field semantics follow NeMo-RL PR #4029 (`rollout_minutes`, `rollout_calls`) and NeMo-Gym
-`responses_api_agents/swe_agents/app.py`: `calls` counts `response.output` items that are dicts
-with `type == "function_call"`; `openhands_run_time` is converted with Python's `float()`
-(numeric strings parse, anything else is null, i.e. 0 minutes in the replay).
-"""
+`responses_api_agents/swe_agents/app.py`: `calls` counts `response.output` items that are dicts with
+`type == "function_call"`; `openhands_run_time` is converted with Python's `float()` (numeric
+strings parse, anything else is null, i.e. 0 minutes in the replay)."""
 
 from __future__ import annotations
 

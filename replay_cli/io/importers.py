@@ -1,9 +1,8 @@
 """`replay-cli import FORMAT SRC... --out OUT.parquet`: logs of other formats -> canonical Parquet.
 
-`IMPORTERS` is the one table of formats: the CLI's help and the error for an unknown format read
-it. The CLI reads it at `--help` time, so this module loads the readers (pyarrow, polars) only
-when a conversion runs.
-"""
+`IMPORTERS` is the one table of formats: the CLI's help and the error for an unknown format read it.
+The CLI reads it at `--help` time, so this module loads the readers (pyarrow, polars) only when a
+conversion runs."""
 
 from __future__ import annotations
 
@@ -212,10 +211,9 @@ def import_logs(
 ) -> ImportStats:
     """Convert NeMo-Gym rollout JSONL, W&B full_result tables or rollout tables (`table`: CSV,
     JSONL, Arrow, Hugging Face datasets; `mapping` renames columns; `durations` reads run times
-    written as durations, io/tables.DURATION_FORMS, into seconds) into one Parquet file. The
-    log formats stream line by line, decoding only the fields a row needs (`decode=json.loads`
-    gives the same rows from full decoding, the reference the tests and the benchmark hold it
-    to)."""
+    written as durations, io/tables.DURATION_FORMS, into seconds) into one Parquet file. The log
+    formats stream line by line, decoding only the fields a row needs (`decode=json.loads` gives the
+    same rows from full decoding, the reference the tests and the benchmark hold it to)."""
     paths = [Path(p) for p in sources]
     for path in paths:
         if fmt == "table" or (fmt == "wandb-table" and path.is_dir()):  # checked when read

@@ -128,8 +128,7 @@ def convert(
     """Turn every record of every source into a row; a bad record stops the import unless skip_bad.
 
     `records(path)` yields (where, record) with `where` like "file:line"; a parse error arrives as
-    the record itself (an Exception).
-    """
+    the record itself (an Exception)."""
     from replay_cli.io.files import atomic_path
 
     stats = ImportStats()

@@ -120,9 +120,8 @@ SAMPLE_ONE_IN = 20
 class ParquetRowSink:
     """Streams per-row results into one Parquet file, chunk by chunk (`--rows all|sample|none`).
 
-    `sample` keeps whole groups, about one in SAMPLE_ONE_IN, picked by a hash of (step, group_id)
-    so the same groups are kept for every config.
-    """
+    `sample` keeps whole groups, about one in SAMPLE_ONE_IN, picked by a hash of (step, group_id) so
+    the same groups are kept for every config."""
 
     def __init__(
         self, path: Path, mode: RowsMode = "all", statistics: Sequence[str] | None = None

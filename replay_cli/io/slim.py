@@ -1,14 +1,13 @@
 """Decode only what a rollout row needs from a NeMo-Gym verify response.
 
 A real SWE rollout carries the whole agent trajectory (`response.output` with token ids and
-log-probs, several MB) and an ~80-key `instance_config`; the canonical table needs a dozen
-fields. msgspec decodes each record in one pass into the structs below, which name only those
-fields: everything else is skipped without building a Python object. The result is a small dict of
-the same shape as `json.loads` gives for those keys, so `gym.rollout_row` stays the one place that
-turns a record into a row, with every check it makes. A record that does not fit the structs (not
-an object, a list where an object belongs) is decoded again with `json.loads`, so its row or its
-error message is the plain decoder's; tests hold the two equal on random records.
-"""
+log-probs, several MB) and an ~80-key `instance_config`; the canonical table needs a dozen fields.
+msgspec decodes each record in one pass into the structs below, which name only those fields:
+everything else is skipped without building a Python object. The result is a small dict of the same
+shape as `json.loads` gives for those keys, so `gym.rollout_row` stays the one place that turns a
+record into a row, with every check it makes. A record that does not fit the structs (not an object,
+a list where an object belongs) is decoded again with `json.loads`, so its row or its error message
+is the plain decoder's; tests hold the two equal on random records."""
 
 from __future__ import annotations
 
@@ -93,18 +92,9 @@ def _slim(record: _Record) -> dict[str, Any]:
         for name in _SCALARS
         if (value := getattr(record, name)) is not UNSET
     }
-    response = record.response
-    if response is not UNSET:
-        out["response"] = None if response is None else _response(response)
-    config = record.instance_config
-    if config is not UNSET:
-        out["instance_config"] = None if config is None else _config(config)
-    request = record.responses_create_params
-    if request is not UNSET:
-        out["responses_create_params"] = None if request is None else _request(request)
-    inner = record.full_result
-    if inner is not UNSET:
-        out["full_result"] = None if inner is None else _slim(inner)
+    for name, slim in zip(_NESTED, (_response, _config, _request, _slim), strict=True):
+        if (value := getattr(record, name)) is not UNSET:
+            out[name] = None if value is None else slim(value)
     return out
 
 

@@ -33,10 +33,7 @@ def read_scalars(path: str | Path, run: str | None = None) -> pl.DataFrame:
     """The scalars of one run as (run, step, metric, value). A log of several runs needs `run`;
     the error lists the runs found."""
     try:
-        from tensorboard.backend.event_processing.event_accumulator import (
-            SCALARS,
-            EventAccumulator,
-        )
+        from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
     except ImportError:
         raise missing_extra("Reading TensorBoard logs", "tensorboard") from None
     path = Path(path)

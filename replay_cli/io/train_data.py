@@ -5,8 +5,7 @@ Per row this keeps the logged reward (post shaping), the logged advantage of the
 loss-bearing token (a sequence-level advantage is broadcast over tokens), whether all its
 loss-bearing tokens share that value (message-level overrides break it), the sample mask, and a
 stable key of the prompt tokens (those before the first loss-bearing token), which is how the
-trainer itself groups rows.
-"""
+trainer itself groups rows."""
 
 from __future__ import annotations
 

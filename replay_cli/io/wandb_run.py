@@ -1,12 +1,11 @@
-"""A W&B run as it lies on disk (`wandb/run-*/` or `wandb/offline-run-*/`, synced or not): its
-name, group, tags, config, per-step history and summary, read from the run's transaction log
+"""A W&B run as it lies on disk (`wandb/run-*/` or `wandb/offline-run-*/`, synced or not): its name,
+group, tags, config, per-step history and summary, read from the run's transaction log
 (`run-<id>.wandb`) with W&B's own record definitions (the optional extra `replay-cli[wandb]`).
 
 The log is LevelDB's log format behind a 7-byte W&B header: 32 KiB blocks of records, each with a
-7-byte header (CRC-32C, length, type: full, first, middle or last piece of one record); a block
-with fewer than 7 bytes left is padded with zeros. Each record is a `wandb_internal_pb2.Record`.
-The checksums are not verified: a torn last record (a run killed mid-write) ends the read.
-"""
+7-byte header (CRC-32C, length, type: full, first, middle or last piece of one record); a block with
+fewer than 7 bytes left is padded with zeros. Each record is a `wandb_internal_pb2.Record`. The
+checksums are not verified: a torn last record (a run killed mid-write) ends the read."""
 
 from __future__ import annotations
 

@@ -1,16 +1,16 @@
-"""NeMo-RL GRPO advantages as columns of a polars plan (spec §4.1), for the plans that group rows
-by an id column: the dynamic-sampling filters' survivors, verify.py's rebuilt groups.
+"""NeMo-RL GRPO advantages as columns of a polars plan (spec §4.1), for the plans that group rows by
+an id column: the dynamic-sampling filters' survivors, verify.py's rebuilt groups.
 
-The maths is grpo_arrays.py's (one implementation, the batched path's): each function hands
-the plan's reward, valid mask and group id to the numpy kernels through `map_batches`, sorting
-the rows stably by group id when they are not already the chunk's sorted runs, and puts the
-results back in row order. Float columns come out as float64 (the working precision's values).
-"""
+The maths is grpo_arrays.py's (one implementation, the batched path's): each function hands the
+plan's reward, valid mask and group id to the numpy kernels through `map_batches`, sorting the rows
+stably by group id when they are not already the chunk's sorted runs, and puts the results back in
+row order. Float columns come out as float64 (the working precision's values)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import partial
 
 import numpy as np
@@ -63,6 +63,10 @@ def _run_kernel(kernel: Kernel, runs: Runs | None, packed: pl.Series) -> pl.Seri
         ),
         eager=True,
     )
+
+
+GRPO_FIELDS = tuple(f.name for f in dataclass_fields(K.GrpoArrays))
+"""A GRPO computation's per-row results, in the order its columns are added."""
 
 
 def _columns(
@@ -130,34 +134,18 @@ def add_grpo(
 ) -> pl.LazyFrame:
     """Baseline, std, guard flags and advantages (before and after the clip) of one reward column;
     with `bound`, also the float32 rounding bound of the unclipped advantage (maths/rounding.py)."""
+    flags = ("peers_equal", "normalized")
+    fields = {f: pl.Boolean() if f in flags else pl.Float64() for f in GRPO_FIELDS}
 
     def kernel(r: np.ndarray, v: np.ndarray, runs: Runs) -> dict[str, np.ndarray]:
         g = K.grpo(r, v, runs, p)
-        columns = {
-            "baseline": g.baseline,
-            "std": g.std,
-            "unclipped": g.unclipped,
-            "advantage": g.advantage,
-            "peers_equal": g.peers_equal,
-            "normalized": g.normalized,
-        }
+        columns = {f: getattr(g, f) for f in GRPO_FIELDS}
         if bound is not None:
-            columns["f32_bound"] = f32_bound(
-                r.astype(np.float32),
-                v,
-                runs,
-                p,
-                g.unclipped,
-                g.peers_equal,
-            )
+            r32 = r.astype(np.float32)
+            columns["f32_bound"] = f32_bound(r32, v, runs, p, g.unclipped, g.peers_equal)
         return columns
 
-    floats = ("baseline", "std", "unclipped", "advantage")
-    fields = {f: pl.Float64() for f in floats} | {
-        "peers_equal": pl.Boolean(),
-        "normalized": pl.Boolean(),
-    }
-    names = {f: getattr(out, f) for f in fields}
+    names = {f: getattr(out, f) for f in GRPO_FIELDS}
     if bound is not None:
         fields["f32_bound"] = pl.Float64()
         names["f32_bound"] = bound

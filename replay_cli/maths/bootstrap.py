@@ -1,12 +1,10 @@
 """The measure's numbers from weighted sums over problems: the point estimate (every problem
-weighted by its groups) and the paired bootstrap (Poisson(1) resample weights per problem, the
-same for every config and its shaping-off twin), so an interval costs matrix products, not
-replays.
+weighted by its groups) and the paired bootstrap (Poisson(1) resample weights per problem, the same
+for every config and its shaping-off twin), so an interval costs matrix products, not replays.
 
-A resample reweights the problems; its step keeps the budget: the config's step is rescaled by
-s = sqrt(δ / resampled mean KL) (exact to second order, the step being the one solved on all
-problems), and every quantity is a ratio of reweighted sums.
-"""
+A resample reweights the problems; its step keeps the budget: the config's step is rescaled by s =
+sqrt(δ / resampled mean KL) (exact to second order, the step being the one solved on all problems),
+and every quantity is a ratio of reweighted sums."""
 
 from __future__ import annotations
 

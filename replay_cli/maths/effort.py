@@ -1,26 +1,10 @@
-"""The effort model of a problem and one natural-gradient step of fixed size on it.
-
-On a problem the agent controls two things an update can move: how long it works (its **effort**:
-a softmax `pi` over the run-time levels of the problem's length bucket, the agent's time limit a
-level of its own) and how likely it is to resolve at each level (`p`, a Bernoulli per level with
-a logit parameter). A logged rollout is one draw: a level, then an outcome. GRPO's update from the
-logged advantages A_i is the score-function gradient (1/n) Σ A_i ∇ log P(rollout i); its natural
-gradient (the Fisher metric of the joint level-and-outcome distribution) is, per level k,
-
-    effort:   d_k = ā_k / pi_k                         ā_k = (1/n) Σ_{i at k} A_i
-    outcome:  e_k = (āy_k − p_k ā_k) / (pi_k p_k (1 − p_k))    āy_k = (1/n) Σ_{i at k} A_i y_i
-
-and the step moves the logits by η·d and η·e, with one η per config chosen so that the mean
-exact KL divergence of the problems' distributions equals a budget δ: the step's size is fixed,
-so only its direction (how the advantages are spread over problems, levels and outcomes) decides
-what it teaches. docs/report.md derives it and states what it assumes.
-
-Arrays are (..., problems, levels): a model's (problems, levels), or with leading axes (configs,
-seeds) for its steps; every function is vectorised over them.
-"""
+"""The effort model of a problem (a softmax `pi` over its bucket's run-time levels, a Bernoulli
+`p` per level) and one natural-gradient step of fixed KL size δ on it; docs/report.md derives it
+and states what it assumes. Arrays are (..., problems, levels), every function vectorised."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -100,7 +84,7 @@ class EffortModel:
     @cached_property
     def logit_p(self) -> np.ndarray:
         """The success logits: every step and KL of the model reads them."""
-        return _logit(self.p)
+        return np.log(self.p) - np.log1p(-self.p)
 
     @cached_property
     def log_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -165,19 +149,11 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / level_sum(e, keepdims=True)
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    return np.log(p) - np.log1p(-p)
-
-
 def _log_rates(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log σ(z), log σ(-z)), finite at any logit: −softplus(∓z) with the one log1p(exp(−|z|))
     both share (np.logaddexp computes each on its own, twice the transcendental work)."""
     shared = np.log1p(np.exp(-np.abs(z)))
     return -(np.maximum(-z, 0.0) + shared), -(np.maximum(z, 0.0) + shared)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def stepped(
@@ -205,16 +181,12 @@ def _stepped_effort(
 
 
 def success(logits: np.ndarray) -> np.ndarray:
-    """Success rates of logits."""
-    return _sigmoid(logits)
-
-
-def effort_kl(model: EffortModel, pi: np.ndarray) -> np.ndarray:
-    """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
-    return _effort_kl(pi, model.log_pi)
+    """Success rates of logits: the logistic, by tanh (no overflow at any logit)."""
+    return 0.5 * (1.0 + np.tanh(0.5 * logits))
 
 
 def _effort_kl(pi: np.ndarray, log_pi: np.ndarray) -> np.ndarray:
+    """KL(new ‖ old) of each problem's effort alone (a step that leaves the success rates)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return level_sum(np.where(pi > 0, pi * (np.log(pi) - log_pi), 0.0))
 
@@ -234,7 +206,8 @@ def kl(model: EffortModel, pi: np.ndarray, z: np.ndarray) -> np.ndarray:
 def mean_kl(model: EffortModel, direction: Direction, eta: np.ndarray) -> np.ndarray:
     """Per config, the weighted mean KL over problems of a step of size eta."""
     if not direction.e.any():  # an effort-only step (the forecast's): no outcome term
-        return _weighted_mean(effort_kl(model, stepped_effort(model, direction, eta)), model.weight)
+        pi = stepped_effort(model, direction, eta)
+        return _weighted_mean(_effort_kl(pi, model.log_pi), model.weight)
     return _weighted_mean(kl(model, *stepped(model, direction, eta)), model.weight)
 
 
@@ -246,51 +219,14 @@ def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
 def solve_eta(
     model: EffortModel, direction: Direction, budget: float, tol: float = 1e-12
 ) -> np.ndarray:
-    """Per config (the direction's leading axes), the step size whose weighted mean exact KL
-    equals `budget` (0 for a config whose direction is 0). KL grows like η² near 0, so log KL is
-    nearly linear in log η: a step of slope 2 from the second-order estimate, then secant steps
-    in log-log space, converge in a few evaluations; a bracket kept on the way falls back to
-    bisection where a secant step leaves it. Each evaluation covers only the configs that have
-    not converged."""
-    lead, (n_p, n_k) = direction.d.shape[:-2], direction.d.shape[-2:]
-    size = int(np.prod(lead))
-
-    def flat(a: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
-        return np.broadcast_to(a, (*lead, *tail)).reshape(size, *tail)
-
-    d, e = flat(direction.d, (n_p, n_k)), flat(direction.e, (n_p, n_k))
-    # A model shared by every config (the decision measure's) is read as it is, its logarithms
-    # computed once; one per config (the forecast's) is flattened and taken row by row.
-    shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
-    if not e.any():  # an effort-only step (the forecast's): only pi, log pi and weights move
-        pi, log_pi, w = model.pi, model.log_pi, model.weight
-        if not shared:
-            pi, w = flat(model.pi, (n_p, n_k)), flat(model.weight, (n_p,))
-            with np.errstate(divide="ignore"):
-                log_pi = np.log(pi)
-        quad = 0.5 * _effort_quadratic(pi, d)
-
-        def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
-            p_, log_p_, w_ = (pi, log_pi, w) if shared else (pi[rows], log_pi[rows], w[rows])
-            return _weighted_mean(_effort_kl(_stepped_effort(p_, log_p_, d[rows], eta), log_p_), w_)
-
-    else:
-        one = model
-        if not shared:
-            pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
-            one = EffortModel(pi, p, model.m, model.bucket, flat(model.weight, (n_p,)))
-        w = one.weight
-        quad = Direction(d, e).second_order_kl(one)
-
-        def mean_kl_of(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
-            sub = one if shared else one.take(rows)
-            step = stepped(sub, Direction(d[rows], e[rows]), eta)  # e is known not all 0
-            return _weighted_mean(kl(sub, *step), sub.weight)
-
-    quad = _weighted_mean(quad, w)
+    """Per config (the direction's leading axes), the step size whose weighted mean exact KL equals
+    `budget` (0 for a config whose direction is 0). KL grows like η² near 0, so log KL is nearly
+    linear in log η: a step of slope 2 from the second-order estimate, then secant steps in log-log
+    space, converge in a few evaluations; a bracket kept on the way falls back to bisection where a
+    secant step leaves it. Each evaluation covers only the configs that have not converged."""
+    quad, mean_kl_of = _config_kl(model, direction)
     moving = quad > 0
-    x = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
-    x0 = x
+    x0 = np.log(np.sqrt(budget / np.where(moving, quad, 1.0)))  # log η, second order
     target = np.log(budget)
 
     def f(log_eta: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -299,6 +235,60 @@ def solve_eta(
         kl_ = mean_kl_of(rows, np.exp(log_eta[rows]))
         return np.log(np.maximum(kl_, 1e-300)) - target
 
+    x = _log_log_root(f, x0, moving, tol)
+    return np.where(moving, np.exp(x), 0.0).reshape(direction.d.shape[:-2])
+
+
+def _config_kl(
+    model: EffortModel, direction: Direction
+) -> tuple[np.ndarray, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """Per config (flattened), the weighted second-order KL per unit η², and `mean_kl_of(rows,
+    eta)`, the exact mean KL of configs `rows`: its cheapest form for this model, chosen once."""
+    lead, (n_p, n_k) = direction.d.shape[:-2], direction.d.shape[-2:]
+    size = int(np.prod(lead))
+
+    def flat(a: np.ndarray, tail: tuple[int, ...]) -> np.ndarray:
+        return np.broadcast_to(a, (*lead, *tail)).reshape(size, *tail)
+
+    d, e = flat(direction.d, (n_p, n_k)), flat(direction.e, (n_p, n_k))
+    # A model shared by every config (the first-step diagnostic's) is read as it is, its
+    # logarithms computed once; one per config (the forecast's) is flattened and taken row by row.
+    shared = model.pi.ndim == 2 and model.p.ndim == 2 and model.weight.ndim == 1
+    if not e.any():  # an effort-only step (the forecast's): only pi, log pi and weights move
+        pi, log_pi, w = model.pi, model.log_pi, model.weight
+        if not shared:
+            pi, w = flat(model.pi, (n_p, n_k)), flat(model.weight, (n_p,))
+            with np.errstate(divide="ignore"):
+                log_pi = np.log(pi)
+
+        def effort_only(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
+            p_, log_p_, w_ = (pi, log_pi, w) if shared else (pi[rows], log_pi[rows], w[rows])
+            return _weighted_mean(_effort_kl(_stepped_effort(p_, log_p_, d[rows], eta), log_p_), w_)
+
+        return _weighted_mean(0.5 * _effort_quadratic(pi, d), w), effort_only
+    one = model
+    if not shared:
+        pi, p = flat(model.pi, (n_p, n_k)), flat(model.p, (n_p, n_k))
+        one = EffortModel(pi, p, model.m, model.bucket, flat(model.weight, (n_p,)))
+
+    def joint(rows: np.ndarray, eta: np.ndarray) -> np.ndarray:
+        sub = one if shared else one.take(rows)
+        step = stepped(sub, Direction(d[rows], e[rows]), eta)  # e is known not all 0
+        return _weighted_mean(kl(sub, *step), sub.weight)
+
+    return _weighted_mean(Direction(d, e).second_order_kl(one), one.weight), joint
+
+
+def _log_log_root(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    moving: np.ndarray,
+    tol: float,
+) -> np.ndarray:
+    """The root of each moving config's f from x0 (solve_eta's log-log search): a slope-2 step,
+    then secant steps, bisecting (or slope-2 while unbracketed) where one leaves the bracket."""
+    size = len(x0)
+    x = x0
     every = np.flatnonzero(moving)
     lo, hi = np.full(size, -np.inf), np.full(size, np.inf)
     x_prev, f_prev = x.copy(), np.zeros(size)
@@ -330,7 +320,7 @@ def solve_eta(
         x_prev, f_prev = x, fx.copy()
         x = guess
         fx[active] = f(x, active)
-    return np.where(moving, np.exp(x), 0.0).reshape(lead)
+    return x
 
 
 DEFAULT_LEVELS = 4

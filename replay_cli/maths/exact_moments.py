@@ -3,15 +3,14 @@
 `--precision float64` promises the exact maths. Group totals minus the row (what the float32
 emulation does, as torch does) cancel: when a row's peers are all equal, E[x²] - E[x]² leaves a
 residue of about 1e-18, and under the legacy guard a std of 4e-9 turns an advantage of 1 into 1e6.
-Here every row's peer sums are taken directly, never by subtraction: each group's values are
-shifted by one of its own valid values (so identical peers give exactly 0 and a spread of 1e-12
-keeps its relative precision), and the sum over the other rows is an exclusive prefix sum plus an
-exclusive suffix sum within the group. Groups of one length are stacked into one 2-D block, so the
-work is a few numpy passes per distinct group size.
+Here every row's peer sums are taken directly, never by subtraction: each group's values are shifted
+by one of its own valid values (so identical peers give exactly 0 and a spread of 1e-12 keeps its
+relative precision), and the sum over the other rows is an exclusive prefix sum plus an exclusive
+suffix sum within the group. Groups of one length are stacked into one 2-D block, so the work is a
+few numpy passes per distinct group size.
 
-Invalid rows (masked, with exclude_masked) keep the trainer's own formula: their peers are all
-valid rows but the trainer divides by n - 1, a quantity with no cancellation to avoid.
-"""
+Invalid rows (masked, with exclude_masked) keep the trainer's own formula: their peers are all valid
+rows but the trainer divides by n - 1, a quantity with no cancellation to avoid."""
 
 from __future__ import annotations
 

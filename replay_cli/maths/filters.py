@@ -12,8 +12,7 @@
   `dynamic_filtering_range`), on the raw score, never the shaped reward.
 
 `filter_on=reward` filters on the reward the trainer sees (shaped for nemo-rl and verl, raw for
-openrlhf); `filter_on=resolved` on the binary outcome (verl's `acc`).
-"""
+openrlhf); `filter_on=resolved` on the binary outcome (verl's `acc`)."""
 
 from __future__ import annotations
 

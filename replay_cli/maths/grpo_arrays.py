@@ -1,16 +1,15 @@
 """NeMo-RL GRPO advantages over numpy arrays whose last axis is rows sorted by group (spec §4.1).
 
 Mirrors `calculate_baseline_and_std_per_prompt` + `GRPOAdvantageEstimator.compute_advantage`
-(NVIDIA-NeMo/RL `nemo_rl/algorithms/utils.py`, `advantage_estimator.py` @ 7ea279ab, with the
-PR #4158 trivial-distribution guard and the PR #4160 valid mask). Rewards may carry a leading
-config axis (configs × rows): a sweep's configs then share every group reduction call. In
-float32 mode leave-one-out sums come from group totals minus the row, as torch's do, and
-rewards, squares, means, variances and the division are rounded to float32 like torch's CPU
-math; the group totals are float64 sums of the float32 values (exact for rewards within 29 bits
-of each other's magnitude, whatever the order), so the peer sums are correctly rounded float32 values and the trainer's cancellation residues are
-reproduced. float64 mode is the exact maths: the peer sums are taken directly, without
-cancellation (exact_moments.py).
-"""
+(NVIDIA-NeMo/RL `nemo_rl/algorithms/utils.py`, `advantage_estimator.py` @ 7ea279ab, with the PR
+#4158 trivial-distribution guard and the PR #4160 valid mask). Rewards may carry a leading config
+axis (configs × rows): a sweep's configs then share every group reduction call. In float32 mode
+leave-one-out sums come from group totals minus the row, as torch's do, and rewards, squares, means,
+variances and the division are rounded to float32 like torch's CPU math; the group totals are
+float64 sums of the float32 values (exact for rewards within 29 bits of each other's magnitude,
+whatever the order), so the peer sums are correctly rounded float32 values and the trainer's
+cancellation residues are reproduced. float64 mode is the exact maths: the peer sums are taken
+directly, without cancellation (exact_moments.py)."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def peers_all_equal(
 ) -> np.ndarray:
     """PR #4158 `is_trivial_distribution`: the row's valid peers are all exactly equal.
 
-    Peers are the other valid rows (LOO, when the row itself is valid) or all valid rows.
-    """
+    Peers are the other valid rows (LOO, when the row itself is valid) or all valid rows."""
     r = reward.astype(working_dtype(p), copy=False)
     n = runs.sum(valid)
     lo, hi = runs.bounds(r, None if valid.all() else valid)

@@ -44,10 +44,12 @@ def estimator_notes(columns: list[str], estimators: set[str]) -> list[str]:
 
 
 def _stats(
-    lf: pl.LazyFrame, reward: str, over: str, p: AdvantageParams, t: str, nan_aware: bool
-) -> pl.LazyFrame:
-    """Group count, mean, unbiased std, min and max of the reward over `over` (temporary columns)."""
-    r = pl.col(reward).cast(working_dtype(p))
+    lf: pl.LazyFrame, reward: str, over: str, p: AdvantageParams, t: str, nan_aware: bool = False
+) -> tuple[pl.LazyFrame, pl.DataType]:
+    """Group count, mean, unbiased std, min and max of the reward over `over` (temporary columns),
+    and the working dtype: every estimator starts from both."""
+    dt = working_dtype(p)
+    r = pl.col(reward).cast(dt)
     if nan_aware:
         r = r.fill_nan(None)
     return lf.with_columns(
@@ -56,7 +58,7 @@ def _stats(
         r.mean().over(over).alias(t + "mean"),
         r.std(ddof=1).over(over).alias(t + "std"),
         (r.min().over(over) == r.max().over(over)).alias(t + "equal"),
-    )
+    ), dt
 
 
 def _finish(
@@ -128,8 +130,7 @@ def verl_grpo(
     `norm_adv_by_std_in_grpo=False` (Dr. GRPO). A group of one gets mean 0 and std 1, so the raw
     reward leaks through as `r / (1 + 1e-6)`. NaN rewards make the whole group NaN."""
     t = "_vg_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     one = pl.col(t + "size") == 1
     mean = pl.when(one).then(pl.lit(0.0, dt)).otherwise(pl.col(t + "mean"))
     std = pl.when(one).then(pl.lit(1.0, dt)).otherwise(pl.col(t + "std"))
@@ -147,8 +148,7 @@ def verl_rloo(
     """verl 0.9.1 `verl/trainer/ppo/core_algos.py` `compute_rloo_outcome_advantage` (L588):
     `n/(n-1) * (r - mean)`, i.e. `r - mean of the others`. A group of one keeps `A = r`."""
     t = "_vr_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     n = pl.col(t + "size").cast(dt)
     r = pl.col(reward).cast(dt)
     one = pl.col(t + "size") == 1
@@ -167,8 +167,7 @@ def trl_grpo(
     (the step's std; the group mean is still subtracted) or none. NaN rewards are left out of the
     statistics and get `A = 0` (nan_to_num); a group of one has nanstd NaN, so `A = 0`."""
     t = "_tg_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=True)
+    lf, dt = _stats(lf, reward, gid, p, t, nan_aware=True)
     r = pl.col(reward).cast(dt).fill_nan(None)
     if p.scale_rewards == "batch":
         lf = lf.with_columns(r.std(ddof=1).over(batch).alias(t + "scale"))
@@ -210,8 +209,7 @@ def openrlhf_group_norm(
     `compute_advantages_and_returns`, estimator `group_norm` (L273):
     `(r - mean) / (std_unbiased + 1e-9)`; NaN propagates."""
     t = "_og_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     adv = (pl.col(reward).cast(dt) - pl.col(t + "mean")) / (pl.col(t + "std") + pl.lit(1e-9, dt))
     return _finish(lf, adv, pl.col(t + "mean"), pl.col(t + "std"), pl.lit(True), t, p, out)
 
@@ -223,8 +221,7 @@ def openrlhf_rloo(
     """OpenRLHF 0.11.2 `openrlhf/trainer/ppo_utils/experience_maker.py`
     `compute_advantages_and_returns`, estimator `rloo` (L268): `r - (sum_G - r) / (n - 1)`."""
     t = "_or_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     r = pl.col(reward).cast(dt)
     n = pl.col(t + "size").cast(dt)
     baseline = (pl.col(t + "mean") * n - r) / (n - 1)
@@ -239,8 +236,7 @@ def dr_grpo(
     `compute_advantages_and_returns`, estimator `dr_grpo` (L271): `r - mean_G`, no std, no
     whitening (verl's Dr. GRPO is `verl-grpo` with `--no-normalize`)."""
     t = "_dg_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     adv = pl.col(reward).cast(dt) - pl.col(t + "mean")
     return _finish(lf, adv, pl.col(t + "mean"), pl.lit(None), pl.lit(False), t, p, out)
 
@@ -256,8 +252,7 @@ def reinforce_pp_baseline(
     verl whitens over valid tokens: with a `response_tokens` column each row weighs its token
     count, without it each row weighs 1 (per-sequence whitening)."""
     t = "_rp_"
-    dt = working_dtype(p)
-    lf = _stats(lf, reward, gid, p, t, nan_aware=False)
+    lf, dt = _stats(lf, reward, gid, p, t)
     has_tokens = S.TOKENS in lf.collect_schema().names()
     w = pl.col(S.TOKENS).cast(dt) if has_tokens else pl.lit(1.0, dt)
     one = pl.col(t + "size") == 1

@@ -1,8 +1,7 @@
 """The input's training groups per effort level (`GroupLevels`, gathered by the engine chunk by
 chunk, config-independent) and the problems they make up (`Problems`: the effort model of
-maths/effort.py, each group's problem). The first-step diagnostic and the forecast start from
-them, never replaying again.
-"""
+maths/effort.py, each group's problem). The first-step diagnostic and the forecast start from them,
+never replaying again."""
 
 from __future__ import annotations
 

@@ -1,29 +1,7 @@
 """How far any IEEE float32 evaluation of NeMo-RL's GRPO advantage can lie from ours: a per-row
-bound (docs/semantics.md, "float32 rounding bound").
-
-The trainer sums a row's peers by a masked matmul in float32, in an order that depends on the
-platform (CPU BLAS, GPU kernels, FMA or not); everything after the two sums is elementwise. The
-bound is the interval of every value the trainer's formula can take, in three stages:
-
-* The sums (the only place platforms differ by more than an ulp): in any summation tree each
-  addition rounds by at most half an ulp of its result, and the t-th largest partial sum of any
-  tree of k terms is at most the sum of the k - t + 1 largest magnitudes, so the additions but
-  the last move the sum by at most Σ_{i=2..k-1} half-ulp(min(i·max|x|, Σ|x|)) (`tree_error`);
-  the last rounds that to the nearest float32.
-* The divisions by the count and the square of the baseline, before the variance's
-  cancellation: single IEEE operations (torch's `/` by a device tensor and `square`), correctly
-  rounded on every platform, so they map the sums' float32 interval endpoints onto theirs exactly
-  (rounding is monotone). Bounding them by a relative error instead, as an earlier version did,
-  counts an ulp of the second moment against a variance thousands of times smaller.
-* The rest (the variance's difference, the Bessel factor, the square root, r - b, the epsilon, the
-  division) may round to either float32 neighbour, or be evaluated in higher precision: each gets
-  one float32 ulp (2u relative) outwards.
-
-Where the variance can round to zero or below, the guard can fail (the row keeps r - b) or pass
-with the smallest positive variance the subtraction can leave, so both outcomes are in the
-interval. Sums of small integers (shaping off with binary rewards) are exact, so their rows get
-the trainer's exact zero variance where the peers are equal.
-"""
+bound in three stages (the sums over any summation tree, the single IEEE operations before the
+variance's cancellation, one ulp outwards for the rest), derived in docs/semantics.md, "float32
+rounding bound"."""
 
 from __future__ import annotations
 
@@ -172,23 +150,17 @@ def f32_bound(
     Elementwise within a group, so computed slice by slice of whole groups (BLOCK_VALUES)."""
     out = np.empty(np.broadcast_shapes(reward.shape, emitted.shape), np.float64)
     configs = out.shape[0] if out.ndim > 1 else 1
+    arrays = (reward, valid, emitted, peers_equal)
     for rows, block_runs in runs.blocks(max(1, BLOCK_VALUES // configs)):
-        out[..., rows] = _block_bound(
-            reward[..., rows],
-            valid[..., rows],
-            block_runs,
-            p,
-            emitted[..., rows],
-            peers_equal[..., rows],
-        )
+        out[..., rows] = _block_bound(block_runs, p, *(a[..., rows] for a in arrays))
     return out
 
 
 def _block_bound(
-    reward: np.ndarray,
-    valid: np.ndarray,
     runs: Runs,
     p: AdvantageParams,
+    reward: np.ndarray,
+    valid: np.ndarray,
     emitted: np.ndarray,
     peers_equal: np.ndarray,
 ) -> np.ndarray:

@@ -1,11 +1,10 @@
 """Per-group sums, minima and maxima over rows sorted by group, with numpy's `reduceat`.
 
 polars evaluates `expr.sum().over(gid)` and `group_by(gid).agg(...)` group by group, which costs
-more than the arithmetic when a group holds 16 rows; on rows sorted by the group id `reduceat`
-does the whole column in one pass (4-10x faster at 1M rows). Within a group numpy's add loop
-sums pairwise (unrolled by 8), not strictly in row order: a float64 sum of float32 values is
-exact either way unless the values span more than 29 bits of magnitude.
-"""
+more than the arithmetic when a group holds 16 rows; on rows sorted by the group id `reduceat` does
+the whole column in one pass (4-10x faster at 1M rows). Within a group numpy's add loop sums
+pairwise (unrolled by 8), not strictly in row order: a float64 sum of float32 values is exact either
+way unless the values span more than 29 bits of magnitude."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The time-efficiency reward: NeMo-RL PR #4029 and the internal variant (spec §3).
 
-`shape_arrays` shapes one config over a chunk's numpy arrays, with the trainer's Python
-arithmetic (IEEE division: polars would divide by a literal through its reciprocal); both the
-batched path and the polars plans take their shaping columns from it. The expressions below
-serve the other readers of the same definitions (masking).
-"""
+`shape_arrays` shapes one config over a chunk's numpy arrays, with the trainer's Python arithmetic
+(IEEE division: polars would divide by a literal through its reciprocal); both the batched path and
+the polars plans take their shaping columns from it. The expressions below serve the other readers
+of the same definitions (masking)."""
 
 from __future__ import annotations
 

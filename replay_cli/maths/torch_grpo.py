@@ -1,14 +1,7 @@
-"""NeMo-RL's GRPO baseline, std and normalisation computed by torch itself (`--precision torch`).
-
-The float32 emulation (grpo_arrays.py) is exact only up to a per-row rounding bound, because the
-trainer's own bits depend on how its BLAS sums each group's masked matmul. Here the trainer's
-operations run as it runs them: per group, `(1 - I) @ (r * v)` (or `ones @ (r * v)` without LOO)
-divided by the float32 count, the same for `r²`, `sqrt((q - b²) * (m / (m - 1)))`, `nan_to_num`,
-then `r - b` divided by `std + 1e-6` where the guard passes. On the trainer's hardware class and
-torch version this gives its own float32 advantages, bit for bit.
-
-torch is an optional extra (`replay-cli[torch]`), imported only here and only when asked for.
-"""
+"""NeMo-RL's GRPO baseline, std and normalisation computed by torch itself (`--precision torch`):
+the trainer's own masked-matmul operations, per group, so its float32 advantages come out bit for
+bit on its hardware class and torch version (docs/semantics.md, `--precision torch`). torch is
+an optional extra (`replay-cli[torch]`), imported only here and only when asked for."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ multiples), which get one colour each, and which line every config belongs to.
 Up to MAX_OVERLAID shaped configs share one panel, one line per setting of everything but lambda.
 Beyond that the categorical parameters that vary (apply_to, semantics, estimator, ...) facet the
 chart, up to MAX_PANELS panels, and the remaining parameters colour the lines, so that no panel
-carries more than a handful of lines and every legend fits.
-"""
+carries more than a handful of lines and every legend fits."""
 
 from __future__ import annotations
 

@@ -2,10 +2,9 @@
 
 Top to bottom: the decision (the recommended config, the runner-up, what to avoid and why, the
 overrides that launch it), the forecast, findings, the summary table (column groups, sortable,
-filterable, hazards marked, CSV download) with the frontier, what was replayed, charts,
-per-config detail and how to read the page. One self-contained file: CSS, script and charts are
-inline (each chart also links to its PNG beside the page).
-"""
+filterable, hazards marked, CSV download) with the frontier, what was replayed, charts, per-config
+detail and how to read the page. One self-contained file: CSS, script and charts are inline (each
+chart also links to its PNG beside the page)."""
 
 from __future__ import annotations
 
@@ -111,27 +110,13 @@ def _findings(found: pl.DataFrame) -> str:
     return _finding_items(head) + tail
 
 
-def _summary_table(report: Report) -> str:
-    """The summary in column groups (the rule's, the hazards, context folded, the parameters),
-    each group's visibility a checkbox; sortable, filterable, with a CSV download."""
+def _summary_rows(report: Report, groups: list) -> tuple[list[list[str]], list[str]]:
+    """The summary table's cells per config (number, label, role, won share, then each group's
+    columns, hazards marked) and the rows' ids."""
     summary, rule = report.result.summary, report.verdict.rule
-    varying = facets.varying(summary, exclude=())
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
     verdict = report.verdict.recommendation
-    won = dict(verdict.select(S.CONFIG_ID, "won_share").rows()) if "won_share" in verdict else {}
-    groups = [
-        (key, title, [m for m in names if m in summary.columns])
-        for key, title, names in L.SUMMARY_GROUPS
-    ]
-    groups = [g for g in groups if g[2]]
-    if varying:
-        groups.append(("params", "parameters", varying))
-    lead = ["#", "config", "role", "won"]
-    heads = [*lead]
-    head_css = [""] * len(lead)
-    for key, _, names in groups:
-        heads += [C.metric(m).label if key != "params" else m for m in names]
-        head_css += [f"g-{key}"] * len(names)
+    roles = dict(verdict.select(S.CONFIG_ID, C.ROLE).rows())
+    won = dict(verdict.select(S.CONFIG_ID, C.WON_SHARE).rows()) if C.WON_SHARE in verdict else {}
     rows, ids = [], []
     for row in summary.iter_rows(named=True):
         cid = row[S.CONFIG_ID]
@@ -158,7 +143,11 @@ def _summary_table(report: Report) -> str:
                 cells.append(cell(value, f"{css} g-{key}".strip(), title, C.show(name, value)))
         rows.append(cells)
         ids.append(f"row-{cid}")
-    first = len(lead) + sum(len(n) for k, _, n in groups if k != "params")
+    return rows, ids
+
+
+def _summary_controls(summary: pl.DataFrame, groups: list, varying: list[str], first: int) -> str:
+    """The column groups' checkboxes and a filter per varying parameter (its column `first` on)."""
     filters = []
     for i, p in enumerate(varying, start=first):
         values = sorted({param_text(p, v) for v in summary[p].to_list()})
@@ -175,6 +164,30 @@ def _summary_table(report: Report) -> str:
     bar = f'<div class="filters"><span class="muted">columns:</span>{toggles}</div>'
     if filters:
         bar += f'<div class="filters">{"".join(filters)}</div>'
+    return bar
+
+
+def _summary_table(report: Report) -> str:
+    """The summary in column groups (the rule's, the hazards, context folded, the parameters),
+    each group's visibility a checkbox; sortable, filterable, with a CSV download."""
+    summary = report.result.summary
+    varying = facets.varying(summary, exclude=())
+    groups = [
+        (key, title, [m for m in names if m in summary.columns])
+        for key, title, names in L.SUMMARY_GROUPS
+    ]
+    groups = [g for g in groups if g[2]]
+    if varying:
+        groups.append(("params", "parameters", varying))
+    lead = ["#", "config", C.ROLE, "won"]
+    heads = [*lead]
+    head_css = [""] * len(lead)
+    for key, _, names in groups:
+        heads += [C.metric(m).label if key != "params" else m for m in names]
+        head_css += [f"g-{key}"] * len(names)
+    rows, ids = _summary_rows(report, groups)
+    first = len(lead) + sum(len(n) for k, _, n in groups if k != "params")
+    bar = _summary_controls(summary, groups, varying, first)
     csv = base64.b64encode(summary.write_csv().encode()).decode("ascii")
     count = (
         f'<p class="muted"><span id="shown-count">{summary.height}</span> of {summary.height} '
@@ -197,7 +210,7 @@ def _summary_table(report: Report) -> str:
             css="sortable summary",
             row_ids=ids,
             head_css=head_css,
-            text_headers=["config", "role", *varying],
+            text_headers=["config", C.ROLE, *varying],
         )
         .replace(
             '<table class="sortable summary">',
@@ -288,13 +301,13 @@ def _decision(report: Report) -> str:
         cid = r[S.CONFIG_ID]
         return f'<a href="#cfg-{escape(cid)}">#{report.numbers[cid]} {escape(r["label"])}</a>'
 
-    if d.unrated:
-        return f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>'
     parts = []
     rec, runner = d.recommended, d.runner_up
-    if rec is None:
+    if d.unrated:  # the avoided configs (a failure that needs no forecast) are still listed
+        parts.append(f'<p class="verdict">No recommendation: {escape(d.unrated)}.</p>')
+    elif rec is None:
         misses = "".join(
-            f"<li>{name(m)}: fails {escape(', '.join(m['failed']))} — {escape(m['reasons'])}</li>"
+            f"<li>{name(m)}: fails {escape(', '.join(m[C.FAILED]))} — {escape(m[C.REASONS])}</li>"
             for m in d.near_misses
         )
         parts.append(
@@ -306,25 +319,30 @@ def _decision(report: Report) -> str:
         what = "Keep shaping off" if d.keep_off else "Recommended"
         parts.append(f'<p class="verdict recommended"><b>{what}:</b> {name(rec)}</p>')
         parts.append(f"<p>{escape(report.why)}.</p>")
+        for severity, text in report.pick_warnings:
+            parts.append(
+                f'<p class="verdict avoid"><b>{severity.capitalize()}:</b> {escape(text)}</p>'
+            )
+        parts.append(f'<p class="muted">The bar: {escape(report.bar_text)}.</p>')
         parts.append(f'<p class="muted">{escape(report.confidence)}</p>')
         parts.append('<p class="muted">Launch it with these trainer overrides:</p>')
-        parts.append(launch_block(rec["overrides"], "overrides"))
+        parts.append(launch_block(rec[C.OVERRIDES], C.OVERRIDES))
         parts.append('<p class="muted">or this block of the trainer\'s config file:</p>')
-        parts.append(launch_block(rec["yaml"], "YAML block"))
+        parts.append(launch_block(rec[C.YAML], "YAML block"))
         if runner is not None:
             parts.append(
                 f'<p class="verdict"><b>Runner-up:</b> {name(runner)} — '
-                f"{escape(runner['reasons'])}.</p>"
+                f"{escape(runner[C.REASONS])}.</p>"
             )
     trade = report.trade
     if trade is not None:
         parts.append(
-            f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade["trade"])}. '
+            f'<p class="verdict"><b>Best trade:</b> {name(trade)} — {escape(trade[C.TRADE])}. '
             "Launch it knowingly with:</p>"
         )
-        parts.append(launch_block(trade["overrides"], "overrides of the trade"))
+        parts.append(launch_block(trade[C.OVERRIDES], "overrides of the trade"))
     if d.avoid:
-        items = [f"<li>{name(r)}: {escape(r['reasons'])}</li>" for r in d.avoid]
+        items = [f"<li>{name(r)}: {escape(r[C.REASONS])}</li>" for r in d.avoid]
         parts.append(f"<p><b>Avoid:</b> {len(d.avoid)} config(s), and why:</p>")
         parts.append(f'<ul class="avoid">{"".join(items[:AVOID_SHOWN])}</ul>')
         if len(items) > AVOID_SHOWN:
@@ -346,9 +364,9 @@ def _forecast(report: Report, directory: Path) -> str:
     settings = report.manifest.get("forecast") or {}
     row = summary.row(0, named=True)
     steps = int(row.get(C.FORECAST_STEPS) or 0)
-    start, off = row.get(C.F_RESOLVE_START_LONG), row.get(C.F_RESOLVE_OFF_LONG)
+    course = report.off_course or ""
     roles = report.verdict.recommendation
-    checked = roles.filter(pl.col("role") == "recommended")["budget_check"].to_list()
+    checked = roles.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK].to_list()
     sampled = int(row.get(C.FORECAST_PROBLEMS) or 0)
     budget = row.get(C.FORECAST_BUDGET)
     size = "" if budget is None else f" (KL {float(budget):g} per step, the step budget)"
@@ -359,9 +377,7 @@ def _forecast(report: Report, directory: Path) -> str:
         f"{sampled:,} of the input's {total:,} problems (a sample stratified by length bucket); "
         "each level keeps its logged success rate, effort moves. Intervals: a paired bootstrap "
         "over the problems; the chart's bands are the seeds' range "
-        f'(docs/report.md, "The forecast"). Shaping off takes long problems from '
-        f"{escape(C.show(C.F_RESOLVE_START_LONG, start))} to "
-        f"{escape(C.show(C.F_RESOLVE_OFF_LONG, off))} resolved.</p>"
+        f'(docs/report.md, "The forecast"). {escape(course[:1].upper() + course[1:])}.</p>'
     )
     if checked and checked[0]:
         intro += f'<p class="muted">Checks: {escape(checked[0])}.</p>'

@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from replay_cli import catalogue as C
 from replay_cli.catalogue.units import fmt
 
 
@@ -119,6 +121,82 @@ LABEL_ALL_MAX = 40
 """Up to this many configs every frontier point is numbered; beyond, only the verdict's points."""
 
 
+@dataclass(frozen=True)
+class _Plane:
+    """The frontier's drawing area: its size, margins and the data ranges its axes span."""
+
+    width: int
+    height: int
+    x: tuple[float, float]
+    y: tuple[float, float]
+    left: int = 62
+    right: int = 16
+    top: int = 30
+    bottom: int = 48
+
+    @classmethod
+    def of(cls, xs: list[float], ys: list[float], many: bool) -> _Plane:
+        """x: the data's own range (a 0% resolve rate is no config's), y: from 0 (shaping off)."""
+        x_lo, x_hi = min(xs), max(xs)
+        if x_hi - x_lo < 1e-3:
+            x_lo, x_hi = x_lo - 0.01, x_hi + 0.01
+        y_lo, y_hi = min(0.0, min(ys)), max(max(ys), 1e-3)
+        pad_x, pad_y = (x_hi - x_lo) * 0.06, (y_hi - y_lo) * 0.08
+        width, height = (680, 420) if many else (460, 320)
+        return cls(width, height, (x_lo - pad_x, x_hi + pad_x), (y_lo - pad_y, y_hi + pad_y))
+
+    def px(self, v: float) -> float:
+        lo, hi = self.x
+        return self.left + (v - lo) / (hi - lo) * (self.width - self.left - self.right)
+
+    def py(self, v: float) -> float:
+        lo, hi = self.y
+        return (
+            self.height
+            - self.bottom
+            - (v - lo) / (hi - lo) * (self.height - self.top - self.bottom)
+        )
+
+
+def _frontier_axes(
+    f: _Plane, title: str, xlabel: str, ylabel: str, vline: float | None, shown: Callable
+) -> list[str]:
+    """The SVG's opening, title, grid with ticks, the rule's line and the axis labels."""
+    w, h, top, bottom, left, right = f.width, f.height, f.top, f.bottom, f.left, f.right
+    parts = [
+        (
+            f'<svg class="scatter" id="frontier-svg" role="img" viewBox="0 0 {w} {h}" '
+            f'width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">'
+            f"<title>{escape(title)}</title>"
+        ),
+        f'<text x="{w / 2}" y="18" class="svg-title">{escape(title)}</text>',
+    ]
+    for t in _ticks(*f.x):
+        parts.append(
+            f'<line x1="{f.px(t):.1f}" x2="{f.px(t):.1f}" y1="{top}" y2="{h - bottom}" class="grid"/>'
+            f'<text x="{f.px(t):.1f}" y="{h - bottom + 16}" class="tick">'
+            f"{shown('x', round(t, 10))}</text>"
+        )
+    for t in _ticks(*f.y):
+        parts.append(
+            f'<line x1="{left}" x2="{w - right}" y1="{f.py(t):.1f}" y2="{f.py(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{f.py(t) + 4:.1f}" class="tick" text-anchor="end">'
+            f"{shown('y', round(t, 10))}</text>"
+        )
+    if vline is not None:
+        parts.append(
+            f'<line x1="{f.px(vline):.1f}" x2="{f.px(vline):.1f}" y1="{top}" y2="{h - bottom}" '
+            f'class="rule-line"/><text x="{f.px(vline) + 3:.1f}" y="{top + 10}" class="tick">'
+            f"rule {shown('rule', vline)}</text>"
+        )
+    parts.append(
+        f'<text x="{(left + w - right) / 2}" y="{h - 10}" class="axis">{escape(xlabel)}</text>'
+        f'<text transform="translate(14 {(top + h - bottom) / 2}) rotate(-90)" class="axis">'
+        f"{escape(ylabel)}</text>"
+    )
+    return parts
+
+
 def frontier_svg(
     points: Sequence[dict[str, Any]],
     *,
@@ -140,81 +218,32 @@ def frontier_svg(
     from replay_cli.report.roles import STYLES
 
     many = sum(len(p["n"]) for p in points) > LABEL_ALL_MAX
-    width, height = (680, 420) if many else (460, 320)
-    left, right, top, bottom = 62, 16, 30, 48
     xs = [p[x] for p in points] or [0.0]
-    ys = [p[y] for p in points] or [0.0]
-    if vline is not None:
-        xs = [*xs, vline]
-    # x: the data's own range (a 0% resolve rate is no config's), y: from 0 (shaping off).
-    x_lo, x_hi = min(xs), max(xs)
-    if x_hi - x_lo < 1e-3:
-        x_lo, x_hi = x_lo - 0.01, x_hi + 0.01
-    y_lo, y_hi = min(0.0, min(ys)), max(max(ys), 1e-3)
-    pad_x, pad_y = (x_hi - x_lo) * 0.06, (y_hi - y_lo) * 0.08
-    x_lo, x_hi, y_lo, y_hi = x_lo - pad_x, x_hi + pad_x, y_lo - pad_y, y_hi + pad_y
-
-    def px(v: float) -> float:
-        return left + (v - x_lo) / (x_hi - x_lo) * (width - left - right)
-
-    def py(v: float) -> float:
-        return height - bottom - (v - y_lo) / (y_hi - y_lo) * (height - top - bottom)
-
-    parts = [
-        (
-            f'<svg class="scatter" id="frontier-svg" role="img" viewBox="0 0 {width} {height}" '
-            f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">'
-            f"<title>{escape(title)}</title>"
-        ),
-        f'<text x="{width / 2}" y="18" class="svg-title">{escape(title)}</text>',
-    ]
-    for t in _ticks(x_lo, x_hi):
-        parts.append(
-            f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>'
-            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" class="tick">'
-            f"{shown('x', round(t, 10))}</text>"
-        )
-    for t in _ticks(y_lo, y_hi):
-        parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>'
-            f'<text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">'
-            f"{shown('y', round(t, 10))}</text>"
-        )
-    if vline is not None:
-        parts.append(
-            f'<line x1="{px(vline):.1f}" x2="{px(vline):.1f}" y1="{top}" y2="{height - bottom}" '
-            f'class="rule-line"/><text x="{px(vline) + 3:.1f}" y="{top + 10}" class="tick">'
-            f"rule {shown('rule', vline)}</text>"
-        )
-    parts.append(
-        f'<text x="{(left + width - right) / 2}" y="{height - 10}" class="axis">{escape(xlabel)}</text>'
-        f'<text transform="translate(14 {(top + height - bottom) / 2}) rotate(-90)" class="axis">'
-        f"{escape(ylabel)}</text>"
-    )
+    f = _Plane.of(xs if vline is None else [*xs, vline], [p[y] for p in points] or [0.0], many)
+    parts = _frontier_axes(f, title, xlabel, ylabel, vline, shown)
     # Every marker first, so no label is placed over one; then each label at the first free
     # place around its point (right, left, above, below, then further out).
-    taken = [(px(p[x]) - 8, py(p[y]) - 8, 16.0, 16.0) for p in points]
+    taken = [(f.px(p[x]) - 8, f.py(p[y]) - 8, 16.0, 16.0) for p in points]
     for p in points:  # in drawing order: the recommended point last, on top
-        cx, cy = px(p[x]), py(p[y])
-        name, colour = STYLES[p["role"]]
+        cx, cy = f.px(p[x]), f.py(p[y])
+        name, colour = STYLES[p[C.ROLE]]
         labels = "; ".join(f"#{n} {label}" for n, label in zip(p["n"], p["labels"], strict=True))
-        big = p["role"] in ("recommended", "runner-up")
+        big = p[C.ROLE] in ("recommended", "runner-up")
         # Beyond LABEL_ALL_MAX configs only the verdict's points and shaping off are numbered
         # (every point still names its configs on hover).
-        labelled = not many or big or p["role"] == "off"
         label = ""
-        if labelled:
-            spot = _label_spot(_numbers(p["n"]), cx, cy, taken, (left, width - right, top))
+        if not many or big or p[C.ROLE] == "off":
+            spot = _label_spot(_numbers(p["n"]), cx, cy, taken, (f.left, f.width - f.right, f.top))
             label = (
                 f'<text x="{spot[0]:.1f}" y="{spot[1] + 9:.1f}" class="pt-label">'
                 f"{_numbers(p['n'])}</text>"
             )
-        empty = p["role"] == "avoid" and all(i in hollow for i in p["ids"])
+        empty = p[C.ROLE] == "avoid" and all(i in hollow for i in p["ids"])
         # Inline style: the stylesheet's white outline would hide a hollow point's ring.
         fill = f'style="fill:#fff;stroke:{colour};stroke-width:2"' if empty else f'fill="{colour}"'
         parts.append(
             f'<a href="#cfg-{escape(p["ids"][0])}" class="pt-link" '
-            f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p["role"]}">'
+            f'data-ids="{escape(" ".join(p["ids"]))}"><g class="pt {p[C.ROLE]}">'
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{8 if big else 6}" {fill}/>'
             f"{label}"
             f"<title>{escape(name)}: {escape(labels)} — {escape(ylabel)} {shown('y', p[y])}, "

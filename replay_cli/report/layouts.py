@@ -1,8 +1,7 @@
 """Which metrics each surface shows, and in which order: one list per surface, built from the
 catalogue's names (labels, units, hazards and descriptions stay in the catalogue).
 
-Adding a column to a surface is one entry in its list here; a new surface is one new list.
-"""
+Adding a column to a surface is one entry in its list here; a new surface is one new list."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""One report: a judged replay's tables, its verdict and the record of how it was made (the
-manifest), built once and only read afterwards.
-
-`Report.of` builds and judges it after a replay (the API does, once); `Report.read` builds it
-for a report directory, reading the verdict the report stored (a directory of an earlier version,
-which stored none, is refused: rerun it). Every surface renders it: the page, the terminal, the charts, TensorBoard and W&B;
-`write.write` is its one serialiser, and `Report.read(write(report, d)) == report`. The views more
-than one surface shows live here: the frontier, the highlighted configs, the trade to show and the
-texts that state the rule's thresholds.
-"""
+"""One report: a judged replay's tables, its verdict and its manifest, built once (`Report.of`,
+`Report.read`; docs/architecture.md, layer 7) and rendered by every surface, `write.write` its one
+serialiser (`Report.read(write(report, d)) == report`). The views more than one surface shows live
+here: the frontier, the highlighted configs, the trade to show and the rule's threshold texts."""
 
 from __future__ import annotations
 
@@ -22,9 +16,11 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import frontier, highlights, rated
 from replay_cli.advice.rule import Rule
+from replay_cli.advice.texts import off_course_text
 from replay_cli.advice.verdict import (
     Decision,
     Verdict,
@@ -51,7 +47,7 @@ def manifest(
     result: ReplayResult, rollouts: Rollouts | None = None, options: ReportOptions | None = None
 ) -> dict[str, Any]:
     """Tool version, command line, input files with sizes and hashes, configs, loading notes, and
-    the report's options (rows, highlight, the decision measure's settings, the rule)."""
+    the report's options (rows, highlight, the first-step diagnostic's settings, the rule)."""
     options = options or ReportOptions()
     labels = unique_labels(result.configs)
     columns = [] if rollouts is None else rollouts.frame.collect_schema().names()
@@ -131,10 +127,9 @@ class Report:
 
     @classmethod
     def read(cls, directory: str | Path, *, rows: bool = False) -> Report:
-        """The report in `directory`, with the verdict it stored; a directory written by an
-        earlier version of replay-cli, which stored none, is refused (rerun the replay). `rows`:
-        also read the per-row table's advantages, deductions and minutes (the distribution
-        charts)."""
+        """The report in `directory`, with the verdict it stored; a directory written by an earlier
+        version of replay-cli, which stored none, is refused (rerun the replay). `rows`: also read
+        the per-row table's advantages, deductions and minutes (the distribution charts)."""
         directory = Path(directory)
         missing = [name for name in NEEDED if not (directory / name).exists()]
         if missing:
@@ -180,10 +175,7 @@ class Report:
             return NotImplemented
         frames = [(getattr(self.result, n), getattr(other.result, n)) for n in TABLES]
         mine, theirs = self.verdict, other.verdict
-        frames += [
-            (mine.recommendation, theirs.recommendation),
-            (mine.findings, theirs.findings),
-        ]
+        frames += [(mine.recommendation, theirs.recommendation), (mine.findings, theirs.findings)]
         return (
             all(_same(a, b) for a, b in frames)
             and mine.rule == theirs.rule
@@ -193,7 +185,7 @@ class Report:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        roles = self.verdict.recommendation["role"].to_list()
+        roles = self.verdict.recommendation[C.ROLE].to_list()
         return f"Report({self.result.summary.height} configs, roles {roles})"
 
     @cached_property
@@ -234,7 +226,7 @@ class Report:
         passes), and only when it has a trade to state."""
         d = self.verdict.decision
         trade = d.best_trade if d.keep_off or d.recommended is None else None
-        return trade if trade is not None and trade.get("trade") else None
+        return trade if trade is not None and trade.get(C.TRADE) else None
 
     @property
     def why(self) -> str:
@@ -242,19 +234,55 @@ class Report:
         d = self.verdict.decision
         if d.recommended is None:
             return ""
-        return keep_off_text(d, self.verdict.rule) if d.keep_off else d.recommended["reasons"]
+        return keep_off_text(d, self.verdict.rule) if d.keep_off else d.recommended[C.REASONS]
 
     @property
     def confidence(self) -> str:
         """How sure the pick is (its interval and how often a new log would pick it)."""
         rec = self.verdict.decision.recommended
-        return "" if rec is None else confidence_text(rec)
+        return "" if rec is None else confidence_text(rec, self.verdict.recommendation.to_dicts())
 
     @property
     def rule_line(self) -> float:
         """The rule's least share of shaping off's resolve rate (the frontier's line)."""
         rule = self.verdict.rule
         return min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
+
+    @property
+    def bar_text(self) -> str:
+        """The resolve bar the verdict used, from the rule it was judged by, at its horizon."""
+        summary = self.result.summary
+        steps = summary[C.FORECAST_STEPS][0] if C.FORECAST_STEPS in summary else None
+        return self.verdict.rule.bar_text(steps)
+
+    @property
+    def off_course(self) -> str | None:
+        """Shaping off's course on long problems as the decision's config (the pick, else the
+        best trade, else the first config) is compared with it; None without a forecast."""
+        summary = self.result.summary
+        if C.F_RESOLVE_OFF_LONG not in summary.columns or summary.is_empty():
+            return None
+        chosen = [(self.verdict.decision.recommended, "the pick"), (self.trade, "the best trade")]
+        cid, whose = next(((r[S.CONFIG_ID], w) for r, w in chosen if r is not None), (None, ""))
+        index = summary[S.CONFIG_ID].to_list().index(cid) if cid is not None else 0
+        row = summary.row(index, named=True)
+        return off_course_text(row, f"{whose or 'the first config'} '{row['label']}'")
+
+    @property
+    def pick_warnings(self) -> list[tuple[str, str]]:
+        """The hazards and warnings the findings say of the recommended config, as (severity,
+        text): the decision says them with the pick, never only in the findings."""
+        rec = self.verdict.decision.recommended
+        found = self.verdict.findings
+        if rec is None or found.is_empty():
+            return []
+        mine = pl.col(S.CONFIG_ID) == rec[S.CONFIG_ID]
+        grave = found.filter(mine & pl.col("severity").is_in(["hazard", "warning"]))
+        prefix = f"{rec['label']}: "  # the decision names the pick already
+        return [
+            (sev, text.removeprefix(prefix))
+            for sev, text in grave.select("severity", "text").iter_rows()
+        ]
 
 
 def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:

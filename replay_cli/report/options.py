@@ -1,5 +1,5 @@
 """How a report is written, as one frozen object the CLI and notebooks build
-(`ReportOptions`): output, engine, the decision measure's settings and the rule."""
+(`ReportOptions`): output, engine, the first-step diagnostic's settings and the rule."""
 
 from __future__ import annotations
 
@@ -34,7 +34,10 @@ class ReportOptions(BaseModel):
     engine: Engine = Field("local", description="where the chunks run: local threads or Ray")
     ray_address: str | None = Field(None, description="the Ray cluster to join")
     chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1, description="rows per chunk of whole steps")
-    measure: MeasureSettings = Field(MeasureSettings(), description="the decision measure")
+    measure: MeasureSettings = Field(
+        MeasureSettings(),
+        description="the effort model's step and the bootstrap (the first-step diagnostic and the forecast)",
+    )
     forecast: ForecastSettings | None = Field(
         ForecastSettings(),
         description="the forecast whose outcome at the horizon the rule reads (None: no "

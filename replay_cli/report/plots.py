@@ -2,9 +2,8 @@
 
 The charts across configs live in plots_sweep.py; here are the per-config ones (drawn for the
 highlighted configs only: `--highlight`, default shaping off plus the best and worst by the
-frontier), the internal-run comparison, and the set a report renders. matplotlib is imported
-inside the functions so that `replay-cli --help` stays fast.
-"""
+frontier), the internal-run comparison, and the set a report renders. matplotlib is imported inside
+the functions so that `replay-cli --help` stays fast."""
 
 from __future__ import annotations
 
@@ -243,10 +242,7 @@ def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
 
 
 def render_all(
-    report: Report,
-    out_dir: Path,
-    highlight: list[str] | None = None,
-    tick: Tick | None = None,
+    report: Report, out_dir: Path, highlight: list[str] | None = None, tick: Tick | None = None
 ) -> list[Path]:
     """Save every chart of a report as PNG (replacing the old ones) and return the paths; one
     chart in memory at a time, `tick(done, total)` after each. `highlight`: the configs drawn

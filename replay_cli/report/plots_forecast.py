@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.frontier import highlights, shaping_off
 from replay_cli.report.plots_sweep import colours, figure, legend
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 ALL_COLOURED = 12
 """Up to this many configs every line has its colour and label; beyond, the highlighted ones."""
 PANELS = (
-    ("long", "resolve", "resolve rate on long problems", 100.0, "%"),
-    ("all", "solve_minutes", "minutes of a resolved rollout", 1.0, "min"),
+    ("long", C.T_RESOLVE, "resolve rate on long problems", 100.0, "%"),
+    ("all", C.T_SOLVE, "minutes of a resolved rollout", 1.0, "min"),
 )
 """(bucket, metric, title, scale, unit) of each panel."""
 

@@ -1,7 +1,6 @@
-"""Charts across the configs of a sweep that stay readable at 100 configs: small multiples by
-the categorical parameters (facets.py), a lambda x floor heatmap, advantage quantile bands
-and the frontier. Each takes the summary table and returns a Figure.
-"""
+"""Charts across the configs of a sweep that stay readable at 100 configs: small multiples by the
+categorical parameters (facets.py), a lambda x floor heatmap, advantage quantile bands and the
+frontier. Each takes the summary table and returns a Figure."""
 
 from __future__ import annotations
 
@@ -314,13 +313,13 @@ def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
     ax = axes[0][0]
     seen = set()
     for p in points:
-        name, colour = STYLES[p["role"]]
-        hollow = p["role"] == "avoid" and all(i in others for i in p["ids"])
+        name, colour = STYLES[p[C.ROLE]]
+        hollow = p[C.ROLE] == "avoid" and all(i in others for i in p["ids"])
         label = "avoid (another criterion)" if hollow else name
         ax.scatter(
             p["kept"] * 100,
             p["gain"],
-            s=70 if p["role"] in ("recommended", "runner-up") else 34,
+            s=70 if p[C.ROLE] in ("recommended", "runner-up") else 34,
             facecolors="none" if hollow else colour,
             edgecolors=colour if hollow else "white",
             linewidths=1.2,

@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 
 STYLES: dict[str, tuple[str, str]] = {
@@ -27,7 +28,7 @@ sooner), with sooner drawn upward so that the best configs sit top right."""
 def display_role(row: dict[str, Any]) -> str:
     """A frontier row's display role: its recommendation role, except that shaping off is shown
     as such unless it is the recommendation itself."""
-    role = row.get("role") or "avoid"
+    role = row.get(C.ROLE) or "avoid"
     return "off" if row.get("off") and role != "recommended" else role
 
 
@@ -42,11 +43,11 @@ def point_groups(front: pl.DataFrame, x: str, y: str, digits: int = 6) -> list[d
         key = (float(f"{row[x]:.{digits}g}"), float(f"{row[y]:.{digits}g}"))
         role = display_role(row)
         point = merged.setdefault(
-            key, {x: row[x], y: row[y], "n": [], "ids": [], "labels": [], "role": role}
+            key, {x: row[x], y: row[y], "n": [], "ids": [], "labels": [], C.ROLE: role}
         )
         point["n"].append(row["n"])
         point["ids"].append(row[S.CONFIG_ID])
         point["labels"].append(row["label"])
-        if order.index(role) > order.index(point["role"]):
-            point["role"] = role
-    return sorted(merged.values(), key=lambda p: order.index(p["role"]))
+        if order.index(role) > order.index(point[C.ROLE]):
+            point[C.ROLE] = role
+    return sorted(merged.values(), key=lambda p: order.index(p[C.ROLE]))

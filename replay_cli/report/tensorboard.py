@@ -1,13 +1,6 @@
-"""A report as TensorBoard runs, to set the replayed curves beside a real run's.
-
-One run per config, in a sub-directory named after its (unique) label: the per-step trainer
-metrics under the trainer's own tags (`train/<name>` and `validation/<name>`, the names NeMo-RL's
-logger writes to TensorBoard, at the training step), the replay's diagnostics under `replay/`,
-and an HParams record (the parameters that vary across the report, the recommendation's role, and
-the headline numbers) so
-TensorBoard's HParams dashboard gives the sortable table and the parallel-coordinates view of a
-sweep. Written with tensorboardX, the optional extra `replay-cli[tensorboard]`.
-"""
+"""A report as TensorBoard runs, one per config named after its label, to set the replayed curves
+beside a real run's: tags and HParams as docs/guide.md, "TensorBoard", lists them. Written with
+tensorboardX, the optional extra `replay-cli[tensorboard]`."""
 
 from __future__ import annotations
 
@@ -16,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.errors import missing_extra
 from replay_cli.io.files import staged_directory
@@ -60,7 +54,7 @@ def write_runs(
     `tick(done, total)` after each run."""
     summary_writer()
     out = Path(out)
-    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, "role").rows())
+    roles = dict(report.verdict.recommendation.select(S.CONFIG_ID, C.ROLE).rows())
     with staged_directory(out, force) as tmp:
         names = _write(report.result.steps, report.result.summary, roles, tmp, tick)
     return [out / name for name in names]
@@ -78,7 +72,7 @@ def _write(
 
     params = varying(summary, exclude=()) or ["label"]
     values = [
-        {**v, "role": roles[cid]}
+        {**v, C.ROLE: roles[cid]}
         for v, cid in zip(param_values(summary, params), summary[S.CONFIG_ID], strict=True)
     ]
     metrics = {
@@ -112,7 +106,4 @@ def _write(
 
 def open_commands(out: str | Path) -> list[str]:
     """The one-line commands that open the runs in TensorBoard and upload them to W&B."""
-    return [
-        f"tensorboard --logdir {out}",
-        f"wandb sync --sync-tensorboard {out}",
-    ]
+    return [f"tensorboard --logdir {out}", f"wandb sync --sync-tensorboard {out}"]

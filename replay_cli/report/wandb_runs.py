@@ -1,18 +1,6 @@
-"""A report as W&B runs: one offline run per config, written with the `wandb` library itself
-(mode offline, nothing sent; `wandb sync` uploads them), so W&B's runs table, grouping and
-parallel-coordinates views work on a sweep.
-
-Each run: `config` = the config's parameters (`lambda_time` a number, so W&B draws it on a
-numeric axis; `lambda_time_text` and the label write it 1/60, as every surface does), its id and
-label, and its launch overrides; the history = the replayed per-step tables under the trainer's
-own tags (`train/total_reward/mean` is the mean shaped reward the trainer would log at that step
-under this config, not a logged value of the input; W&B's summary shows its last step) and the
-replay's curves under `replay/` (as the TensorBoard export writes them); the summary = the
-headline and decision numbers in the catalogue's human units (`_pct` where in %;
-`total_reward/mean_over_steps` is the mean shaped reward over every replayed step), the role and
-the resample share `won_pct`; the role as a tag; every run of one report in one group, job type
-`replay`. The optional extra `replay-cli[wandb]`.
-"""
+"""A report as offline W&B runs, one per config, written with the `wandb` library itself (nothing
+sent; `wandb sync` uploads them): config, history, summary, tag and group as docs/guide.md, "W&B",
+lists them. The optional extra `replay-cli[wandb]`."""
 
 from __future__ import annotations
 
@@ -20,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.words import param_text
 from replay_cli.config import ReplayConfig
@@ -73,7 +62,7 @@ def run_config(
         "lambda_time_text": param_text("lambda_time", flat["lambda_time"]),
         S.CONFIG_ID: config.config_id,
         "label": label,
-        "overrides": overrides,
+        C.OVERRIDES: overrides,
     }
 
 
@@ -101,7 +90,7 @@ def write_runs(
             cid = row[S.CONFIG_ID]
             decided = verdict[cid]
             config = run_config(
-                configs[cid], row["label"], decided["overrides"], bool(decided[S.SHAPING_OFF])
+                configs[cid], row["label"], decided[C.OVERRIDES], bool(decided[S.SHAPING_OFF])
             )
             run = wandb.init(
                 dir=str(tmp),
@@ -109,7 +98,7 @@ def write_runs(
                 group=group,
                 job_type=JOB_TYPE,
                 name=name,
-                tags=[decided["role"]],
+                tags=[decided[C.ROLE]],
                 config=config,
                 settings=_settings(wandb),
                 reinit="create_new",
@@ -118,9 +107,9 @@ def write_runs(
             for step, scalars in step_scalars(report.result.steps, cid):
                 run.log(scalars, step=step)
                 logged += 1
-            won = decided["won_share"]  # a fraction: in % like every other _pct key
+            won = decided[C.WON_SHARE]  # a fraction: in % like every other _pct key
             won_pct = None if won is None else 100.0 * won
-            run.summary.update({**headline(row), "role": decided["role"], "won_pct": won_pct})
+            run.summary.update({**headline(row), C.ROLE: decided[C.ROLE], "won_pct": won_pct})
             made.append((Path(run.dir).parent.name, logged))
             run.finish()
             if tick is not None:
@@ -142,7 +131,7 @@ def _wait_complete(run_dir: Path, logged: int, wait_s: float = FLUSH_WAIT_S) -> 
         logs = list(run_dir.glob("*.wandb"))
         if len(logs) == 1:
             run = read_log(logs[0])
-            if len(run.history) >= logged and "role" in run.summary:
+            if len(run.history) >= logged and C.ROLE in run.summary:
                 return
         if time.monotonic() > deadline:
             raise ReplayError(

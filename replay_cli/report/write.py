@@ -1,6 +1,5 @@
-"""Write a report: `write`, the one serialiser of a `Report` (Parquet tables, charts, the
-manifest and index.html, spec §6), and `write_directory` for the tables of compare, explain and
-verify."""
+"""Write a report: `write`, the one serialiser of a `Report` (Parquet tables, charts, the manifest
+and index.html, spec §6), and `write_directory` for the tables of compare, explain and verify."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""Settings against the input they are replayed on: a setting that reads a column the input
-lacks (filled with its default on load) cannot act, and that is never left unsaid.
+"""Settings against the input they are replayed on: a setting that reads a column the input lacks
+(filled with its default on load) cannot act, and that is never left unsaid.
 
-A call bonus without a `calls` column is an error: every row would count 0 calls, so the bonus
-would be 0 everywhere and the replay would look like a verdict on it. The other settings that
-cannot act are warnings (the replay is still right: it is shaping off's twin there).
-"""
+A call bonus without a `calls` column is an error: every row would count 0 calls, so the bonus would
+be 0 everywhere and the replay would look like a verdict on it. The other settings that cannot act
+are warnings (the replay is still right: it is shaping off's twin there)."""
 
 from __future__ import annotations
 

@@ -40,8 +40,7 @@ class Rollouts:
 
     `frame` has every column but a missing or null `rollout_index` filled in: that takes a window
     over each group, which would stop polars from pushing a chunk's step filter into the scan.
-    `chunk(lo, hi)` gives the rows of steps lo..hi complete.
-    """
+    `chunk(lo, hi)` gives the rows of steps lo..hi complete."""
 
     frame: pl.LazyFrame
     files: list[InputFile]
@@ -155,8 +154,7 @@ def load_rollouts(
     """Scan, normalise and validate rollout files; raise SchemaError listing every problem.
 
     `check_values=False` skips the pass over the values and the file hashes: for workers of a
-    distributed replay whose driver has already validated the same files.
-    """
+    distributed replay whose driver has already validated the same files."""
     paths = discover(sources)
     scanned = [scan_file(path, mapping or {}) for path in paths]
     files = [InputFile(str(p), p.stat().st_size, _sha256(p)) for p in paths] if check_values else []
@@ -267,9 +265,8 @@ def _null_count(lf: pl.LazyFrame, column: str, names: list[str]) -> int:
 def _disagreements(names: list[str], schemas: list[pl.Schema]) -> list[str]:
     """Files must agree on which canonical columns they have, and on the kind of group id.
 
-    A column missing from one file would otherwise be filled with its default for that file's
-    rows only (e.g. `resolved` false), silently changing the replay.
-    """
+    A column missing from one file would otherwise be filled with its default for that file's rows
+    only (e.g. `resolved` false), silently changing the replay."""
     problems = []
     for col in S.CANONICAL:
         having = [n for n, sch in zip(names, schemas, strict=True) if col in sch]

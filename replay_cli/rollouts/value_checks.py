@@ -85,11 +85,7 @@ class _Problems:
 
 
 def check_all_values(
-    lf: pl.LazyFrame,
-    group_size: int | None,
-    strict: bool,
-    group_derived: bool,
-    fill: bool,
+    lf: pl.LazyFrame, group_size: int | None, strict: bool, group_derived: bool, fill: bool
 ) -> pl.DataFrame:
     """Every value check, in one pass per chunk of whole steps (bounded memory); returns the
     rows per step, which the replay plans its chunks with."""

@@ -63,8 +63,11 @@ def test_a_config_above_the_bar_at_its_point_but_not_at_its_low_end_rarely_wins(
     verdict = recommend(frame, resamples=table)
     assert verdict["role"].to_list() == ["recommended", "avoid"]
     won = dict(verdict.select("config_id", "won_share").rows())
-    # A new log: its deviation from this one's point spread by 2, read at its low end.
-    shifted = float(np.mean(0.97 + 2.0 * (values - 0.97) - (0.97 - low) >= 0.95))
+    # A new log: its deviation from this one's point spread by the rule's factor (2), read at
+    # its low end.
+    spread = Rule().spread
+    assert spread == 2.0
+    shifted = float(np.mean(0.97 + spread * (values - 0.97) - (0.97 - low) >= 0.95))
     assert won["c1"] == pytest.approx(shifted)
     assert won["c0"] == pytest.approx(1 - shifted)
     assert won["c1"] < 0.5  # read at each resample's point it would win most of them:
@@ -114,7 +117,7 @@ def test_configs_whose_difference_holds_0_train_alike_and_share_the_pick():
     assert best["set_share"] == 1.0
     assert verdict["set_share"].to_list()[1:] == [None] * 3
     assert verdict["alike"].to_list()[1:] == [[]] * 3
-    assert confidence_text(best) == (
+    assert confidence_text(best, verdict.to_dicts()) == (
         "The low end of the interval of its resolve rate after 50 steps is 96.0% of shaping "
         "off's on long problems and 97.0% over all problems. 'config 2' trains alike here "
         "(within the interval); the rule picks 'config 1', whose successes end soonest. A new "
@@ -213,3 +216,27 @@ def test_the_stated_share_is_within_15_points_of_how_often_the_pick_repeats(dist
     # two-way normal model's minimum worst case is 14.5 points; 16 measured on these logs).
     tolerance = 0.17 if distance == 0 else 0.15
     assert abs(np.mean(stated) - repeat) <= tolerance, (np.mean(stated), repeat)
+
+
+def test_alike_reads_the_bootstraps_own_interval_of_the_difference_not_the_widened_spread():
+    # c2 - c1 is +0.1 min give or take 0.075 in every resample: its 90% interval is about
+    # [+0.03, +0.17] and holds no 0, so c2 does not train alike. The spread the share is read
+    # from doubles each deviation ([-0.05, +0.25]: it holds 0), which must not decide likeness.
+    spread = np.linspace(-0.075, 0.075, 20)
+    frame = summary(
+        OFF, {"forecast/solve_minutes_vs_off": -0.6}, {"forecast/solve_minutes_vs_off": -0.5}
+    )
+    table = resamples(
+        {
+            "c0": [(1.0, 1.0, 0.0, 0.0)] * 20,
+            "c1": [(1.0, 1.0, -0.6, 0.0)] * 20,
+            "c2": [(1.0, 1.0, -0.5 + e, 0.0) for e in spread],
+        }
+    )
+    best = recommend(frame, resamples=table).row(0, named=True)
+    assert best["config_id"] == "c1"
+    assert best["alike"] == []
+    # The widened spread makes c2 fastest where 2e < -0.1: 4 resamples of 20. The set is the
+    # pick alone, so its share is the pick's own.
+    assert best["won_share"] == 0.8
+    assert best["set_share"] == 0.8

@@ -52,3 +52,15 @@ def test_a_peer_estimator_is_never_launched_as_a_nemo_rl_estimator_name(estimato
     assert "adv_estimator.name" not in overrides
     assert "++grpo.time_efficiency.lambda_time=" in overrides
     assert "name:" not in launch_yaml(row)
+
+
+def test_a_launch_line_carries_no_setting_the_config_does_not_use():
+    # A bonus of 0 with a reference call count: the reference does nothing, so it is not launched.
+    unused = summary({"call_bonus_ref": 40.0, "lambda_call_bonus": 0.0})
+    (row,) = recommend(unused).to_dicts()
+    assert "call_bonus_ref" not in row["overrides"]
+    assert "call_bonus_ref" not in row["yaml"]
+    used = summary({"call_bonus_ref": 40.0, "lambda_call_bonus": 0.1})
+    (row,) = recommend(used).to_dicts()
+    assert "++grpo.time_efficiency.call_bonus_ref=40.0" in row["overrides"]
+    assert "lambda_call_bonus=0.1" in row["overrides"]

@@ -87,7 +87,7 @@ def test_a_resolve_rate_without_a_ratio_may_not_fall_below_shaping_offs():
     ).sort("config_id")
     assert verdict["failed"].to_list() == [[], ["resolve"]]
     assert verdict["reasons"][1] == (
-        "it ends at 35.0% resolved after 50 steps, against shaping off's 40.0% (it keeps +5.0 of "
+        "it ends at 35.0% resolved after 50 steps, against shaping off's 40.0% (it gains +5.0 of "
         "shaping off's +10.0 points), below shaping off's"
     )
 

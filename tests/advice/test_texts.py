@@ -1,10 +1,12 @@
 """Tests for replay_cli.advice.texts: the outcome at the horizon in words, reasons that quote
 their numbers, and minute changes worded by their sign."""
 
+import re
+
 import pytest
 
 from replay_cli.advice.recommendation import recommend
-from replay_cli.advice.texts import horizon_text, trade_text
+from replay_cli.advice.texts import horizon_text, kept_text, trade_text, why_eligible
 
 from advice_rows import FAILING, summary
 
@@ -14,7 +16,7 @@ def test_reasons_quote_the_numbers():
     reasons = dict(verdict.select("config_id", "reasons").rows())
     assert reasons["c0"] == (
         "it ends at 24.0% resolved on long problems after 50 steps, 80.0% of shaping off's 30.0% "
-        "(it keeps +4.0 of shaping off's +10.0 points); low end of its interval 77.0%, needs 95%"
+        "(it gains +4.0 of shaping off's +10.0 points); low end of its interval 77.0%, needs 95%"
     )
     assert (
         reasons["c1"] == "1.0% of trained rows keep |advantage| > 3 (up to 54.6): clip to [-3, 3]"
@@ -63,7 +65,7 @@ HORIZON = {
 def test_the_horizon_text_words_the_outcome_at_t():
     assert horizon_text(HORIZON) == (
         "ends at 50.7% resolved on long problems after 50 steps, 97.5% of shaping off's 52.0% "
-        "(it keeps +12.8 of shaping off's +14.1 points)"
+        "(it gains +12.8 of shaping off's +14.1 points)"
     )
     overall = {
         "forecast/steps": 20.0,
@@ -100,3 +102,15 @@ def test_an_input_without_long_problems_is_said_so_not_written_as_a_number():
         reason
     )
     assert "0.0% resolved on long problems" not in reason
+
+
+def test_kept_is_only_ever_a_ratio_of_end_levels_and_progress_is_a_gain():
+    # One meaning per word: "keeps" is followed by a share of shaping off's (a %), never by
+    # points; the points of progress from the start are what a config "gains".
+    row = {**summary({}).row(0, named=True), **HORIZON, "forecast/solve_minutes_vs_off": -0.5}
+    texts = [why_eligible(row), trade_text(row), kept_text(row, "@long", 0.95), horizon_text(row)]
+    for text in texts:
+        for amount in re.findall(r"\bkeeps? (\S+)", text):
+            assert amount.endswith("%"), text
+    assert "(it gains +12.8 of shaping off's +14.1 points)" in why_eligible(row)
+    assert "it keeps 100.0% of shaping off's resolve rate" in trade_text(row)

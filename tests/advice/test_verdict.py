@@ -7,7 +7,7 @@ from replay_cli.advice.recommendation import recommend
 from replay_cli.advice.rule import Rule
 from replay_cli.advice.verdict import Decision, confidence_text, judge, keep_off_text
 
-from advice_rows import OFF, kept, summary
+from advice_rows import OFF, kept, resamples, summary
 
 
 def test_a_verdict_with_a_pick_lists_no_near_misses():
@@ -25,7 +25,12 @@ CONFIDENT = {
     "won_share": 0.6,
     "set_share": 0.8,
     "alike": ["config 2"],
+    "forecast/solve_minutes_vs_off": -0.6,
 }
+OTHERS = [
+    {"label": "config 2", "forecast/solve_minutes_vs_off": -0.4},
+    {"label": "config 3", "forecast/solve_minutes_vs_off": -0.3},
+]
 
 
 @pytest.mark.parametrize(
@@ -86,7 +91,41 @@ CONFIDENT = {
     ],
 )
 def test_the_confidence_sentence(row, text):
-    assert confidence_text(row) == text
+    assert confidence_text(row, OTHERS) == text
+
+
+@pytest.mark.parametrize(
+    ("theirs", "soonest"),
+    [(-0.4, True), (-0.6, False), (-0.6001, False), (-0.7, False), (None, False)],
+)
+def test_soonest_is_claimed_only_beyond_rounding(theirs, soonest):
+    # Equal minutes, a rounding-sized difference, a faster twin or one whose minutes are unknown:
+    # no "soonest"; the tie-break that decided is named instead.
+    others = [{"label": "config 2", "forecast/solve_minutes_vs_off": theirs}]
+    text = confidence_text(CONFIDENT, others)
+    assert ("whose successes end soonest" in text) is soonest
+    assert ("by its tie-break (the smaller λ, then shaping off" in text) is not soonest
+    assert "whose successes end soonest" not in confidence_text(CONFIDENT)  # no rows to read
+
+
+def test_among_several_shaping_off_configs_none_ends_soonest():
+    # Four λ=0 configs (shaping off, e.g. with and without the clip) train alike at 0 minutes:
+    # the pick is the tie-break's, never "soonest".
+    frame = summary(OFF, OFF, OFF, OFF)
+    table = resamples({f"c{i}": [(1.0, 1.0, 0.0, 0.0)] * 20 for i in range(4)})
+    verdict = recommend(frame, resamples=table)
+    best = verdict.row(0, named=True)
+    assert best["role"] == "recommended"
+    assert best["shaping_off"]
+    assert best["alike"] == ["config 1", "config 2", "config 3"]
+    text = confidence_text(best, verdict.to_dicts())
+    assert "soonest" not in text
+    assert (
+        "'config 1', 'config 2', 'config 3' train alike here (within the interval); the rule "
+        "picks 'config 0' by its tie-break (the smaller λ, then shaping off, then the fewest "
+        "settings away from their defaults): its successes end no sooner than each of theirs "
+        "beyond rounding."
+    ) in text
 
 
 def test_a_pick_every_resample_repeats_is_almost_always_not_a_certainty():

@@ -6,8 +6,6 @@ from replay_cli import api
 from replay_cli import catalogue as C
 from replay_cli.cli.terminal import fit_columns, print_summary
 from replay_cli.report import layouts as L
-from replay_cli.report.model import Report
-from replay_cli.report.options import ReportOptions
 
 from factories import config, write_small_synth
 
@@ -22,7 +20,7 @@ CONFIGS = [
 def report(tmp_path_factory):
     path = write_small_synth(tmp_path_factory.mktemp("term") / "rollouts.parquet", seed=3)
     rollouts = api.load([path])
-    return Report.of(api.replay(rollouts, CONFIGS), ReportOptions(), rollouts)
+    return api.replay(rollouts, CONFIGS)
 
 
 def _header(text: str) -> str:
@@ -40,7 +38,7 @@ def test_the_column_the_rule_ranks_by_is_the_last_to_go(
     text = capsys.readouterr().out
     header = _header(text)
     assert all(len(line) <= columns for line in text.splitlines() if line[:1] in "┏┃┡│└")
-    briefs = [C.metric(m).brief for m in L.TERMINAL if m in report.summary.columns]
+    briefs = [C.metric(m).brief for m in L.TERMINAL if m in report.result.summary.columns]
     for name in L.TERMINAL_KEPT[:2]:  # what the rule ranks by and its bar on long problems
         assert C.metric(name).brief in header, (columns, header)
     shown = [b for b in briefs if f" {b} ┃" in header]

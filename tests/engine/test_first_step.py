@@ -1,4 +1,4 @@
-"""Tests for the decision measure (engine/first_step.py, maths/effort.py, maths/effort_step.py, maths/bootstrap.py): equal
+"""Tests for the first-step diagnostic (engine/first_step.py, maths/effort.py, maths/effort_step.py, maths/bootstrap.py): equal
 to a slow loop-by-loop reference, invariant to what should not matter (the rewards' scale, the
 guard's flavour, float32 against float64, a rounding-sized λ), and its bootstrap reweighting
 equal to weighting each problem by hand."""
@@ -414,7 +414,7 @@ def test_solve_eta_reaches_the_budget_from_a_poor_second_order_guess():
 
 
 def test_solve_eta_with_a_shared_model_equals_one_model_per_config():
-    """The decision measure's model is shared by every config, its logarithms computed once;
+    """The first-step diagnostic's model is shared by every config, its logarithms computed once;
     the forecast's is one per config, taken row by row: the same step sizes to the last bit."""
     from replay_cli.maths.effort import Direction
 
