@@ -255,7 +255,7 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="the forecast with (--fit) or without (--no-fit) its fit to the log "
-        "(forecasting/fit.py); default: the tool's default",
+        "(forecast/fit.py); default: the tool's default",
     )
     args = parser.parse_args()
     args.logs = args.logs or (8 if args.quick else 16)

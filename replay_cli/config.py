@@ -399,7 +399,7 @@ class ForecastSettings(_Frozen):
         False,
         description="fit what each effort level's success owes to the effort and skill to the "
         "logged shaping-off trajectory where the log identifies them, and backtest the fit on "
-        "the log's last third (forecasting/fit.py; off by default: on a 48-step log of "
+        "the log's last third (forecast/fit.py; off by default: on a 48-step log of "
         "timeouts_one_policy it moves the pick to one training does not clear, and it lowers "
         "the bar's rank agreement in skill, docs/testing.md)",
     )

@@ -30,9 +30,9 @@ class ReplayResult:
     top_groups: pl.DataFrame | None = None
     """`maths.top_groups.top_groups` of the group table (kept while its rows are streamed)."""
     resamples: pl.DataFrame | None = None
-    """The forecast's numbers the rule reads per bootstrap resample and config (forecasting/horizon.RESAMPLED): the confidence reads them."""
+    """The forecast's numbers the rule reads per bootstrap resample and config (forecast/horizon.RESAMPLED): the confidence reads them."""
     forecast: pl.DataFrame | None = None
-    """The forecast per config, budget, step, bucket and metric (replay_cli/forecasting/); None
+    """The forecast per config, budget, step, bucket and metric (replay_cli/forecast/); None
     unless asked for."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""

@@ -28,7 +28,7 @@ LAYERS = {
     "catalogue": 3,
     "advice": 4,
     "result": 5,
-    "forecasting": 5,
+    "forecast": 5,
     "engine": 6,
     "report": 7,
     "analysis": 7,
@@ -47,13 +47,13 @@ FORBIDDEN = {
     ("report", "engine"),
     ("advice", "engine"),
     ("advice", "report"),
-    ("forecasting", "engine"),
-    ("forecasting", "report"),
-    ("forecasting", "advice"),
-    ("maths", "forecasting"),
+    ("forecast", "engine"),
+    ("forecast", "report"),
+    ("forecast", "advice"),
+    ("maths", "forecast"),
     *(
         (room, "cli")
-        for room in ("maths", "rollouts", "forecasting", "engine", "report", "advice", "analysis")
+        for room in ("maths", "rollouts", "forecast", "engine", "report", "advice", "analysis")
     ),
 }
 """The rules of issue 22 spelled out, so a change to LAYERS cannot quietly allow them; and of

@@ -107,7 +107,7 @@ def setting_text(row: dict[str, Any], changed: str) -> str | None:
 def off_course_text(row: dict[str, Any], whose: str) -> str:
     """Shaping off's course on long problems as the config `row` (`whose`: 'the pick', 'the best
     trade', ...) is compared with it: the one baseline every config is measured against
-    (`forecasting.runs.footing`: shaping off with the sweep's settings nearest the defaults)."""
+    (`forecast.runs.footing`: shaping off with the sweep's settings nearest the defaults)."""
     start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
     off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
     return (

@@ -164,8 +164,8 @@ CHECKS = (
 """The forecast's checks of the verdict: the rule's numbers again at half and twice the step
 budget, and after half and twice the horizon T (column suffix, words)."""
 FIT = Family(
-    "the forecast's start, its fit to the logged run and the backtest (forecasting/fit.py, "
-    "forecasting/backtest.py)",
+    "the forecast's start, its fit to the logged run and the backtest (forecast/fit.py, "
+    "forecast/backtest.py)",
     "`_low`, `_high` (interval ends or the backtest's band), `_logged` (the backtest's logged "
     "value)",
 )

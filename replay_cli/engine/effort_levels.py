@@ -1,7 +1,7 @@
 """Each rollout's effort level, gathered from a replay chunk by chunk: each training group's logged
 rollouts per level (`maths.problems.GroupLevels`, config-independent) and each config's advantages
 summed per level (`ConfigLevels`). The first-step diagnostic (engine/first_step.py) and the forecast
-(replay_cli/forecasting/) start from them and the problems they make up (`maths.problems.Problems`),
+(replay_cli/forecast/) start from them and the problems they make up (`maths.problems.Problems`),
 never replaying again."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import polars as pl
 from replay_cli import schema as S
 from replay_cli.engine.pushes import length_bucket
 from replay_cli.engine.row_batch import RowBatch
-from replay_cli.forecasting.pool import LOGGED
-from replay_cli.forecasting.start import start_steps
+from replay_cli.forecast.pool import LOGGED
+from replay_cli.forecast.start import start_steps
 from replay_cli.frames import collect
 from replay_cli.maths.chunk_arrays import ChunkArrays, minutes_of, run_seconds
 from replay_cli.maths.effort import EffortLevels, limit_of, window_start
@@ -25,7 +25,7 @@ from replay_cli.maths.thresholds import SIGNAL_EPS, with_signal
 
 
 def start_window(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """The training rows of the log's first W distinct steps (forecasting/start.py): what the
+    """The training rows of the log's first W distinct steps (forecast/start.py): what the
     effort levels' edges, the problems' buckets and the forecast's sample are read from, so that
     a log and its first W steps start alike (the whole input where it has at most W steps)."""
     train = frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)

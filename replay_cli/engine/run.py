@@ -415,7 +415,7 @@ def run_replay(
     writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
     configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
     `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
-    (defaults: `MeasureSettings()`); `forecast`: run the forecast too (replay_cli/forecasting/)."""
+    (defaults: `MeasureSettings()`); `forecast`: run the forecast too (replay_cli/forecast/)."""
     settings = settings or MeasureSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")

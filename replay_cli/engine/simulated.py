@@ -1,7 +1,7 @@
 """The replay of the forecast's simulated rollouts, by the replay's own functions: shaping and
 NeMo-RL's GRPO for batchable configs (one GRPO call over a block of runs), the polars plans for
-filters and peer estimators. The forecast (replay_cli/forecasting/) sits below the engine, so the
-engine lends it these as `REPLAY` (`forecasting.simulate.Replay`)."""
+filters and peer estimators. The forecast (replay_cli/forecast/) sits below the engine, so the
+engine lends it these as `REPLAY` (`forecast.simulate.Replay`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
 from replay_cli.engine.batched import batchable
 from replay_cli.engine.row_plans import planned_rows, raw_key
-from replay_cli.forecasting.simulate import Replay
+from replay_cli.forecast.simulate import Replay
 from replay_cli.maths.chunk_arrays import ChunkArrays
 from replay_cli.maths.grpo_arrays import grpo
 from replay_cli.maths.segments import Runs

@@ -16,7 +16,7 @@ from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig
 from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.engine.first_step import measure
 from replay_cli.engine.simulated import REPLAY
-from replay_cli.forecasting.runs import forecast
+from replay_cli.forecast.runs import forecast
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.progress import Progress, phase
 from replay_cli.result import ReplayResult

@@ -29,7 +29,7 @@ class GroupLevels:
     seeds: np.ndarray | None = None
     """Per group, a bit per forecast seed that drew its problem (None: no forecast)."""
     rows: dict[str, np.ndarray] | None = None
-    """The logged training rollouts of the forecast's groups (`forecasting.pool.LOGGED`, and `group`:
+    """The logged training rollouts of the forecast's groups (`forecast.pool.LOGGED`, and `group`:
     the group's position in this chunk's training groups)."""
     step: np.ndarray | None = None
     """Per group, its training step (the forecast's start and fit read the log's steps)."""

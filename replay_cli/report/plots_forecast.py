@@ -1,5 +1,5 @@
 """The forecast chart: per config, the resolve rate on long problems and the minutes of a
-successful rollout against the simulated training step, shaping off marked (replay_cli/forecasting/).
+successful rollout against the simulated training step, shaping off marked (replay_cli/forecast/).
 matplotlib is imported inside (via plots_sweep.figure) so `--help` stays fast."""
 
 from __future__ import annotations

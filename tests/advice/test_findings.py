@@ -217,7 +217,8 @@ def test_the_uncharged_twin_is_not_said_to_leave_failures_alone_where_the_foreca
     twin = result.result.summary.filter(pl.col("label") == "λ=1/120 correct").row(0, named=True)
     drift = twin[C.F_FAIL_VS_OFF]
     assert drift < -0.1
-    (text,) = texts(result, "fail_faster")
+    # From the start window the twin's own drift crosses the limit too: it has its own finding.
+    (text,) = [t for t in texts(result, "fail_faster") if t.startswith("λ=1/120 all: ")]
     assert text.startswith("λ=1/120 all: teaches failures to give up sooner")
     assert text.endswith(
         f"; 'λ=1/120 correct' charges no failure, and its failures end {-drift:.2g} min sooner "

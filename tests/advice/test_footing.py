@@ -6,7 +6,7 @@ import polars as pl
 
 from replay_cli.advice.recommendation import recommend
 from replay_cli.config import AdvantageParams, ReplayConfig, ShapingParams
-from replay_cli.forecasting.runs import footing
+from replay_cli.forecast.runs import footing
 
 from advice_rows import OFF, resamples, summary
 

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from replay_cli.forecasting.trajectory import Cells, Logged, Reading
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.trajectory import Cells, Logged, Reading
+from replay_cli.forecast.world import World
 from replay_cli.maths.effort import P_EDGE
 
 MIN_FIT_STEPS = 4

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.forecasting.horizon: the seeds pooled and each problem weighed by hand,
+"""Tests for replay_cli.forecast.horizon: the seeds pooled and each problem weighed by hand,
 and intervals that bracket the point and narrow with more problems."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import replay_cli as rc
 from replay_cli.config import ForecastSettings
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.world import World
 from replay_cli.rollouts.synth import synth_rollouts
 
 from factories import config, forecast
@@ -35,7 +35,7 @@ def small_world(index: np.ndarray, bucket: np.ndarray, weight: np.ndarray) -> Wo
 
 def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
     from replay_cli.config import MeasureSettings
-    from replay_cli.forecasting.horizon import horizon
+    from replay_cli.forecast.horizon import horizon
 
     index = np.array([[0, 1, 2], [1, 3, 4]])  # problem 1 drawn by both seeds
     bucket = np.array([[0, 2, 2], [2, 1, 2]])

@@ -1,9 +1,9 @@
-"""Tests for replay_cli.forecasting.pool: a draw takes the problem's own cell, then its bucket's,
+"""Tests for replay_cli.forecast.pool: a draw takes the problem's own cell, then its bucket's,
 then the fallback, and a step's shared choices draw what each run would draw alone."""
 
 import numpy as np
 
-from replay_cli.forecasting.pool import Pool
+from replay_cli.forecast.pool import Pool
 
 
 def test_the_pool_draws_the_problems_own_cell_then_its_buckets_then_the_fallback():
@@ -52,7 +52,7 @@ def test_the_pool_draws_the_problems_own_cell_then_its_buckets_then_the_fallback
 def test_a_steps_shared_choices_draw_what_each_run_would_draw_alone():
     # A block of many runs gathers from the step's choices per (rollout, level, outcome); each
     # run drawing on its own must get the same rows, rewards and fallbacks.
-    from replay_cli.forecasting.pool import Choices
+    from replay_cli.forecast.pool import Choices
 
     rng = np.random.default_rng(3)
     n = 400

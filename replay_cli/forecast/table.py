@@ -11,7 +11,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import ReplayConfig
-from replay_cli.forecasting.world import BUCKETS, METRICS
+from replay_cli.forecast.world import BUCKETS, METRICS
 
 
 def _ratios(run: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:

@@ -10,8 +10,8 @@ import numpy as np
 
 from replay_cli.config import ReplayConfig
 from replay_cli.errors import EstimatorError
-from replay_cli.forecasting.pool import Choices
-from replay_cli.forecasting.world import METRICS, World, metrics
+from replay_cli.forecast.pool import Choices
+from replay_cli.forecast.world import METRICS, World, metrics
 from replay_cli.maths.effort import Direction, EffortModel, solve_eta, stepped_effort
 from replay_cli.maths.level_axis import level_cumsum
 from replay_cli.maths.scopes import SCOPES

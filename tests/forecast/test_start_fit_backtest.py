@@ -1,5 +1,5 @@
 """The forecast's start window, its fit to the logged shaping-off trajectory and the backtest
-(replay_cli/forecasting/start.py, fit.py, backtest.py; issue 53 items 1-5)."""
+(replay_cli/forecast/start.py, fit.py, backtest.py; issue 53 items 1-5)."""
 
 from functools import cache
 
@@ -10,8 +10,8 @@ import pytest
 import replay_cli as rc
 from replay_cli import catalogue as C
 from replay_cli.config import ForecastSettings
-from replay_cli.forecasting import fit as F
-from replay_cli.forecasting.start import start_steps
+from replay_cli.forecast import fit as F
+from replay_cli.forecast.start import start_steps
 
 from factories import forecast
 from worlds import world as W
@@ -47,7 +47,7 @@ def test_a_run_log_and_its_first_window_start_alike():
 
 
 def _world(rate: np.ndarray, pi: np.ndarray):
-    from replay_cli.forecasting.world import World
+    from replay_cli.forecast.world import World
 
     zeros = np.zeros(rate.shape[:2], int)
     return World(pi, rate, rate, np.ones_like(rate), zeros, zeros, zeros, zeros, None, zeros)  # type: ignore[arg-type]

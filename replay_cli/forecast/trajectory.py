@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import polars as pl
 
-from replay_cli.forecasting.start import step_rank
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.start import step_rank
+from replay_cli.forecast.world import World
 from replay_cli.maths.effort import P_EDGE
 from replay_cli.maths.problems import GroupLevels
 

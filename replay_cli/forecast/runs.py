@@ -12,11 +12,11 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
-from replay_cli.forecasting.backtest import STAGES, Prepared
-from replay_cli.forecasting.horizon import REFUSED, RULED, horizon, resample_frame
-from replay_cli.forecasting.simulate import Replay, simulate
-from replay_cli.forecasting.table import table
-from replay_cli.forecasting.world import World, metrics
+from replay_cli.forecast.backtest import STAGES, Prepared
+from replay_cli.forecast.horizon import REFUSED, RULED, horizon, resample_frame
+from replay_cli.forecast.simulate import Replay, simulate
+from replay_cli.forecast.table import table
+from replay_cli.forecast.world import World, metrics
 from replay_cli.maths.bootstrap import summary_value
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.scopes import ALL, LONG, SCOPES

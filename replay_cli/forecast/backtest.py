@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replay_cli import catalogue as C
-from replay_cli.forecasting.fit import (
+from replay_cli.forecast.fit import (
     MIN_FIT_STEPS,
     SKILLS,
     Fit,
@@ -34,9 +34,9 @@ from replay_cli.forecasting.fit import (
     refined,
     with_shares,
 )
-from replay_cli.forecasting.start import start_groups
-from replay_cli.forecasting.trajectory import Logged
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.start import start_groups
+from replay_cli.forecast.trajectory import Logged
+from replay_cli.forecast.world import World
 from replay_cli.maths.problems import GroupLevels, Problems
 
 HOLD_OUT = 3

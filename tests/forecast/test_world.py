@@ -1,4 +1,4 @@
-"""Tests for replay_cli.forecasting.world: the metrics per bucket, each seed's own problem sample,
+"""Tests for replay_cli.forecast.world: the metrics per bucket, each seed's own problem sample,
 and a sample smaller than the input keeping only the drawn problems' rows."""
 
 import numpy as np
@@ -12,7 +12,7 @@ from factories import config, forecast
 
 
 def test_the_metrics_weigh_each_problem_and_split_the_buckets():
-    from replay_cli.forecasting.world import metrics
+    from replay_cli.forecast.world import metrics
 
     # Two problems (short, long) with two levels; weights 1 and 3.
     pi = np.array([[0.25, 0.75], [0.5, 0.5]])

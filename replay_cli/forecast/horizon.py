@@ -12,7 +12,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import MeasureSettings, ReplayConfig
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.world import World
 from replay_cli.maths.bootstrap import interval, summary_value
 from replay_cli.maths.effort import outcome_sums
 from replay_cli.maths.scopes import ALL, LONG

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from replay_cli import catalogue as C
-from replay_cli.forecasting.pool import Pool
+from replay_cli.forecast.pool import Pool
 from replay_cli.maths.effort import P_EDGE, outcome_sums
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.maths.scopes import SCOPES

@@ -1,4 +1,4 @@
-"""Tests for replay_cli.forecasting.simulate: a first step equal to the expectation computed by
+"""Tests for replay_cli.forecast.simulate: a first step equal to the expectation computed by
 enumerating every draw, the first step against the first-step diagnostic's effort part, what
 shaping off leaves alone, groups that teach nothing, and an estimator that refuses the simulated
 groups."""
@@ -13,9 +13,9 @@ import pytest
 import replay_cli as rc
 from replay_cli.config import ForecastSettings
 from replay_cli.engine.simulated import REPLAY
-from replay_cli.forecasting.pool import Pool
-from replay_cli.forecasting.simulate import simulate
-from replay_cli.forecasting.world import World
+from replay_cli.forecast.pool import Pool
+from replay_cli.forecast.simulate import simulate
+from replay_cli.forecast.world import World
 from replay_cli.rollouts.synth import synth_rollouts
 
 from factories import config, forecast

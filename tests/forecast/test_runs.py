@@ -1,4 +1,4 @@
-"""Tests for replay_cli.forecasting.runs, the forecast end to end: the drift `apply_to=all`
+"""Tests for replay_cli.forecast.runs, the forecast end to end: the drift `apply_to=all`
 teaches, the table complete, determinism, the rule and finding that read it, the start columns,
 the differences against shaping off and the checks at half and twice the budget and steps."""
 
