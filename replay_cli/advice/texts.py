@@ -104,14 +104,13 @@ def setting_text(row: dict[str, Any], changed: str) -> str | None:
     )
 
 
-def off_course_text(row: dict[str, Any], whose: str) -> str:
-    """Shaping off's course on long problems as the config `row` (`whose`: 'the pick', 'the best
-    trade', ...) is compared with it: the one baseline every config is measured against
-    (`forecast.runs.footing`: shaping off with the sweep's settings nearest the defaults)."""
+def off_course_text(row: dict[str, Any]) -> str:
+    """Shaping off's course on long problems as the config `row` is compared with it: the one
+    baseline every config is measured against (`forecast.runs.footing`: shaping off with the
+    sweep's settings nearest the defaults)."""
     start = C.show(C.F_RESOLVE_START_LONG, row.get(C.F_RESOLVE_START_LONG))
     off = C.show(C.F_RESOLVE_OFF_LONG, row.get(C.F_RESOLVE_OFF_LONG))
     return (
-        f"shaping off (the baseline {whose} and every config is measured against: shaping off "
-        f"with the sweep's settings nearest the defaults) takes long problems from {start} to "
-        f"{off} resolved"
+        f"shaping off (the one baseline every config is measured against) takes long problems "
+        f"from {start} to {off} resolved"
     )

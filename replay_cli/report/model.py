@@ -262,11 +262,10 @@ class Report:
         summary = self.result.summary
         if C.F_RESOLVE_OFF_LONG not in summary.columns or summary.is_empty():
             return None
-        chosen = [(self.verdict.decision.recommended, "the pick"), (self.trade, "the best trade")]
-        cid, whose = next(((r[S.CONFIG_ID], w) for r, w in chosen if r is not None), (None, ""))
+        chosen = (self.verdict.decision.recommended, self.trade)
+        cid = next((r[S.CONFIG_ID] for r in chosen if r is not None), None)
         index = summary[S.CONFIG_ID].to_list().index(cid) if cid is not None else 0
-        row = summary.row(index, named=True)
-        return off_course_text(row, f"{whose or 'the first config'} '{row['label']}'")
+        return off_course_text(summary.row(index, named=True))
 
     @property
     def pick_warnings(self) -> list[tuple[str, str]]:

@@ -52,13 +52,12 @@ def test_the_forecast_line_reads_the_picks_row_not_row_0(capsys, tmp_path):
     print_forecast(report)
     out = capsys.readouterr().out
     assert (
-        "  shaping off (the baseline the pick 'config 1' and every config is measured against: "
-        "shaping off with the sweep's settings nearest the defaults) takes long problems from "
-        "50.0% to 60.2% resolved.\n"
+        "  shaping off (the one baseline every config is measured against) takes long problems "
+        "from 50.0% to 60.2% resolved.\n"
     ) in out
     assert "59.9%" not in out
     intro = _forecast(report, tmp_path).split("</p>")[0]  # the table below shows every row
-    assert "Shaping off (the baseline the pick &#x27;config 1&#x27; and every config" in intro
+    assert "Shaping off (the one baseline every config is measured against)" in intro
     assert "from 50.0% to 60.2% resolved" in intro
     assert "59.9%" not in intro
 
@@ -68,9 +67,8 @@ def test_a_shaping_off_pick_is_named_as_the_run_itself(capsys):
     assert report.verdict.decision.keep_off
     print_forecast(report)
     assert (
-        "  shaping off (the baseline the pick 'config 0' and every config is measured against: "
-        "shaping off with the sweep's settings nearest the defaults) takes long problems from "
-        "20.0% to 30.0% resolved." in (capsys.readouterr().out)
+        "  shaping off (the one baseline every config is measured against) takes long problems "
+        "from 20.0% to 30.0% resolved." in (capsys.readouterr().out)
     )
 
 
