@@ -123,3 +123,26 @@ def test_call_bonus_refusal_without_a_look_alike_says_how_to_map(tmp_path):
     assert result.exit_code == 2
     assert "Add the column (or rename one: --map SRC=calls), or set" in result.output
     assert "()" not in result.output
+
+
+def test_a_one_config_reports_hparams_name_the_run_by_its_label():
+    """report/tensorboard.py: a one-config report varies no parameter, so its HParams carry the
+    label (without it the HParams view has nothing to tell the run by); a sweep's carry the
+    parameters it varies, and every run its role."""
+    from replay_cli.report.tensorboard import hparam_values
+
+    one = pl.DataFrame({"config_id": ["a"], "label": ["λ=1/60 all"], "lambda_time": [1 / 60]})
+    assert hparam_values(one, {"a": "recommended"}) == [
+        {"label": "λ=1/60 all", "role": "recommended"}
+    ]
+    two = pl.DataFrame(
+        {
+            "config_id": ["a", "b"],
+            "label": ["λ=1/60 all", "λ=1/30 all"],
+            "lambda_time": [1 / 60, 1 / 30],
+        }
+    )
+    values = hparam_values(two, {"a": "recommended", "b": "avoid"})
+    assert [v["role"] for v in values] == ["recommended", "avoid"]
+    assert [v["lambda_time"] for v in values] == ["1/60", "1/30"]
+    assert all("label" not in v for v in values)

@@ -60,6 +60,16 @@ def write_runs(
     return [out / name for name in names]
 
 
+def hparam_values(summary: pl.DataFrame, roles: dict[str, str]) -> list[dict[str, Any]]:
+    """Each run's HParams: the parameters the sweep varies (a one-config report: its label, so
+    the HParams view still names the run) and its role."""
+    params = varying(summary, exclude=()) or ["label"]
+    return [
+        {**v, C.ROLE: roles[cid]}
+        for v, cid in zip(param_values(summary, params), summary[S.CONFIG_ID], strict=True)
+    ]
+
+
 def _write(
     steps: pl.DataFrame,
     summary: pl.DataFrame,
@@ -70,11 +80,7 @@ def _write(
     writer_class = summary_writer()
     from tensorboardX.summary import hparams
 
-    params = varying(summary, exclude=()) or ["label"]
-    values = [
-        {**v, C.ROLE: roles[cid]}
-        for v, cid in zip(param_values(summary, params), summary[S.CONFIG_ID], strict=True)
-    ]
+    values = hparam_values(summary, roles)
     metrics = {
         tag: 0.0
         for column, tag in zip(L.TRACKER_HEADLINE, HPARAM_METRICS.values(), strict=True)
