@@ -38,7 +38,7 @@ def _configs(n: int) -> list:
 def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> None:
     """One sweep in this process: wall time, and the measure's parts timed by wrapping them."""
     from replay_cli import api
-    from replay_cli.config import ForecastSettings, MeasureSettings
+    from replay_cli.config import EffortSettings, ForecastSettings
     from replay_cli.engine import first_step as measure
 
     parts: dict[str, float] = {"steps": 0.0, "bootstrap": 0.0, "measure": 0.0, "forecast": 0.0}
@@ -59,7 +59,7 @@ def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> No
     timed(measure, "sums", "bootstrap")
     from replay_cli.engine import stages
 
-    timed(stages, "measure", "measure")
+    timed(stages, "diagnose", "measure")
     timed(stages, "forecast", "forecast")
     start = time.perf_counter()
     api.replay_to_report(
@@ -68,7 +68,7 @@ def _child(path: str, configs: int, resamples: int, out: str, ahead: bool) -> No
         Path(out),
         rows="none",
         force=True,
-        measure=MeasureSettings(resamples=resamples),
+        effort=EffortSettings(resamples=resamples),
         forecast=ForecastSettings() if ahead else None,
     )
     total = time.perf_counter() - start

@@ -204,7 +204,7 @@ def _configs(n: int) -> list:
 
 
 def _first_chunk(path: str):
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import EffortSettings
     from replay_cli.engine.allocator import keep_freed_memory
     from replay_cli.engine.run import ChunkState, InputShape, plan, read_chunk
     from replay_cli.rollouts.validation import load_rollouts
@@ -212,7 +212,7 @@ def _first_chunk(path: str):
     keep_freed_memory()
     rollouts = load_rollouts([path])
     (lo, hi), *_ = plan(rollouts, 1_000_000)[0]
-    shape = InputShape.of(rollouts, MeasureSettings().levels)
+    shape = InputShape.of(rollouts, EffortSettings().levels)
     return ChunkState.of(read_chunk(rollouts, lo, hi), shape)
 
 

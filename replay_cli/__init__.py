@@ -31,7 +31,7 @@ _HOME = {
     "Report": "report.model",
     "ForecastSettings": "config",
     "Verdict": "advice.verdict",
-    "MeasureSettings": "config",
+    "EffortSettings": "config",
     "ReportOptions": "report.options",
     "synth_rollouts": "rollouts.synth",
     "load_rollouts": "rollouts.validation",
@@ -48,8 +48,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AdvantageParams",
     "ConfigError",
+    "EffortSettings",
     "ForecastSettings",
-    "MeasureSettings",
     "ReplayConfig",
     "ReplayError",
     "ReplayResult",

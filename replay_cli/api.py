@@ -79,7 +79,7 @@ def replay(
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
     options = options or ReportOptions()
-    replayed = run_replay(rollouts, configs, settings=options.measure, forecast=options.forecast)
+    replayed = run_replay(rollouts, configs, settings=options.effort, forecast=options.forecast)
     return Report.of(annotated(replayed, rollouts), options, rollouts)
 
 
@@ -201,7 +201,7 @@ def _report(
             engine=options.engine,
             ray_address=options.ray_address,
             chunk_rows=options.chunk_rows,
-            settings=options.measure,
+            settings=options.effort,
             forecast=options.forecast,
             load_args=load_args,
             progress=progress,

@@ -349,10 +349,12 @@ class ReplayConfig(_Frozen):
         return " ".join(parts)
 
 
-class MeasureSettings(_Frozen):
-    """How the decision measure and its confidence are computed (docs/report.md, "The decision
-    measure"): one natural-gradient step of fixed size on the effort model, and a paired
-    bootstrap over problems. Report-wide, not a config parameter."""
+class EffortSettings(_Frozen):
+    """The effort model and the bootstrap over problems, which the first-step diagnostic and the
+    forecast both read (docs/report.md, "The effort model and the first step's direction"): its
+    levels, the fixed size of one natural-gradient step, and the paired bootstrap's resamples,
+    interval and seed. One object for both, since both read the same model and the CLI's
+    `--step-kl`/`--resamples` set it once. Report-wide, not a config parameter."""
 
     step_kl: float = Field(
         D.STEP_KL,
@@ -377,8 +379,9 @@ class MeasureSettings(_Frozen):
 
 
 class ForecastSettings(_Frozen):
-    """How the forecast runs the decision measure's step forward (docs/report.md, "The
-    forecast"): T steps, S seeds, a stratified sample of problems."""
+    """What the forecast alone reads (docs/report.md, "The forecast"): T steps of the effort
+    model's step (`EffortSettings`), S seeds, a stratified sample of problems, the checks and
+    the fit."""
 
     steps: int = Field(D.STEPS, ge=1, le=10_000, description="simulated training steps (T)")
     seeds: int = Field(

@@ -6,7 +6,7 @@ from __future__ import annotations
 DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
 
-# The first-step diagnostic's and the forecast's defaults (`MeasureSettings`, `ForecastSettings`, and
+# The first-step diagnostic's and the forecast's defaults (`EffortSettings`, `ForecastSettings`, and
 # the options `--step-kl`, `--resamples`, `--steps`, `--seeds`, `--problems`).
 STEP_KL = 0.001
 """The first step's budget: mean KL per problem (nats)."""

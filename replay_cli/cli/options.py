@@ -394,7 +394,7 @@ class RunOptions:
 
     def report_options(self, charts: bool) -> Any:
         """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
-        from replay_cli.config import ForecastSettings, MeasureSettings
+        from replay_cli.config import EffortSettings, ForecastSettings
         from replay_cli.report.options import ReportOptions
 
         ahead = None
@@ -411,7 +411,7 @@ class RunOptions:
             highlight=tuple(highlight_ids(self.highlight) or ()),
             tensorboard=self.tensorboard,
             wandb=self.wandb,
-            measure=MeasureSettings(step_kl=self.step_kl, resamples=self.resamples),
+            effort=EffortSettings(step_kl=self.step_kl, resamples=self.resamples),
             forecast=ahead,
         )
 

@@ -13,7 +13,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.config import MeasureSettings
+from replay_cli.config import EffortSettings
 from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.maths.bootstrap import interval, measures, summary_value, sums
 from replay_cli.maths.effort import Direction, EffortModel
@@ -143,10 +143,10 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
     return out
 
 
-def measure(
-    problems: Problems | None, per_config: dict[str, list[ConfigLevels]], settings: MeasureSettings
+def diagnose(
+    problems: Problems | None, per_config: dict[str, list[ConfigLevels]], settings: EffortSettings
 ) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
-    """Per config id, the measure's summary columns, and the bootstrap table (config_id,
+    """Per config id, the first-step diagnostic's summary columns, and the bootstrap table (config_id,
     resample, the measures of `RESAMPLED`); `problems`: the input's (None: it has none)."""
     ids = list(per_config)
     empty = pl.DataFrame(schema={S.CONFIG_ID: pl.String, "resample": pl.Int64})

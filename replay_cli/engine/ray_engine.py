@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig
+from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig
 from replay_cli.engine.run import (
     Accumulator,
     ChunkState,
@@ -124,7 +124,7 @@ def run_replay_ray(
     rows_mode: str = "all",
     address: str | None = None,
     group_sink: Callable[[Any], None] | None = None,
-    settings: MeasureSettings | None = None,
+    settings: EffortSettings | None = None,
     forecast: ForecastSettings | None = None,
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
@@ -134,7 +134,7 @@ def run_replay_ray(
     config_batches = batches(configs, configs_per_pass)
     unique = unique_configs(configs)
     chunks, chart_every = plan(rollouts, chunk_rows)
-    settings = settings or MeasureSettings()
+    settings = settings or EffortSettings()
     shape = InputShape.of(rollouts, settings.levels, forecast)
     jobs = [
         (i, lo, hi, j, batch)

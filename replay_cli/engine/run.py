@@ -16,8 +16,8 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.config import (
     DEFAULT_CHUNK_ROWS,
+    EffortSettings,
     ForecastSettings,
-    MeasureSettings,
     ReplayConfig,
     unique_labels,
 )
@@ -405,7 +405,7 @@ def run_replay(
     group_sink: RowSink | None = None,
     with_rows: bool = True,
     workers: int | None = None,
-    settings: MeasureSettings | None = None,
+    settings: EffortSettings | None = None,
     forecast: ForecastSettings | None = None,
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
@@ -415,8 +415,8 @@ def run_replay(
     writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
     configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
     `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
-    (defaults: `MeasureSettings()`); `forecast`: run the forecast too (replay_cli/forecast/)."""
-    settings = settings or MeasureSettings()
+    (defaults: `EffortSettings()`); `forecast`: run the forecast too (replay_cli/forecast/)."""
+    settings = settings or EffortSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
     check_call_bonus(rollouts, configs)  # before any work: a bonus on 0 calls is no replay

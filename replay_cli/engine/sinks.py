@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay_cli import schema as S
-from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSettings, ReplayConfig
+from replay_cli.config import DEFAULT_CHUNK_ROWS, EffortSettings, ForecastSettings, ReplayConfig
 from replay_cli.engine.run import run_replay
 from replay_cli.errors import ConfigError
 from replay_cli.io.parquet import ParquetRowSink, RowsMode
@@ -27,7 +27,7 @@ def replay_into(
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    settings: MeasureSettings | None = None,
+    settings: EffortSettings | None = None,
     forecast: ForecastSettings | None = None,
     load_args: dict[str, Any] | None = None,
     progress: Progress | None = None,

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig
+from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig
 from replay_cli.engine.effort_levels import ConfigLevels
-from replay_cli.engine.first_step import measure
+from replay_cli.engine.first_step import diagnose
 from replay_cli.engine.simulated import REPLAY
 from replay_cli.forecast.runs import forecast
 from replay_cli.maths.problems import GroupLevels, Problems
@@ -36,14 +36,14 @@ def outcomes(
     result: ReplayResult,
     gathered: Gathered,
     configs: Sequence[ReplayConfig],
-    settings: MeasureSettings,
+    settings: EffortSettings,
     ahead: ForecastSettings | None,
     progress: Progress | None = None,
 ) -> ReplayResult:
     """The result with the first step's columns and, with `ahead`, the forecast's joined to its
     summary (config by config, after the replay's own columns)."""
     phase(progress, "first-step diagnostic")
-    first, _ = measure(gathered.problems, gathered.efforts, settings)
+    first, _ = diagnose(gathered.problems, gathered.efforts, settings)
     rows = {r[S.CONFIG_ID]: {**r, **first[r[S.CONFIG_ID]]} for r in result.summary.to_dicts()}
     table, resamples = None, None
     if ahead is not None and gathered.problems is not None:

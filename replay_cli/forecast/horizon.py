@@ -11,7 +11,7 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.config import MeasureSettings, ReplayConfig
+from replay_cli.config import EffortSettings, ReplayConfig
 from replay_cli.forecast.world import World
 from replay_cli.maths.bootstrap import interval, summary_value
 from replay_cli.maths.effort import outcome_sums
@@ -36,7 +36,7 @@ def horizon(
     world: World,
     last: np.ndarray,
     twin_of: list[int],
-    settings: MeasureSettings,
+    settings: EffortSettings,
     own_of: list[int] | None = None,
 ) -> tuple[dict[str, list[float | None]], dict[str, np.ndarray]]:
     """The outcome after T steps per config, against its shaping-off twin, over all problems and

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from replay_cli import catalogue as C
-from replay_cli.config import ForecastSettings, MeasureSettings, ReplayConfig, ShapingParams
+from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig, ShapingParams
 from replay_cli.forecast.backtest import STAGES, Prepared
 from replay_cli.forecast.horizon import REFUSED, RULED, horizon, resample_frame
 from replay_cli.forecast.simulate import Replay, simulate
@@ -111,7 +111,7 @@ class _Job:
     own_of: list[int]  # each config's own twin
     settings: ForecastSettings
     budget: float
-    intervals: MeasureSettings
+    intervals: EffortSettings
     replay: Replay
     skill: float = 0.0  # the fit's success logit drift per step
 
@@ -231,7 +231,7 @@ def forecast(
     configs: Sequence[ReplayConfig],
     settings: ForecastSettings,
     budget: float,
-    intervals: MeasureSettings,
+    intervals: EffortSettings,
     replay: Replay,
 ) -> tuple[pl.DataFrame, dict[str, dict[str, float | None]], pl.DataFrame]:
     """The forecast table (config_id, budget, step, bucket, metric, mean, low, high over seeds;

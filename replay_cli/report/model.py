@@ -62,7 +62,7 @@ def manifest(
         "computed_by": result.computed_by,
         "rows": options.rows,
         "highlight": list(options.highlight) or None,
-        "measure": options.measure.model_dump(mode="json"),
+        "effort": options.effort.model_dump(mode="json"),
         "forecast": None if options.forecast is None else options.forecast.model_dump(mode="json"),
         "rule": options.rule.model_dump(mode="json"),
         **({"tensorboard": str(options.tensorboard)} if options.tensorboard else {}),

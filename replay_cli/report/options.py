@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli.advice.rule import Rule
-from replay_cli.config import DEFAULT_CHUNK_ROWS, ForecastSettings, MeasureSettings
+from replay_cli.config import DEFAULT_CHUNK_ROWS, EffortSettings, ForecastSettings
 from replay_cli.io.parquet import RowsMode
 
 Engine = Literal["local", "ray"]
@@ -34,8 +34,8 @@ class ReportOptions(BaseModel):
     engine: Engine = Field("local", description="where the chunks run: local threads or Ray")
     ray_address: str | None = Field(None, description="the Ray cluster to join")
     chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1, description="rows per chunk of whole steps")
-    measure: MeasureSettings = Field(
-        MeasureSettings(),
+    effort: EffortSettings = Field(
+        EffortSettings(),
         description="the effort model's step and the bootstrap (the first-step diagnostic and the forecast)",
     )
     forecast: ForecastSettings | None = Field(

@@ -274,7 +274,7 @@ FORECAST = ["--forecast", "--steps", "3", "--seeds", "1", "--problems", "10"]
 @examples(25)
 @given(data=inputs(), sweep=st.booleans(), forecast=st.booleans())
 def test_the_library_writes_a_whole_report_or_raises_a_replay_error(data, sweep, forecast):
-    from replay_cli.config import ForecastSettings, MeasureSettings
+    from replay_cli.config import EffortSettings, ForecastSettings
 
     configs = [build_config({})]
     if sweep:
@@ -286,7 +286,7 @@ def test_the_library_writes_a_whole_report_or_raises_a_replay_error(data, sweep,
     ahead = ForecastSettings(steps=3, seeds=1, problems=10) if forecast else None
     with workdir() as tmp:
         path, out = written(tmp, data), tmp / "report"
-        options = {"measure": MeasureSettings(resamples=20), "forecast": ahead}
+        options = {"effort": EffortSettings(resamples=20), "forecast": ahead}
         refused = refusal(lambda: api.replay_to_report([path], configs, out, **options))
         if refused is not None:
             assert data.fault is not None, refused

@@ -386,9 +386,9 @@ def test_the_bootstrap_is_paired_seeded_and_brackets_the_point():
     assert row["step/resolve_vs_off"] <= row["step/resolve_vs_off_high"]
     # The interval's ends are the resamples' quantiles at (1 ∓ interval) / 2 (90% by default:
     # its low end a one-sided 95% bound).
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import EffortSettings
 
-    level = MeasureSettings().interval
+    level = EffortSettings().interval
     mine = one.result.resamples.filter(pl.col("config_id") == configs[1].config_id)
     values = mine["forecast/resolve_vs_off"].to_numpy()
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
@@ -498,12 +498,12 @@ def test_groups_of_one_instance_pool_into_one_problem():
 
 
 def test_the_time_limit_window_is_two_percent_of_the_longest_and_at_least_a_minute():
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import EffortSettings
     from replay_cli.maths.effort import DEFAULT_LEVELS, EffortLevels, window_start
 
     assert window_start(100.0) == 98.0
     assert window_start(20.0) == 19.0
-    assert EffortLevels((), None).count == DEFAULT_LEVELS == MeasureSettings().levels
+    assert EffortLevels((), None).count == DEFAULT_LEVELS == EffortSettings().levels
 
 
 @pytest.mark.parametrize(("second", "limit"), [(5880.0, 98.0), (5879.0, None)])

@@ -34,7 +34,7 @@ def small_world(index: np.ndarray, bucket: np.ndarray, weight: np.ndarray) -> Wo
 
 
 def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import EffortSettings
     from replay_cli.forecast.horizon import horizon
 
     index = np.array([[0, 1, 2], [1, 3, 4]])  # problem 1 drawn by both seeds
@@ -43,7 +43,7 @@ def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
     world = small_world(index, bucket, weight)
     rng = np.random.default_rng(8)
     last = rng.dirichlet([1.0, 1.0], size=(2, *index.shape))  # (runs: config, twin)
-    point, boot = horizon(world, last, [1], MeasureSettings(resamples=0))
+    point, boot = horizon(world, last, [1], EffortSettings(resamples=0))
 
     def by_hand(run: int, scope_bucket: int | None, w_of) -> dict[str, float]:
         sums = dict.fromkeys(("w", "p", "pm", "f", "fm"), 0.0)
@@ -74,7 +74,7 @@ def test_the_horizon_pools_the_seeds_and_weighs_each_problem_by_hand():
 
     # The bootstrap: one Poisson(1) weight per problem of the input, shared by every seed, config
     # and twin that drew it (problem 1 carries the same weight in both seeds).
-    settings = MeasureSettings(resamples=5, seed=4)
+    settings = EffortSettings(resamples=5, seed=4)
     _, boot = horizon(world, last, [1], settings)
     draws = np.random.default_rng([4, 17]).poisson(1.0, size=(5, 5)).astype(float)
     for b in range(5):

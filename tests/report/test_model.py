@@ -110,18 +110,18 @@ def test_the_rules_thresholds_reach_the_texts(synth_path, tmp_path):
 
 def test_manifest_records_inputs_configs_and_the_rule(synth_path, tmp_path, monkeypatch):
     from replay_cli.advice.rule import Rule
-    from replay_cli.config import MeasureSettings
+    from replay_cli.config import EffortSettings
 
     out = tmp_path / "r"
     cfg = config({"apply_to": "correct"})
     monkeypatch.setattr("sys.argv", ["replay-cli", "replay"])
     rule = Rule(min_resolve_vs_off=0.8)
-    measure = MeasureSettings(resamples=50)
-    api.replay_to_report([synth_path], [cfg], out, rule=rule, measure=measure)
+    measure = EffortSettings(resamples=50)
+    api.replay_to_report([synth_path], [cfg], out, rule=rule, effort=measure)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command_line"] == ["replay-cli", "replay"]
     assert manifest["rule"]["min_resolve_vs_off"] == 0.8
-    assert manifest["measure"]["resamples"] == 50
+    assert manifest["effort"]["resamples"] == 50
     assert manifest["inputs"][0]["size"] == synth_path.stat().st_size
     assert manifest["configs"][0]["config_id"] == cfg.config_id
 
