@@ -31,7 +31,7 @@ from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
-from replay_cli.rollouts.value_checks import Coerced
+from replay_cli.rollouts.value_checks import DURATION_EXAMPLES, Coerced
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -418,7 +418,7 @@ def _coerced_note(c: Coerced, durations: bool) -> str:
     """An import's note on values a replay reads as the trainer does."""
     text = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
     if c.refused_by_strict and not durations:
-        text += " (--durations reads '12m', '1h02m', '00:12:00', '720s' into seconds)"
+        text += f" (--durations reads {DURATION_EXAMPLES} into seconds)"
     return text
 
 

@@ -24,7 +24,7 @@ from replay_cli.catalogue.units import minutes_text, pct
 from replay_cli.config import lambda_text
 from replay_cli.maths.thresholds import EXPLOSION, GAIN_EPS
 from replay_cli.parameters import registry
-from replay_cli.rollouts.value_checks import Coerced
+from replay_cli.rollouts.value_checks import DURATION_EXAMPLES, Coerced
 
 SCHEMA = {
     S.CONFIG_ID: pl.String,
@@ -410,8 +410,8 @@ def input_findings(coerced: Sequence[Coerced]) -> list[dict[str, Any]]:
         if c.refused_by_strict:
             text += (
                 " (no time charge: those rollouts get the highest shaped reward). Write run times "
-                "in seconds (`replay-cli import table --durations` reads '12m', '1h02m', "
-                "'00:12:00', '720s'); `--strict` refuses such input"
+                f"in seconds (`replay-cli import table --durations` reads {DURATION_EXAMPLES}); "
+                "`--strict` refuses such input"
             )
         out.append(
             {

@@ -211,7 +211,7 @@ def import_logs(
 ) -> ImportStats:
     """Convert NeMo-Gym rollout JSONL, W&B full_result tables or rollout tables (`table`: CSV,
     JSONL, Arrow, Hugging Face datasets; `mapping` renames columns; `durations` reads run times
-    written as durations, io/tables.DURATION_FORMS, into seconds) into one Parquet file. The log
+    written as durations, io/tables.duration_seconds, into seconds) into one Parquet file. The log
     formats stream line by line, decoding only the fields a row needs (`decode=json.loads` gives the
     same rows from full decoding, the reference the tests and the benchmark hold it to)."""
     paths = [Path(p) for p in sources]

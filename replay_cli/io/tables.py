@@ -137,8 +137,6 @@ def read_tables(
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 _UNITS = rf"^(?:{_NUMBER}\s*h)?\s*(?:{_NUMBER}\s*m(?:in)?)?\s*(?:{_NUMBER}\s*s)?$"
 _CLOCK = rf"^(?:(\d+):)?(\d+):{_NUMBER}$"
-DURATION_FORMS = "'12m', '1h02m', '00:12:00', '12:00', '720s', '1.5h' or a plain number of seconds"
-"""What `import table --durations` reads (the guide and the option's help say the same)."""
 
 
 def duration_seconds(col: str) -> pl.Expr:

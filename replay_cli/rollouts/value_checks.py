@@ -146,6 +146,11 @@ def problems_message(problems: list[str]) -> str:
     return f"{head}\n{body}\n\nRows are counted from 0 within each file. See `replay-cli inspect --help`."
 
 
+DURATION_EXAMPLES = "'12m', '1h02m', '00:12:00', '720s'"
+"""Run times written as durations that `import table --durations` reads into seconds (the hint a
+run time that does not parse gets, on every surface)."""
+
+
 @dataclass(frozen=True)
 class Coerced:
     """Values of one column that the trainer reads as something else (its `float()` fallback, or
