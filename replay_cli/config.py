@@ -399,12 +399,12 @@ class ForecastSettings(_Frozen):
     )
     seed: int = Field(0, description="seed of the problem samples and the draws")
     fit: bool = Field(
-        False,
-        description="fit what each effort level's success owes to the effort and skill to the "
-        "logged shaping-off trajectory where the log identifies them, and backtest the fit on "
-        "the log's last third (forecast/fit.py; off by default: on a 48-step log of "
-        "timeouts_one_policy it moves the pick to one training does not clear, and it lowers "
-        "the bar's rank agreement in skill, docs/testing.md)",
+        D.FIT,
+        description="fit what each effort level's success owes to the effort, skill and the "
+        "step's size to the logged shaping-off trajectory where the log identifies them "
+        "(forecast/fit.py; off by default: on a 48-step log of timeouts_one_policy it moves the "
+        "pick to one training does not clear, docs/testing.md); on or off, the backtest checks "
+        "the forecast used against the log's last third",
     )
 
 

@@ -7,7 +7,7 @@ DEFAULT_CHUNK_ROWS = 1_000_000
 """Rows per chunk of whole steps a replay holds at once (`--chunk-rows`)."""
 
 # The first-step diagnostic's and the forecast's defaults (`EffortSettings`, `ForecastSettings`, and
-# the options `--step-kl`, `--resamples`, `--steps`, `--seeds`, `--problems`).
+# the options `--step-kl`, `--resamples`, `--steps`, `--seeds`, `--problems`, `--fit`).
 STEP_KL = 0.001
 """The first step's budget: mean KL per problem (nats)."""
 RESAMPLES = 200
@@ -18,6 +18,8 @@ SEEDS = 4
 """The forecast's seeds S."""
 PROBLEMS = 150
 """Problems the forecast samples per length bucket and seed."""
+FIT = False
+"""Whether the forecast fits its unknowns to the logged run (else the cautious reading)."""
 
 
 def lambda_text(value: float) -> str:
@@ -34,6 +36,7 @@ def lambda_text(value: float) -> str:
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
+    "FIT",
     "PROBLEMS",
     "RESAMPLES",
     "SEEDS",

@@ -21,6 +21,7 @@ from replay_cli.advice.findings import INPUT_COERCED, findings
 from replay_cli.advice.recommendation import ROLES, near_misses, recommend, undecided
 from replay_cli.advice.rule import Rule, resolve_criteria
 from replay_cli.advice.texts import pct_ratio
+from replay_cli.catalogue.units import pct
 from replay_cli.rollouts.value_checks import Coerced
 
 
@@ -89,7 +90,7 @@ def keep_off_text(d: Decision, rule: Rule) -> str:
         return "the shaped configs that pass the rule make successes no faster than shaping off"
     least = min(c.least(rule) for c in resolve_criteria())
     return (
-        f"no shaped config keeps {C.show_value('ratio', least)} of shaping off's resolve rate "
+        f"no shaped config keeps {pct(least)} of shaping off's resolve rate "
         "after T steps with confidence (and passes the other criteria)"
         + ("; the best trade is below" if d.best_trade is not None else "")
     )
@@ -156,6 +157,18 @@ def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) 
             "each bootstrap resample of the problems)."
         )
     return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
+
+
+def backtest_caveat(row: dict[str, Any]) -> str:
+    """What a failed backtest means for the pick (`row`: a summary row; "" where the backtest
+    passed or did not run)."""
+    if row.get(C.FORECAST_BACKTEST_PASS) != 0.0:
+        return ""
+    return (
+        "The forecast of shaping off does not reproduce the later steps of your run (its "
+        "backtest, under Forecast): the pick rests on the cautious reading (longer runs cause all "
+        "of their extra success), not on a prediction of this run."
+    )
 
 
 def judge(

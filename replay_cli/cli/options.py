@@ -327,6 +327,16 @@ SeedsOpt = Annotated[
         rich_help_panel="Decision",
     ),
 ]
+FitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fit/--no-fit",
+        help="Forecast: fit what effort buys, skill and the step's size to the logged shaping-off "
+        "run where it identifies them (a log naming its problems over many steps), instead of "
+        "the cautious reading; the backtest then checks the fit.",
+        rich_help_panel="Decision",
+    ),
+]
 ProblemsOpt = Annotated[
     int,
     typer.Option(
@@ -391,6 +401,7 @@ class RunOptions:
     steps: int
     seeds: int
     problems: int
+    fit: bool
 
     def report_options(self, charts: bool) -> Any:
         """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
@@ -399,7 +410,9 @@ class RunOptions:
 
         ahead = None
         if self.forecast:
-            ahead = ForecastSettings(steps=self.steps, seeds=self.seeds, problems=self.problems)
+            ahead = ForecastSettings(
+                steps=self.steps, seeds=self.seeds, problems=self.problems, fit=self.fit
+            )
 
         return ReportOptions(
             force=self.force,
@@ -435,6 +448,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "steps": (StepsOpt, D.STEPS),
         "seeds": (SeedsOpt, D.SEEDS),
         "problems": (ProblemsOpt, D.PROBLEMS),
+        "fit": (FitOpt, D.FIT),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

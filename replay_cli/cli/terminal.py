@@ -155,6 +155,9 @@ def print_forecast(report: Report) -> None:
     # The twin of the config the decision names, never another row's; too little data is said
     # once, in the decision ("not enough data to decide").
     typer.echo(f"  {report.off_course}.")
+    for label, name in (("Reading", C.FORECAST_FIT), ("Backtest", C.FORECAST_BACKTEST)):
+        if row.get(name):
+            typer.echo(f"  {label}: {row[name]}.")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
     checked = verdict.recommendation.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK]
     if checked.len() and checked[0]:

@@ -22,6 +22,8 @@ import numpy as np
 
 from replay_cli import catalogue as C
 from replay_cli.forecast.fit import (
+    CAUTIOUS,
+    GRID,
     MIN_FIT_STEPS,
     SKILLS,
     Fit,
@@ -39,14 +41,19 @@ from replay_cli.forecast.trajectory import Logged
 from replay_cli.forecast.world import World
 from replay_cli.maths.problems import GroupLevels, Problems
 
+OFF = "the fit to the log is off"
+"""`Fit.why` where the log could tell but the fit was not asked for (`ForecastSettings.fit`)."""
 HOLD_OUT = 3
 """The backtest holds out the last 1/HOLD_OUT of the log's distinct steps."""
 MIN_BACKTEST = 6
 """Distinct logged steps the backtest needs (the fit needs `MIN_FIT_STEPS` before them)."""
 BAND_Z = 2.5
 """Half the band's width in standard errors of the forecast's difference from the log."""
-GATED = (C.FORECAST_BACKTEST_RESOLVE, C.FORECAST_BACKTEST_RESOLVE_LONG)
-"""What the backtest passes on: the resolve rate overall and on long problems (what the rule's
+GATED = {
+    C.FORECAST_BACKTEST_RESOLVE: "resolve",
+    C.FORECAST_BACKTEST_RESOLVE_LONG: "resolve on long problems",
+}
+"""What the backtest passes on (with its words in the backtest's line): the resolve rate overall and on long problems (what the rule's
 bar reads). The minutes and the level shares are shown with their bands but not passed on: the
 model's shares drift slower than a run's where effort pays or skill grows, at any step budget
 tried (docs/testing.md, "The fit")."""
@@ -62,7 +69,8 @@ class Prepared:
     seeds: int
     seed: int
     interval: float
-    simulate: Simulate | None  # None: the fit is off
+    simulate: Simulate
+    fitting: bool  # False: the cautious reading, backtested where the log can tell
     start: list[GroupLevels] = field(default_factory=list)
     width: int = 0
     distinct: int = 0
@@ -87,15 +95,14 @@ def start_stage(s: Prepared) -> Prepared:
 
 
 def fit_stage(s: Prepared) -> Prepared:
-    """The fit where the log identifies it, else the cautious reading and why."""
+    """The fit where the log identifies it; where the fit is off, the cautious reading's path
+    alone, for the backtest; where the log cannot tell, the cautious reading and why."""
     assert s.world is not None
     levels = s.world.pi.shape[-1]
     steps = max(s.distinct, 1)
-    s.logged = Logged.of(s.start, s.groups) if s.simulate is not None else None
+    s.logged = Logged.of(s.start, s.groups)
     why = None
-    if s.simulate is None:
-        why = "the fit is off"
-    elif s.logged is None:
+    if s.logged is None:
         why = "the log names no problem (no instance_id)"
     elif s.logged.steps < MIN_FIT_STEPS:
         why = f"the log spans {s.logged.steps} step{'s' if s.logged.steps != 1 else ''}"
@@ -105,8 +112,11 @@ def fit_stage(s: Prepared) -> Prepared:
         s.fit = Fit.cautious(levels, steps, why)
         return s
     assert s.logged is not None
-    assert s.simulate is not None
-    grid, simulated = build(s.world, s.logged, s.width, s.simulate, s.seed)
+    points = GRID if s.fitting else CAUTIOUS
+    grid, simulated = build(s.world, s.logged, s.width, s.simulate, s.seed, points)
+    if not s.fitting:
+        s.grid, s.fit = grid, Fit.cautious(levels, steps, OFF)
+        return s
     every = np.ones(len(s.logged.rank), bool)
     s.grid = refined(s.world, grid, s.simulate, simulated, every)
     choice = choose(s.grid.table(every), s.grid)
@@ -118,7 +128,7 @@ def backtest_stage(s: Prepared) -> Prepared:
     """The backtest of the fit's reading; the cautious reading where it fails."""
     if s.grid is None or s.logged is None or s.fit is None:
         return s
-    checked, passed, cautious = backtest(s.grid, s.logged)
+    checked, passed, cautious = backtest(s.grid, s.logged, s.fitting)
     s.columns |= checked
     if s.fit.why is not None:
         return s
@@ -174,12 +184,16 @@ def _scaled(points: float | None) -> float | None:
 def statement(f: Fit, k: int) -> str:
     """One line: what the fit read from the log, or which assumption drives the forecast."""
     head = f"from {f.steps} logged step{'s' if f.steps != 1 else ''}"
+    reading = (
+        f"{head}: the cautious reading (longer runs cause all of their extra success, no skill, "
+        "the step size as configured)"
+    )
+    if f.why == OFF:
+        return f"{reading}; {f.why} (--fit)"
     if f.why is not None:
         return (
-            f"{head}: {f.why}, so the forecast assumes the cautious reading: longer runs cause "
-            "all of their extra success (α = 1), no skill, the step size as configured; about "
-            f"{f.settle} logged steps of a shaping-off run, its problems named and logged at "
-            "several steps, would settle it"
+            f"{reading}, since {f.why}; about {f.settle} logged steps of a shaping-off run "
+            "naming its problems may settle it (--fit)"
         )
     if f.fitted.get("alpha") and f.alpha_low is not None and f.alpha_high is not None:
         what = (
@@ -249,19 +263,25 @@ def _inside(grid: Grid, logged: Logged, early: np.ndarray, pick: tuple[int, int]
     return True
 
 
-def backtest(grid: Grid, logged: Logged) -> tuple[dict[str, float | str | None], bool | None, bool]:
+def backtest(
+    grid: Grid, logged: Logged, fitting: bool = True
+) -> tuple[dict[str, float | str | None], bool | None, bool]:
     """The backtest's columns, whether every logged value lies in its band (None: no test),
     and whether the cautious reading's forecast lies in its band too (then the log's later
-    steps do not confirm the fit: the forecast keeps the cautious reading)."""
+    steps do not confirm the fit: the forecast keeps the cautious reading). Where the fit is off
+    (`fitting` False) the reading checked is the cautious one, in every resample."""
     ranks = np.unique(logged.rank)
     if len(ranks) < MIN_BACKTEST:
         return {}, None, True
     cut = ranks[len(ranks) - len(ranks) // HOLD_OUT]
     early = logged.rank < cut
-    choice = choose(grid.table(early), grid)
-    one = grid.cautious
-    cautious = _inside(grid, logged, early, (one, int(np.flatnonzero(SKILLS == 0)[0])))
-    picks = [(choice.point, choice.skill), *((int(i), int(j)) for i, j in choice.resampled)]
+    one = (grid.cautious, int(np.flatnonzero(SKILLS == 0)[0]))
+    cautious = _inside(grid, logged, early, one)
+    if fitting:
+        choice = choose(grid.table(early), grid)
+        picks = [(choice.point, choice.skill), *((int(i), int(j)) for i, j in choice.resampled)]
+    else:
+        picks = [one] * grid.cells.weights.shape[0]
     out: dict[str, float | str | None] = {}
     passed, worst = True, (0.0, 0.0)
     for name, (m, x) in _compared(grid, logged, early, picks).items():
@@ -278,13 +298,42 @@ def backtest(grid: Grid, logged: Logged) -> tuple[dict[str, float | str | None],
         out[C.bound(name, "low")], out[C.bound(name, "high")] = m[0] - spread, m[0] + spread
     out[C.FORECAST_BACKTEST_SHARE_GAP], out[C.bound(C.FORECAST_BACKTEST_SHARE_GAP, "high")] = worst
     out[C.FORECAST_BACKTEST_PASS] = float(passed)
-    r = C.FORECAST_BACKTEST_RESOLVE
-    verdict = "reproduces" if passed else "does not reproduce"
-    out[C.FORECAST_BACKTEST] = (
-        f"the forecast of shaping off {verdict} steps {int(cut) + 1}–{int(ranks[-1]) + 1} of "
-        f"your run: resolve {out.get(r, np.nan):.1%} vs logged "
-        f"{out.get(C.logged_value(r), np.nan):.1%}, band {out.get(C.bound(r, 'low'), np.nan):.1%}"
-        f"–{out.get(C.bound(r, 'high'), np.nan):.1%}"
-        + ("" if passed else "; the forecast decides on the cautious reading")
-    )
+    out[C.FORECAST_BACKTEST] = backtest_text(out, int(cut) + 1, int(ranks[-1]) + 1, fitting)
     return out, passed, cautious
+
+
+def backtest_text(out: dict[str, float | str | None], first: int, last: int, fitting: bool) -> str:
+    """The backtest in one line: the held-out steps, the value it names (the overall resolve rate
+    where it passes, else the gated value furthest outside its band) forecast and logged there
+    with the band, and what the forecast then rests on."""
+    passed = out[C.FORECAST_BACKTEST_PASS] == 1.0
+
+    def outside(name: str) -> float:
+        value, low, high = (
+            out.get(name),
+            out.get(C.bound(name, "low")),
+            out.get(C.bound(name, "high")),
+        )
+        if (
+            not isinstance(value, float)
+            or not isinstance(low, float)
+            or not isinstance(high, float)
+        ):
+            return -1.0
+        logged = float(out[C.logged_value(name)] or 0.0)
+        return max(low - logged, logged - high) / max(high - low, 1e-12)
+
+    name = C.FORECAST_BACKTEST_RESOLVE if passed else max(GATED, key=outside)
+    what = GATED[name]
+    value, logged = out.get(name), out.get(C.logged_value(name))
+    low, high = out.get(C.bound(name, "low")), out.get(C.bound(name, "high"))
+    text = (
+        f"the forecast of shaping off {'reproduces' if passed else 'does not reproduce'} steps "
+        f"{first}–{last} of your run: {what} {C.show(name, value)} vs logged "
+        f"{C.show(name, logged)}, band {C.show(name, low)}–{C.show(name, high)}"
+    )
+    if passed:
+        return text
+    if fitting:
+        return text + "; the forecast decides on the cautious reading"
+    return text + "; its numbers are the cautious reading's, not a prediction of this run"

@@ -47,9 +47,10 @@ from replay_cli.maths.effort import P_EDGE
 
 MIN_FIT_STEPS = 4
 """Distinct logged steps the fit needs (fewer: the cautious reading)."""
-SETTLE_STEPS = 12
-"""About the logged steps of a shaping-off run (problems named, several steps each) that
-settle what a log of one step cannot tell: the smallest `run12` log of tests/worlds."""
+SETTLE_STEPS = 48
+"""About the logged steps of a shaping-off run (problems named, logged at every step) from which
+the fit reads what a short log cannot tell: tests/worlds' `run48` logs identify it, its `run12`
+logs seldom do (docs/testing.md, "The fit against the baseline")."""
 ALPHAS = (0.0, 1.0)
 """The uniform causal shares simulated first: effort buys nothing, or all of the success."""
 REFINE = 1.0
@@ -57,6 +58,10 @@ REFINE = 1.0
 choice."""
 SCALES = (1.0, 0.25, 0.5, 2.0, 4.0, 8.0)
 """The step sizes simulated, as multiples of the configured one (first)."""
+GRID = tuple((a, d) for d in SCALES for a in ALPHAS)
+"""The fit's first paths: (uniform α, step size) pairs."""
+CAUTIOUS = ((1.0, 1.0),)
+"""The cautious reading's path alone: what the backtest checks where the fit is off."""
 SKILLS = np.round(np.linspace(-0.05, 0.15, 81), 6)
 """Skill's scan: success logit drift per step (0.0025 apart; 0 among them)."""
 IDENTIFIED = 4.0
@@ -238,8 +243,10 @@ def build(
     width: int,
     simulate: Simulate,
     seed: int,
+    points: tuple[tuple[float, float], ...] = GRID,
 ) -> tuple[Grid, int]:
-    """The uniform α grid's paths over the logged steps (and the steps simulated)."""
+    """The paths at `points` (uniform α, step size) over the logged steps (and the steps
+    simulated)."""
     offset = (width - 1) / 2
     steps = max(1, math.ceil(float(logged.rank.max()) - offset))
     rng = np.random.default_rng([seed, 53])
@@ -248,13 +255,12 @@ def build(
     cells = Cells.of(logged, np.concatenate([np.ones((1, problems)), draws]))
     levels = world.pi.shape[-1]
     readings, alphas, scales = [], [], []
-    for scale in SCALES:
-        for a in ALPHAS:
-            alpha = np.full(levels, a)
-            path = simulate(with_shares(world, alpha), steps, scale)
-            readings.append(Reading.of(world, logged, path, offset))
-            alphas.append(alpha)
-            scales.append(scale)
+    for a, scale in points:
+        alpha = np.full(levels, a)
+        path = simulate(with_shares(world, alpha), steps, scale)
+        readings.append(Reading.of(world, logged, path, offset))
+        alphas.append(alpha)
+        scales.append(scale)
     return Grid(alphas, scales, readings, cells), steps
 
 

@@ -248,8 +248,15 @@ def forecast(
         simulate(world, [off], steps, budget * scale, settings.seed, replay, kept=kept)
         return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
 
-    fit = shaping_off if settings.fit else None
-    s = Prepared(problems, groups, settings.seeds, settings.seed, intervals.interval, fit)
+    s = Prepared(
+        problems,
+        groups,
+        settings.seeds,
+        settings.seed,
+        intervals.interval,
+        shaping_off,
+        settings.fit,
+    )
     for stage in STAGES:
         s = stage(s)
     assert s.world is not None

@@ -375,10 +375,13 @@ def _forecast(report: Report, directory: Path) -> str:
         f"<p>The outcome the rule reads: {steps} simulated training steps (the horizon T, "
         f"--steps) of a fixed-size step{size}, {settings.get('seeds', '?')} seeds, each on "
         f"{sampled:,} of the input's {total:,} problems (a sample stratified by length bucket); "
-        "each level keeps its logged success rate, effort moves. Intervals: a paired bootstrap "
-        "over the problems; the chart's bands are the seeds' range "
+        "effort moves, each level's success as the reading below says. Intervals: a paired "
+        "bootstrap over the problems; the chart's bands are the seeds' range "
         f'(docs/report.md, "The forecast"). {escape(course[:1].upper() + course[1:])}.</p>'
     )
+    for label, name in (("Reading", C.FORECAST_FIT), ("Backtest", C.FORECAST_BACKTEST)):
+        if row.get(name):
+            intro += f"<p><b>{label}</b>: {escape(str(row[name]))}.</p>"
     if checked and checked[0]:
         intro += f'<p class="muted">Checks: {escape(checked[0])}.</p>'
     columns = [c for c in L.FORECAST if c in summary.columns]

@@ -24,6 +24,7 @@ from replay_cli.advice.texts import off_course_text
 from replay_cli.advice.verdict import (
     Decision,
     Verdict,
+    backtest_caveat,
     confidence_text,
     judge,
     keep_off_text,
@@ -240,7 +241,11 @@ class Report:
     def confidence(self) -> str:
         """How sure the pick is (its interval and how often a new log would pick it)."""
         rec = self.verdict.decision.recommended
-        return "" if rec is None else confidence_text(rec, self.verdict.recommendation.to_dicts())
+        if rec is None:
+            return ""
+        text = confidence_text(rec, self.verdict.recommendation.to_dicts())
+        caveat = backtest_caveat(self.result.summary.row(0, named=True))
+        return f"{text} {caveat}" if caveat else text
 
     @property
     def rule_line(self) -> float:

@@ -111,7 +111,7 @@ def test_keeping_shaping_off_names_the_best_trade_with_its_numbers():
     assert trades["c1"] is not None  # a trade too, not the best
     assert trades["c3"] is None  # an inversion is no trade
     assert keep_off_text(d, Rule()) == (
-        "no shaped config keeps 95.0% of shaping off's resolve rate after T steps with "
+        "no shaped config keeps 95% of shaping off's resolve rate after T steps with "
         "confidence (and passes the other criteria); the best trade is below"
     )
 
@@ -128,12 +128,12 @@ def test_the_best_trade_keeps_at_least_one_minus_the_trade_cost():
     assert d.best_trade is None
     assert verdict["trade"].to_list() == [None, None]
     assert keep_off_text(d, Rule()) == (
-        "no shaped config keeps 95.0% of shaping off's resolve rate after T steps with "
+        "no shaped config keeps 95% of shaping off's resolve rate after T steps with "
         "confidence (and passes the other criteria)"
     )
     # The sentence states the thresholds of the rule the verdict was judged by.
     strict = Rule(min_resolve_vs_off=0.97, min_resolve_vs_off_long=0.98)
-    assert "keeps 97.0% of shaping off's" in keep_off_text(d, strict)
+    assert "keeps 97% of shaping off's" in keep_off_text(d, strict)
     # A larger cost accepted: the same config is offered.
     looser = Decision.of(recommend(summary(OFF, past_cap), Rule(max_trade_cost=0.11)))
     assert looser.best_trade["config_id"] == "c1"

@@ -142,3 +142,31 @@ def test_too_little_data_is_one_verdict_in_one_wording_even_when_every_config_is
     assert "No recommendation: not enough data to decide" in page
     assert "No config passes" not in page
     assert "keep |advantage| &gt; 3" in page  # the avoided config and why, still listed
+
+
+BACKTEST = {
+    "forecast/fit": "from 48 logged steps: the forecast assumes the cautious reading",
+    "forecast/backtest": "the forecast of shaping off does not reproduce steps 33–48 of your run",
+    "forecast/backtest_pass": 0.0,
+}
+
+
+def test_a_failed_backtest_is_said_under_the_forecast_and_in_the_confidence(capsys, tmp_path):
+    """The reading and the backtest on the terminal and the page; where the backtest failed, the
+    confidence says the pick rests on the cautious reading; where it passed, it says nothing."""
+    failed = report_of(summary({**OFF, **BACKTEST}, {**PICK, **BACKTEST}, RUNNER))
+    print_forecast(failed)
+    out = capsys.readouterr().out
+    assert f"  Reading: {BACKTEST['forecast/fit']}.\n" in out
+    assert f"  Backtest: {BACKTEST['forecast/backtest']}.\n" in out
+    intro = _forecast(failed, tmp_path)
+    assert f"<b>Backtest</b>: {BACKTEST['forecast/backtest']}." in intro
+    assert failed.confidence.endswith(
+        "The forecast of shaping off does not reproduce the later steps of your run (its "
+        "backtest, under Forecast): the pick rests on the cautious reading (longer runs cause "
+        "all of their extra success), not on a prediction of this run."
+    )
+    passed = {**BACKTEST, "forecast/backtest_pass": 1.0}
+    fine = report_of(summary({**OFF, **passed}, {**PICK, **passed}, RUNNER))
+    assert "does not reproduce" not in fine.confidence
+    assert "cautious" not in fine.confidence

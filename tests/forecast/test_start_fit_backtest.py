@@ -11,6 +11,7 @@ import replay_cli as rc
 from replay_cli import catalogue as C
 from replay_cli.config import ForecastSettings
 from replay_cli.forecast import fit as F
+from replay_cli.forecast.backtest import backtest_text
 from replay_cli.forecast.start import start_steps
 
 from factories import forecast
@@ -147,3 +148,55 @@ def test_the_fit_reads_that_effort_pays_on_a_run_where_it_does():
     row = _summary(_world_log("effort_pays", "run48"))
     assert row[C.FORECAST_ALPHA] == 1.0
     assert "the step size as configured" in row[C.FORECAST_FIT]
+
+
+def test_with_the_fit_off_the_backtest_checks_the_cautious_reading():
+    """The default: the forecast keeps the cautious reading and says so; the backtest still
+    runs, and on a 48-step run where effort buys nothing it fails, naming a value outside its
+    band (the cautious reading forecasts more success than the run logged)."""
+    row = _summary(_world_log("effort_buys_nothing", "run48"), fit=False)
+    assert row[C.FORECAST_ALPHA] == 1.0
+    assert row[C.FORECAST_SKILL] == 0.0
+    assert row[C.FORECAST_FIT] == (
+        "from 48 logged steps: the cautious reading (longer runs cause all of their extra "
+        "success, no skill, the step size as configured); the fit to the log is off (--fit)"
+    )
+    assert row[C.FORECAST_BACKTEST_PASS] == 0.0
+    text = row[C.FORECAST_BACKTEST]
+    assert text.startswith("the forecast of shaping off does not reproduce steps 33–48")
+    assert text.endswith("its numbers are the cautious reading's, not a prediction of this run")
+    r = C.FORECAST_BACKTEST_RESOLVE
+    assert row[r] > row[C.bound(r, "high")] - 1e-12 or row[r] > row[C.logged_value(r)]
+    assert row[C.logged_value(r)] < row[C.bound(r, "low")]
+
+
+def _out(value: float, logged: float, low: float, high: float, long: tuple, passed: float) -> dict:
+    r, rl = C.FORECAST_BACKTEST_RESOLVE, C.FORECAST_BACKTEST_RESOLVE_LONG
+    out = {C.FORECAST_BACKTEST_PASS: passed}
+    for name, (v, x, lo, hi) in ((r, (value, logged, low, high)), (rl, long)):
+        out |= {
+            name: v,
+            C.logged_value(name): x,
+            C.bound(name, "low"): lo,
+            C.bound(name, "high"): hi,
+        }
+    return out
+
+
+def test_the_backtest_line_names_the_value_that_fails():
+    """Overall inside its band, long problems outside: a failed backtest names the long value,
+    never a value inside its band; a passed one names the overall resolve."""
+    failed = _out(0.514, 0.497, 0.485, 0.543, (0.408, 0.364, 0.381, 0.435), 0.0)
+    assert backtest_text(failed, 33, 48, fitting=False) == (
+        "the forecast of shaping off does not reproduce steps 33–48 of your run: resolve on long "
+        "problems 40.8% vs logged 36.4%, band 38.1%–43.5%; its numbers are the cautious "
+        "reading's, not a prediction of this run"
+    )
+    assert backtest_text(failed, 33, 48, fitting=True).endswith(
+        "; the forecast decides on the cautious reading"
+    )
+    passed = _out(0.514, 0.494, 0.492, 0.536, (0.39, 0.347, 0.342, 0.438), 1.0)
+    assert backtest_text(passed, 9, 12, fitting=False) == (
+        "the forecast of shaping off reproduces steps 9–12 of your run: resolve 51.4% vs logged "
+        "49.4%, band 49.2%–53.6%"
+    )
