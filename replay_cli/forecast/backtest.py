@@ -25,6 +25,7 @@ from replay_cli.forecast.fit import (
     CAUTIOUS,
     GRID,
     MIN_FIT_STEPS,
+    SETTLE_STEPS,
     SKILLS,
     Fit,
     Grid,
@@ -109,7 +110,7 @@ def fit_stage(s: Prepared) -> Prepared:
     elif not s.logged.recurring():
         why = "no problem is logged at two steps"
     if why is not None:
-        s.fit = Fit.cautious(levels, steps, why)
+        s.fit = Fit.cautious(levels, steps, why, settle=SETTLE_STEPS)
         return s
     assert s.logged is not None
     points = GRID if s.fitting else CAUTIOUS
@@ -138,7 +139,7 @@ def backtest_stage(s: Prepared) -> Prepared:
     elif cautious:  # the log rejects the cautious reading in sample, not out of it
         why = "the cautious reading reproduces the log's later steps as well"
     if why is not None:
-        s.fit = Fit.cautious(len(s.fit.alpha), s.fit.steps, why, settle=s.fit.steps + 1)
+        s.fit = Fit.cautious(len(s.fit.alpha), s.fit.steps, why)
         s.columns[C.FORECAST_BACKTEST_PASS] = float(bool(cautious))
     return s
 
@@ -190,6 +191,8 @@ def statement(f: Fit, k: int) -> str:
     )
     if f.why == OFF:
         return f"{reading}; {f.why} (--fit)"
+    if f.why is not None and f.settle is None:
+        return f"{reading}, since {f.why}"
     if f.why is not None:
         return (
             f"{reading}, since {f.why}; about {f.settle} logged steps of a shaping-off run "

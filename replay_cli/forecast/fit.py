@@ -203,7 +203,9 @@ class Fit:
 
     @classmethod
     def cautious(cls, levels: int, steps: int, why: str, settle: int | None = None) -> Fit:
-        return cls(np.ones(levels), steps, why=why, settle=settle or SETTLE_STEPS)
+        """The cautious reading, `why`, and about how many logged steps may settle it (None:
+        more steps would not: the fit read the log and its forecast did not hold)."""
+        return cls(np.ones(levels), steps, why=why, settle=settle)
 
     def long_level(self, on: np.ndarray) -> int:
         """The longest level that ever succeeds (the statement's 'long runs')."""

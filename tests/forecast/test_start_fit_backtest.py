@@ -200,3 +200,21 @@ def test_the_backtest_line_names_the_value_that_fails():
         "the forecast of shaping off reproduces steps 9–12 of your run: resolve 51.4% vs logged "
         "49.4%, band 49.2%–53.6%"
     )
+
+
+def test_the_reading_promises_more_steps_only_where_the_log_was_too_short_to_tell():
+    """A log that cannot tell names the steps that may settle it; a fit whose forecast did not
+    hold on the log's later steps names none (more of the same log would not settle it)."""
+    from replay_cli.forecast.backtest import statement
+
+    short = F.Fit.cautious(4, 12, "the log names no problem (no instance_id)", F.SETTLE_STEPS)
+    assert statement(short, 3).endswith(
+        "since the log names no problem (no instance_id); about 48 logged steps of a shaping-off "
+        "run naming its problems may settle it (--fit)"
+    )
+    failed = F.Fit.cautious(4, 48, "the fitted forecast does not reproduce the log's later steps")
+    assert statement(failed, 3) == (
+        "from 48 logged steps: the cautious reading (longer runs cause all of their extra "
+        "success, no skill, the step size as configured), since the fitted forecast does not "
+        "reproduce the log's later steps"
+    )
