@@ -153,8 +153,9 @@ def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) 
         )
         sep = "; " if share >= 0.99 else ""
         parts.append(
-            f"A new log of this size would pick {which} {often}{sep}the rule applied again in "
-            "each bootstrap resample of the problems)."
+            f"A new log of this size would pick {which} {often}{sep}an estimate: the rule "
+            "applied again in each bootstrap resample of the problems, widened by the rule's "
+            "spread)."
         )
     return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
 

@@ -122,7 +122,8 @@ def test_configs_whose_difference_holds_0_train_alike_and_share_the_pick():
         "off's on long problems and 97.0% over all problems. 'config 2' trains alike here "
         "(within the interval); the rule picks 'config 1', whose successes end soonest. A new "
         "log of this size would pick it or a config that trains alike almost always (99% or "
-        "more; the rule applied again in each bootstrap resample of the problems)."
+        "more; an estimate: the rule applied again in each bootstrap resample of the problems, "
+        "widened by the rule's spread)."
     )
 
 
@@ -146,8 +147,8 @@ def test_configs_clearly_apart_do_not_share_the_pick():
     assert best["alike"] == []
     assert best["set_share"] == 0.75
     assert confidence_text(best).endswith(
-        "A new log of this size would pick it about 75.0% of the time (the rule applied again in "
-        "each bootstrap resample of the problems)."
+        "A new log of this size would pick it about 75.0% of the time (an estimate: the rule "
+        "applied again in each bootstrap resample of the problems, widened by the rule's spread)."
     )
     # A difference that holds 0 on solve minutes but not on long problems is no likeness.
     apart_long = resamples(

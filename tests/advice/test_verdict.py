@@ -43,8 +43,9 @@ OTHERS = [
                 "shaping off's on long problems and 95.5% over all problems. 'config 2' trains "
                 "alike here (within the interval); the rule picks 'config 1', whose successes end "
                 "soonest. A new log of this size would pick it or a config that trains alike about "
-                "80.0% of the time (the rule applied again in each bootstrap resample of the "
-                "problems)."
+                "80.0% of the time (an estimate: "
+                "the rule applied again in each bootstrap resample of the problems, widened by "
+                "the rule's spread)."
             ),
         ),
         (
@@ -54,8 +55,9 @@ OTHERS = [
                 "shaping off's on long problems and 95.5% over all problems. 'config 2', "
                 "'config 3' train alike here (within the interval); the rule picks 'config 1', "
                 "whose successes end soonest. A new log of this size would pick it or a config "
-                "that trains alike about 80.0% of the time (the rule applied again in each "
-                "bootstrap resample of the problems)."
+                "that trains alike about 80.0% of the time (an estimate: "
+                "the rule applied again in each bootstrap resample of the problems, widened by "
+                "the rule's spread)."
             ),
         ),
         (
@@ -63,8 +65,9 @@ OTHERS = [
             (
                 "The low end of the interval of its resolve rate after 50 steps is 96.0% of "
                 "shaping off's on long problems and 95.5% over all problems. A new log of this "
-                "size would pick it about 60.0% of the time (the rule applied again in each "
-                "bootstrap resample of the problems)."
+                "size would pick it about 60.0% of the time (an estimate: "
+                "the rule applied again in each bootstrap resample of the problems, widened by "
+                "the rule's spread)."
             ),
         ),
         (
@@ -72,15 +75,17 @@ OTHERS = [
             (
                 "The low end of the interval of its resolve rate after 50 steps is 96.0% of "
                 "shaping off's on long problems. A new log of this size would pick it about "
-                "60.0% of the time (the rule applied again in each bootstrap resample of the "
-                "problems)."
+                "60.0% of the time (an estimate: "
+                "the rule applied again in each bootstrap resample of the problems, widened by "
+                "the rule's spread)."
             ),
         ),
         (
             {**CONFIDENT, "shaping_off": True, "alike": []},
             (
-                "A new log of this size would pick it about 80.0% of the time (the rule applied "
-                "again in each bootstrap resample of the problems)."
+                "A new log of this size would pick it about 80.0% of the time (an estimate: "
+                "the rule applied again in each bootstrap resample of the problems, widened by "
+                "the rule's spread)."
             ),
         ),
         (
@@ -131,8 +136,9 @@ def test_among_several_shaping_off_configs_none_ends_soonest():
 def test_a_pick_every_resample_repeats_is_almost_always_not_a_certainty():
     row = {"label": "config 1", "shaping_off": True, "set_share": 1.0, "alike": []}
     assert confidence_text(row) == (
-        "A new log of this size would pick it almost always (99% or more; the rule applied "
-        "again in each bootstrap resample of the problems)."
+        "A new log of this size would pick it almost always (99% or more; an estimate: the rule "
+        "applied again in each bootstrap resample of the problems, widened by the rule's "
+        "spread)."
     )
 
 
