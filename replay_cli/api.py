@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from replay_cli import schema as S
-from replay_cli.config import ReplayConfig, build_config, config_warnings
+from replay_cli.config import Pilot, ReplayConfig, build_config, config_warnings
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
-from replay_cli.errors import InputFileError
+from replay_cli.errors import InputFileError, ReplayError
 from replay_cli.io.files import (
     atomic_path,
     check_out_dir,
@@ -79,8 +79,26 @@ def replay(
     elif isinstance(configs, ReplayConfig):
         configs = [configs]
     options = options or ReportOptions()
-    replayed = run_replay(rollouts, configs, settings=options.effort, forecast=options.forecast)
+    replayed = run_replay(
+        rollouts,
+        configs,
+        settings=options.effort,
+        forecast=options.forecast,
+        pilots=load_pilots(options),
+    )
     return Report.of(annotated(replayed, rollouts), options, rollouts)
+
+
+def load_pilots(options: ReportOptions, **load_args: Any) -> list[tuple[Pilot, Rollouts]]:
+    """Each pilot run's log loaded as the user's is (`load_args`: `mapping`, `group_size`,
+    `strict`), before any work: a missing or unreadable pilot is an error naming it."""
+    out = []
+    for pilot in options.pilots:
+        try:
+            out.append((pilot, load([pilot.path], **load_args)))
+        except ReplayError as exc:
+            raise type(exc)(f"--pilot {pilot.path}: {exc}") from None
+    return out
 
 
 def annotated(result: ReplayResult, rollouts: Rollouts) -> ReplayResult:
@@ -152,13 +170,14 @@ def replay_to_report(
     check_outputs(Path(out), options)
     pairs = parse_mapping(mapping or [])
     rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
+    pilots = load_pilots(options, mapping=pairs, group_size=group_size, strict=strict)
     load_args = {
         "sources": [str(s) for s in sources],
         "mapping": pairs,
         "group_size": group_size,
         "strict": strict,
     }
-    return _report(Path(out), rollouts, configs, options, load_args, progress)
+    return _report(Path(out), rollouts, configs, options, load_args, progress, pilots)
 
 
 def export_tensorboard(report: Path, out: Path, *, force: bool = False) -> list[Path]:
@@ -190,6 +209,7 @@ def _report(
     options: ReportOptions,
     load_args: dict[str, Any] | None,
     progress: Progress | None,
+    pilots: Sequence[tuple[Pilot, Rollouts]] = (),
 ) -> Report:
     """load → replay → judge → write, into a staged directory renamed into place."""
     with staged_directory(out, options.force) as tmp:
@@ -205,6 +225,7 @@ def _report(
             forecast=options.forecast,
             load_args=load_args,
             progress=progress,
+            pilots=pilots,
         )
         phase(progress, "verdict")
         report = Report.of(annotated(replayed, rollouts), options, rollouts)

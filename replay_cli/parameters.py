@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import shlex
 import types
 import typing
 from dataclasses import dataclass
@@ -396,6 +397,35 @@ def base_layer(
     base = read_run_config(run_config) if run_config is not None else {}
     base.update(overrides)
     return paths, base, ignored
+
+
+PILOT_SEP = "::"
+"""`--pilot PATH::SETTINGS`: a pilot run's log, then the config it was trained with."""
+
+
+def read_pilot(text: str) -> tuple[str, dict[str, Any]]:
+    """`--pilot PATH::SETTINGS`: a pilot run's log and the flat parameters it was trained with.
+    SETTINGS: a NeMo-RL run config YAML and/or `++` overrides, space separated (defaults < the
+    YAML < the overrides); a run trained with shaping on names its shaping there."""
+    path, sep, spec = text.partition(PILOT_SEP)
+    if not sep or not spec.strip() or not path:
+        raise ConfigError(
+            f"--pilot {text!r}: name the log and the config the run was trained with, "
+            f"LOG{PILOT_SEP}SETTINGS (its run config YAML or ++ overrides), e.g. --pilot "
+            "'pilot.parquet::++grpo.time_efficiency.lambda_time=1/30 "
+            "++grpo.time_efficiency.apply_to=correct'."
+        )
+    tokens = shlex.split(spec)
+    flat: dict[str, Any] = {}
+    try:
+        for token in (t for t in tokens if not is_override(t)):
+            if not Path(token).is_file():
+                raise ConfigError(f"{token!r} is neither a ++ override nor a run config file.")
+            flat.update(read_run_config(token))
+        flat.update(parse_overrides([t for t in tokens if is_override(t)])[0])
+    except ConfigError as exc:
+        raise ConfigError(f"--pilot {path}: {exc}") from None
+    return path, flat
 
 
 # ---- grid files ----------------------------------------------------------------------------

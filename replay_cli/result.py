@@ -34,6 +34,9 @@ class ReplayResult:
     forecast: pl.DataFrame | None = None
     """The forecast per config, budget, step, bucket and metric (replay_cli/forecast/); None
     unless asked for."""
+    pilots: pl.DataFrame | None = None
+    """Per pilot run (`--pilot`) its config and its backtest (forecast/pilots.py); None
+    without pilots."""
     notes: list[str] = field(default_factory=list)
     """Warnings about the replay itself (e.g. an estimator that needs a column the input lacks)."""
     input_notes: list[str] = field(default_factory=list)

@@ -207,5 +207,6 @@ REPORT_TABLES = (
     "recommendation",
     "resamples",
     "forecast",
+    "pilots",
 )
 """The Parquet tables a report directory holds (`<name>.parquet`), in the order they are written."""

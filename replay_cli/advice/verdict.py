@@ -160,16 +160,40 @@ def confidence_text(row: dict[str, Any], others: Sequence[dict[str, Any]] = ()) 
     return " ".join(parts) or "No bootstrap was run (--resamples 0): no interval."
 
 
-def backtest_caveat(row: dict[str, Any]) -> str:
-    """What a failed backtest means for the pick (`row`: a summary row; "" where the backtest
-    passed or did not run)."""
-    if row.get(C.FORECAST_BACKTEST_PASS) != 0.0:
-        return ""
-    return (
-        "The forecast of shaping off does not reproduce the later steps of your run (its "
-        "backtest, under Forecast): the pick rests on the cautious reading (longer runs cause all "
-        "of their extra success), not on a prediction of this run."
-    )
+def backtest_caveat(row: dict[str, Any], pilots: pl.DataFrame | None = None) -> str:
+    """What a failed backtest means for the pick (`row`: a summary row; `pilots`: the pilots
+    table; "" where every backtest passed or none ran)."""
+    parts = []
+    if row.get(C.FORECAST_BACKTEST_PASS) == 0.0:
+        parts.append(
+            "The forecast of shaping off does not reproduce the later steps of your run (its "
+            "backtest, under Forecast): the pick rests on the cautious reading (longer runs "
+            "cause all of their extra success), not on a prediction of this run."
+        )
+    if pilots is not None and C.FORECAST_BACKTEST_PASS in pilots.columns:
+        failed = pilots.filter(pl.col(C.FORECAST_BACKTEST_PASS) == 0.0)
+    else:
+        failed = pl.DataFrame()
+    if failed.height:
+        names = ", ".join(
+            f"{r[C.FORECAST_PILOT]} ({r[C.FORECAST_PILOT_CONFIG]})" for r in failed.to_dicts()
+        )
+        parts.append(
+            f"The forecast does not reproduce the pilot run{'s' if failed.height > 1 else ''} "
+            f"{names} under {'their' if failed.height > 1 else 'its'} own config: what it says "
+            "shaping does to success is not confirmed by a shaped run."
+        )
+    return " ".join(parts)
+
+
+def pilot_lines(pilots: pl.DataFrame | None) -> list[str]:
+    """Each pilot's line beside the backtest: "Pilot <file> (<config>): <its backtest>"."""
+    if pilots is None:
+        return []
+    return [
+        f"Pilot {r[C.FORECAST_PILOT]} ({r[C.FORECAST_PILOT_CONFIG]}): {r[C.FORECAST_BACKTEST]}"
+        for r in pilots.to_dicts()
+    ]
 
 
 def judge(

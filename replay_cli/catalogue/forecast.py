@@ -232,6 +232,11 @@ FORECAST_BACKTEST = "forecast/backtest"
 """Not a metric: the backtest in one line."""
 FORECAST_ALPHA_LEVELS = "forecast/alpha_levels"
 """Not a metric: the causal share of every effort level, lowest first."""
+FORECAST_PILOT = "forecast/pilot"
+"""Not a metric: a pilot run's log (`--pilot`): the key of pilots.parquet, one row per pilot
+with its config and its backtest's columns (forecast/pilots.py)."""
+FORECAST_PILOT_CONFIG = "forecast/pilot_config"
+"""Not a metric: the label of the config a pilot run was trained with."""
 FIT_TEXT = (FORECAST_FIT, FORECAST_BACKTEST, FORECAST_ALPHA_LEVELS)
 """The fit's text columns beside its metrics."""
 

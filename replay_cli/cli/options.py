@@ -337,6 +337,19 @@ FitOpt = Annotated[
         rich_help_panel="Decision",
     ),
 ]
+PilotOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pilot",
+        help="A run trained with shaping on, as evidence: LOG::SETTINGS, its rollout log and the "
+        "config it was trained with (a run config YAML and/or ++ overrides, space separated), "
+        "e.g. 'pilot.parquet::++grpo.time_efficiency.lambda_time=1/30 "
+        "++grpo.time_efficiency.apply_to=correct'. The forecast of that config from the pilot's "
+        "start is backtested on its last third, beside your log's. Repeatable.",
+        rich_help_panel="Decision",
+        show_default=False,
+    ),
+]
 ProblemsOpt = Annotated[
     int,
     typer.Option(
@@ -402,6 +415,14 @@ class RunOptions:
     seeds: int
     problems: int
     fit: bool
+    pilot: list[str] | None
+
+    def pilots(self) -> tuple[Any, ...]:
+        """The `--pilot` runs, each with the config it was trained with (`config.Pilot`)."""
+        from replay_cli.config import Pilot
+
+        read = [P.read_pilot(text) for text in self.pilot or ()]
+        return tuple(Pilot(path=path, config=P.to_config(flat)) for path, flat in read)
 
     def report_options(self, charts: bool) -> Any:
         """The report's `ReportOptions` (imported here: `--help` loads no pydantic models)."""
@@ -426,6 +447,7 @@ class RunOptions:
             wandb=self.wandb,
             effort=EffortSettings(step_kl=self.step_kl, resamples=self.resamples),
             forecast=ahead,
+            pilots=self.pilots(),
         )
 
 
@@ -449,6 +471,7 @@ def _option_types() -> dict[str, tuple[Any, Any]]:
         "seeds": (SeedsOpt, D.SEEDS),
         "problems": (ProblemsOpt, D.PROBLEMS),
         "fit": (FitOpt, D.FIT),
+        "pilot": (PilotOpt, None),
         "run_config": (RunConfigOpt, None),
         "map_": (MapOpt, None),
         "group_size": (GroupSizeOpt, None),

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
+from replay_cli.advice.verdict import pilot_lines
 from replay_cli.advice.words import sooner_than_off
 from replay_cli.analysis.verify import DESCRIBED, rewards_match
 from replay_cli.progress import Progress as PhaseProgress
@@ -158,6 +159,8 @@ def print_forecast(report: Report) -> None:
     for label, name in (("Reading", C.FORECAST_FIT), ("Backtest", C.FORECAST_BACKTEST)):
         if row.get(name):
             typer.echo(f"  {label}: {row[name]}.")
+    for line in pilot_lines(report.result.pilots):
+        typer.echo(f"  {line}.")
     # Where the pick (or the best trade) ends is in its reason above: not said twice.
     checked = verdict.recommendation.filter(pl.col(C.ROLE) == "recommended")[C.BUDGET_CHECK]
     if checked.len() and checked[0]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig
+from replay_cli.config import EffortSettings, ForecastSettings, Pilot, ReplayConfig
 from replay_cli.engine.run import (
     Accumulator,
     ChunkState,
@@ -21,6 +21,7 @@ from replay_cli.engine.run import (
     InputShape,
     batches,
     input_piece,
+    pilot_logs,
     plan,
     read_chunk,
     replay_batch,
@@ -126,6 +127,7 @@ def run_replay_ray(
     group_sink: Callable[[Any], None] | None = None,
     settings: EffortSettings | None = None,
     forecast: ForecastSettings | None = None,
+    pilots: Sequence[tuple[Pilot, Rollouts]] = (),
 ) -> tuple[ReplayResult, list[Path]]:
     """Replay on Ray; returns the result and the row part files in report order (to be merged)."""
     check_call_bonus(rollouts, configs)  # before Ray starts, as run_replay does
@@ -167,7 +169,8 @@ def run_replay_ray(
     total = len(chunks) * len(unique)
     _feed_in_order(ray, refs, jobs, acc, phase(progress, "replay", total), total)
     result, gathered = acc.tables()
-    result = outcomes(result, gathered, unique, settings, forecast, progress)
+    logs = pilot_logs(pilots, shape, settings.levels, forecast, chunk_rows)
+    result = outcomes(result, gathered, unique, settings, forecast, progress, logs)
     return result, [p for p in parts if p is not None and p.exists()]
 
 

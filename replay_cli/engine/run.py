@@ -18,6 +18,7 @@ from replay_cli.config import (
     DEFAULT_CHUNK_ROWS,
     EffortSettings,
     ForecastSettings,
+    Pilot,
     ReplayConfig,
     unique_labels,
 )
@@ -37,6 +38,7 @@ from replay_cli.engine.row_batch import RowBatch
 from replay_cli.engine.row_plans import RawKey, planned_rows, raw_key
 from replay_cli.engine.stages import Gathered, outcomes
 from replay_cli.engine.tables import group_tables, step_tables, summarise_steps, trainer_names
+from replay_cli.forecast.pilots import PilotLog
 from replay_cli.frames import collect
 from replay_cli.maths import torch_grpo
 from replay_cli.maths.chunk_arrays import ChunkArrays, run_seconds
@@ -394,6 +396,39 @@ class InputShape:
         return cls(edges, effort, buckets, keys, start_edges)
 
 
+def pilot_logs(
+    pilots: Sequence[tuple[Pilot, Rollouts]],
+    shape: InputShape,
+    levels: int,
+    forecast: ForecastSettings | None,
+    chunk_rows: int,
+) -> list[PilotLog]:
+    """Each pilot run's training groups on the user's log's effort levels and length buckets
+    (a problem the user's log names keeps its bucket; the pilot's other problems are bucketed by
+    the user's start window's edges), with the forecast's sample drawn from the pilot's own
+    start window (forecast/pilots.py). No replay: the pilot's rows are only read."""
+    if forecast is None:
+        return []
+    sample = (forecast.problems, forecast.seeds, forecast.seed)
+    out = []
+    for pilot, rollouts in pilots:
+        window = start_window(rollouts.frame)
+        _, own, keys = effort_levels(
+            window, shape.level_edges or shape.length_edges, levels, sample
+        )
+        known = shape.problem_buckets
+        buckets = own
+        if own is not None and known is not None:
+            buckets = pl.concat([known, own.join(known, on=S.INSTANCE_ID, how="anti")])
+        groups = []
+        for lo, hi in plan(rollouts, chunk_rows)[0]:
+            arrays = ChunkArrays.of(read_chunk(rollouts, lo, hi), shape.length_edges)
+            chunk = ChunkLevels.of(arrays, shape.levels, buckets, keys, shape.level_edges)
+            groups.append(chunk.groups)
+        out.append(PilotLog(pilot.path, pilot.config, groups))
+    return out
+
+
 def run_replay(
     rollouts: Rollouts,
     configs: Sequence[ReplayConfig],
@@ -407,6 +442,7 @@ def run_replay(
     workers: int | None = None,
     settings: EffortSettings | None = None,
     forecast: ForecastSettings | None = None,
+    pilots: Sequence[tuple[Pilot, Rollouts]] = (),
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
@@ -415,7 +451,8 @@ def run_replay(
     writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
     configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
     `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
-    (defaults: `EffortSettings()`); `forecast`: run the forecast too (replay_cli/forecast/)."""
+    (defaults: `EffortSettings()`); `forecast`: run the forecast too (replay_cli/forecast/), and
+    backtest each of `pilots` (runs trained with shaping on, loaded) against its own log."""
     settings = settings or EffortSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
@@ -456,4 +493,5 @@ def run_replay(
                     tick(done, total)
     # The stages after the replay proper: the first step's diagnostic and the forecast.
     result, gathered = acc.tables(torch_notes)
-    return outcomes(result, gathered, unique, settings, forecast, progress)
+    logs = pilot_logs(pilots, shape, settings.levels, forecast, chunk_rows)
+    return outcomes(result, gathered, unique, settings, forecast, progress, logs)

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay_cli import schema as S
-from replay_cli.config import DEFAULT_CHUNK_ROWS, EffortSettings, ForecastSettings, ReplayConfig
+from replay_cli.config import (
+    DEFAULT_CHUNK_ROWS,
+    EffortSettings,
+    ForecastSettings,
+    Pilot,
+    ReplayConfig,
+)
 from replay_cli.engine.run import run_replay
 from replay_cli.errors import ConfigError
 from replay_cli.io.parquet import ParquetRowSink, RowsMode
@@ -31,6 +37,7 @@ def replay_into(
     forecast: ForecastSettings | None = None,
     load_args: dict[str, Any] | None = None,
     progress: Progress | None = None,
+    pilots: Sequence[tuple[Pilot, Rollouts]] = (),
 ) -> ReplayResult:
     """Replay into `directory`: rollouts.parquet (all rows, a sample of whole groups, or none)
     and groups.parquet are written chunk by chunk, so the result's `rows` and `groups` are
@@ -55,6 +62,7 @@ def replay_into(
                 group_sink=group_sink,
                 settings=settings,
                 forecast=forecast,
+                pilots=pilots,
             )
         finally:
             group_sink.close()
@@ -73,6 +81,7 @@ def replay_into(
             with_rows=rows != "none",
             settings=settings,
             forecast=forecast,
+            pilots=pilots,
         )
     finally:
         sink.close()

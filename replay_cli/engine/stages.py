@@ -16,6 +16,7 @@ from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig
 from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.engine.first_step import diagnose
 from replay_cli.engine.simulated import REPLAY
+from replay_cli.forecast.pilots import PilotLog, pilot_table
 from replay_cli.forecast.runs import forecast
 from replay_cli.maths.problems import GroupLevels, Problems
 from replay_cli.progress import Progress, phase
@@ -39,13 +40,15 @@ def outcomes(
     settings: EffortSettings,
     ahead: ForecastSettings | None,
     progress: Progress | None = None,
+    pilots: Sequence[PilotLog] = (),
 ) -> ReplayResult:
     """The result with the first step's columns and, with `ahead`, the forecast's joined to its
-    summary (config by config, after the replay's own columns)."""
+    summary (config by config, after the replay's own columns), and each pilot's backtest (the
+    pilots table)."""
     phase(progress, "first-step diagnostic")
     first, _ = diagnose(gathered.problems, gathered.efforts, settings)
     rows = {r[S.CONFIG_ID]: {**r, **first[r[S.CONFIG_ID]]} for r in result.summary.to_dicts()}
-    table, resamples = None, None
+    table, resamples, checked = None, None, None
     if ahead is not None and gathered.problems is not None:
         phase(progress, "forecast")
         table, at_t, resamples = forecast(
@@ -53,5 +56,8 @@ def outcomes(
         )
         for cid, row in rows.items():
             row |= at_t[cid]
+        checked = pilot_table(
+            pilots, ahead.seeds, ahead.seed, settings.interval, settings.step_kl, REPLAY
+        )
     summary = pl.from_dicts(list(rows.values()), infer_schema_length=None)
-    return replace(result, summary=summary, forecast=table, resamples=resamples)
+    return replace(result, summary=summary, forecast=table, resamples=resamples, pilots=checked)

@@ -72,6 +72,8 @@ class Prepared:
     interval: float
     simulate: Simulate
     fitting: bool  # False: the cautious reading, backtested where the log can tell
+    subject: str = "shaping off"  # the config `simulate` runs, in the backtest's words
+    run: str = "your run"  # the logged run, in its words ("that run": a pilot's)
     start: list[GroupLevels] = field(default_factory=list)
     width: int = 0
     distinct: int = 0
@@ -129,7 +131,7 @@ def backtest_stage(s: Prepared) -> Prepared:
     """The backtest of the fit's reading; the cautious reading where it fails."""
     if s.grid is None or s.logged is None or s.fit is None:
         return s
-    checked, passed, cautious = backtest(s.grid, s.logged, s.fitting)
+    checked, passed, cautious = backtest(s.grid, s.logged, s.fitting, s.subject, s.run)
     s.columns |= checked
     if s.fit.why is not None:
         return s
@@ -267,12 +269,18 @@ def _inside(grid: Grid, logged: Logged, early: np.ndarray, pick: tuple[int, int]
 
 
 def backtest(
-    grid: Grid, logged: Logged, fitting: bool = True
+    grid: Grid,
+    logged: Logged,
+    fitting: bool = True,
+    subject: str = "shaping off",
+    run: str = "your run",
 ) -> tuple[dict[str, float | str | None], bool | None, bool]:
     """The backtest's columns, whether every logged value lies in its band (None: no test),
     and whether the cautious reading's forecast lies in its band too (then the log's later
     steps do not confirm the fit: the forecast keeps the cautious reading). Where the fit is off
-    (`fitting` False) the reading checked is the cautious one, in every resample."""
+    (`fitting` False) the reading checked is the cautious one, in every resample. `subject`,
+    `run`: the config simulated and the run logged, in the line's words (a pilot's: its
+    config's label, "that run")."""
     ranks = np.unique(logged.rank)
     if len(ranks) < MIN_BACKTEST:
         return {}, None, True
@@ -301,14 +309,23 @@ def backtest(
         out[C.bound(name, "low")], out[C.bound(name, "high")] = m[0] - spread, m[0] + spread
     out[C.FORECAST_BACKTEST_SHARE_GAP], out[C.bound(C.FORECAST_BACKTEST_SHARE_GAP, "high")] = worst
     out[C.FORECAST_BACKTEST_PASS] = float(passed)
-    out[C.FORECAST_BACKTEST] = backtest_text(out, int(cut) + 1, int(ranks[-1]) + 1, fitting)
+    first, last = int(cut) + 1, int(ranks[-1]) + 1
+    out[C.FORECAST_BACKTEST] = backtest_text(out, first, last, fitting, subject, run)
     return out, passed, cautious
 
 
-def backtest_text(out: dict[str, float | str | None], first: int, last: int, fitting: bool) -> str:
+def backtest_text(
+    out: dict[str, float | str | None],
+    first: int,
+    last: int,
+    fitting: bool,
+    subject: str = "shaping off",
+    run: str = "your run",
+) -> str:
     """The backtest in one line: the held-out steps, the value it names (the overall resolve rate
     where it passes, else the gated value furthest outside its band) forecast and logged there
-    with the band, and what the forecast then rests on."""
+    with the band, and what the forecast then rests on. `subject`: the config simulated; `run`:
+    the run logged (a pilot's is "that run", not the user's own)."""
     passed = out[C.FORECAST_BACKTEST_PASS] == 1.0
 
     def outside(name: str) -> float:
@@ -331,12 +348,13 @@ def backtest_text(out: dict[str, float | str | None], first: int, last: int, fit
     value, logged = out.get(name), out.get(C.logged_value(name))
     low, high = out.get(C.bound(name, "low")), out.get(C.bound(name, "high"))
     text = (
-        f"the forecast of shaping off {'reproduces' if passed else 'does not reproduce'} steps "
-        f"{first}–{last} of your run: {what} {C.show(name, value)} vs logged "
+        f"the forecast of {subject} {'reproduces' if passed else 'does not reproduce'} steps "
+        f"{first}–{last} of {run}: {what} {C.show(name, value)} vs logged "
         f"{C.show(name, logged)}, band {C.show(name, low)}–{C.show(name, high)}"
     )
     if passed:
         return text
     if fitting:
         return text + "; the forecast decides on the cautious reading"
-    return text + "; its numbers are the cautious reading's, not a prediction of this run"
+    this = "this run" if run == "your run" else run
+    return text + f"; its numbers are the cautious reading's, not a prediction of {this}"

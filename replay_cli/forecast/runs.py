@@ -14,7 +14,7 @@ from replay_cli import catalogue as C
 from replay_cli.config import EffortSettings, ForecastSettings, ReplayConfig, ShapingParams
 from replay_cli.forecast.backtest import STAGES, Prepared
 from replay_cli.forecast.horizon import REFUSED, RULED, horizon, resample_frame
-from replay_cli.forecast.simulate import Replay, simulate
+from replay_cli.forecast.simulate import Replay, path, simulate
 from replay_cli.forecast.table import table
 from replay_cli.forecast.world import World, metrics
 from replay_cli.maths.bootstrap import summary_value
@@ -242,19 +242,13 @@ def forecast(
     order, after the `STAGES` that prepare their world (the start window, the fit, its backtest,
     the reading), then read: a refusal in any run blanks the config in every reading."""
     off = footing(configs)  # the baseline the log was run with
-
-    def shaping_off(world: World, steps: int, scale: float) -> np.ndarray:
-        kept = dict.fromkeys(range(1, steps + 1), world.pi)
-        simulate(world, [off], steps, budget * scale, settings.seed, replay, kept=kept)
-        return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
-
     s = Prepared(
         problems,
         groups,
         settings.seeds,
         settings.seed,
         intervals.interval,
-        shaping_off,
+        path(off, budget, settings.seed, replay),
         settings.fit,
     )
     for stage in STAGES:

@@ -181,3 +181,18 @@ def simulate(
         if kept is not None and t in kept:
             kept[t] = pi
     return out, pi
+
+
+def path(
+    cfg: ReplayConfig, budget: float, seed: int, replay: Replay
+) -> Callable[[World, int, float], np.ndarray]:
+    """One config's efforts (steps + 1, seeds, problems, levels) over `steps` from a world's
+    start at `scale` times the step budget: the path the fit and the backtest compare with a log
+    (`fit.Simulate`; shaping off for the user's log, a pilot's own config for the pilot's)."""
+
+    def run(world: World, steps: int, scale: float) -> np.ndarray:
+        kept = dict.fromkeys(range(1, steps + 1), world.pi)
+        simulate(world, [cfg], steps, budget * scale, seed, replay, kept=kept)
+        return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
+
+    return run

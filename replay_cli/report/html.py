@@ -18,6 +18,7 @@ import polars as pl
 from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.findings import PARAMS
+from replay_cli.advice.verdict import pilot_lines
 from replay_cli.advice.words import param_text
 from replay_cli.io.files import atomic_path
 from replay_cli.report import facets
@@ -382,6 +383,9 @@ def _forecast(report: Report, directory: Path) -> str:
     for label, name in (("Reading", C.FORECAST_FIT), ("Backtest", C.FORECAST_BACKTEST)):
         if row.get(name):
             intro += f"<p><b>{label}</b>: {escape(str(row[name]))}.</p>"
+    for line in pilot_lines(report.result.pilots):
+        head, _, rest = line.partition(": ")
+        intro += f"<p><b>{escape(head)}</b>: {escape(rest)}.</p>"
     if checked and checked[0]:
         intro += f'<p class="muted">Checks: {escape(checked[0])}.</p>'
     columns = [c for c in L.FORECAST if c in summary.columns]

@@ -38,7 +38,7 @@ from replay_cli.report.options import ReportOptions
 from replay_cli.result import ReplayResult
 from replay_cli.rollouts.validation import Rollouts
 
-TABLES = ("summary", "steps", "groups", "resamples", "forecast")
+TABLES = ("summary", "steps", "groups", "resamples", "forecast", "pilots")
 """The replay's tables a report holds (with the verdict's recommendation and findings); the
 per-row table is streamed to disk and is not part of a report's equality."""
 NEEDED = ("groups.parquet", "steps.parquet", "summary.parquet", "manifest.json")
@@ -85,6 +85,7 @@ def manifest(
             # resamples are the forecast's (the verdict's confidence reads them).
             and (name != "forecast" or result.forecast is not None)
             and (name != "resamples" or result.resamples is not None)
+            and (name != "pilots" or result.pilots is not None)
         },
     }
     return json.loads(json.dumps(record))  # as it reads back from manifest.json
@@ -157,6 +158,7 @@ class Report:
             configs=configs,
             resamples=_read(directory, "resamples"),
             forecast=_read(directory, "forecast"),
+            pilots=_read(directory, "pilots"),
             **(_distributions(directory, summary) if rows else {}),
         )
         rule = Rule.model_validate(record["rule"])
@@ -244,7 +246,7 @@ class Report:
         if rec is None:
             return ""
         text = confidence_text(rec, self.verdict.recommendation.to_dicts())
-        caveat = backtest_caveat(self.result.summary.row(0, named=True))
+        caveat = backtest_caveat(self.result.summary.row(0, named=True), self.result.pilots)
         return f"{text} {caveat}" if caveat else text
 
     @property

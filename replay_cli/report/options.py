@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay_cli.advice.rule import Rule
-from replay_cli.config import DEFAULT_CHUNK_ROWS, EffortSettings, ForecastSettings
+from replay_cli.config import DEFAULT_CHUNK_ROWS, EffortSettings, ForecastSettings, Pilot
 from replay_cli.io.parquet import RowsMode
 
 Engine = Literal["local", "ray"]
@@ -44,3 +44,8 @@ class ReportOptions(BaseModel):
         "forecast, and the verdict does not judge resolve rate)",
     )
     rule: Rule = Field(Rule(), description="the recommendation's thresholds")
+    pilots: tuple[Pilot, ...] = Field(
+        (),
+        description="runs trained with shaping on, each backtested under its own config beside "
+        "the user's log (forecast/pilots.py)",
+    )

@@ -17,7 +17,7 @@ from replay_cli.report.html import render_page
 from replay_cli.report.model import TABLES, Report
 from replay_cli.report.pages import render_tables_page
 
-DESCRIBED = ("summary", "steps")
+DESCRIBED = ("summary", "steps", "pilots")
 """Tables whose metric columns carry their catalogue description and unit as field metadata."""
 
 

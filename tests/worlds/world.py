@@ -346,13 +346,14 @@ def train(world: World, cfg: Shaping, steps: int, groups: int, seed: int) -> Pol
 
 
 def generate_log(
-    world: World, steps: int, groups: int, seed: int, fixed: bool = False
+    world: World, steps: int, groups: int, seed: int, fixed: bool = False, cfg: Shaping = OFF
 ) -> pl.DataFrame:
-    """The first `steps` steps of a shaping-off training run from the world's start: the log a
-    user would hold (canonical columns plus `agent_timed_out` and `instance_id`). `seed` picks the
-    run; logs of different seeds are independent (their draws are offset from the truth's).
-    `fixed`: every step is drawn from the starting policy (a fixed checkpoint's log, no drift),
-    on the same random numbers as the run's."""
+    """The first `steps` steps of a training run under `cfg` (default shaping off: the log a
+    user would hold) from the world's start (canonical columns plus `agent_timed_out` and
+    `instance_id`; a shaped `cfg` makes a pilot run's log). `seed` picks the run; logs of
+    different seeds are independent (their draws are offset from the truth's). `fixed`: every
+    step is drawn from the starting policy (a fixed checkpoint's log, no drift), on the same
+    random numbers as the run's."""
     policy, opt = Policy.start(world), Adam(world.lr)
     frames = []
     n = world.group_size
@@ -376,7 +377,7 @@ def generate_log(
             )
         )
         if not fixed:
-            policy = train_step(world, policy, opt, batch, OFF)
+            policy = train_step(world, policy, opt, batch, cfg)
     return pl.concat(frames)
 
 
