@@ -51,8 +51,8 @@ MIN_BACKTEST = 6
 BAND_Z = 2.5
 """Half the band's width in standard errors of the forecast's difference from the log."""
 GATED = {
-    C.FORECAST_BACKTEST_RESOLVE: "resolve",
-    C.FORECAST_BACKTEST_RESOLVE_LONG: "resolve on long problems",
+    C.FORECAST_BACKTEST_RESOLVE: "resolve rate",
+    C.FORECAST_BACKTEST_RESOLVE_LONG: "resolve rate on long problems",
 }
 """What the backtest passes on (with its words in the backtest's line): the resolve rate overall and on long problems (what the rule's
 bar reads). The minutes and the level shares are shown with their bands but not passed on: the

@@ -188,8 +188,8 @@ def test_the_backtest_line_names_the_value_that_fails():
     never a value inside its band; a passed one names the overall resolve."""
     failed = _out(0.514, 0.497, 0.485, 0.543, (0.408, 0.364, 0.381, 0.435), 0.0)
     assert backtest_text(failed, 33, 48, fitting=False) == (
-        "the forecast of shaping off does not reproduce steps 33–48 of your run: resolve on long "
-        "problems 40.8% vs logged 36.4%, band 38.1%–43.5%; its numbers are the cautious "
+        "the forecast of shaping off does not reproduce steps 33–48 of your run: resolve rate on "
+        "long problems 40.8% vs logged 36.4%, band 38.1%–43.5%; its numbers are the cautious "
         "reading's, not a prediction of this run"
     )
     assert backtest_text(failed, 33, 48, fitting=True).endswith(
@@ -197,8 +197,8 @@ def test_the_backtest_line_names_the_value_that_fails():
     )
     passed = _out(0.514, 0.494, 0.492, 0.536, (0.39, 0.347, 0.342, 0.438), 1.0)
     assert backtest_text(passed, 9, 12, fitting=False) == (
-        "the forecast of shaping off reproduces steps 9–12 of your run: resolve 51.4% vs logged "
-        "49.4%, band 49.2%–53.6%"
+        "the forecast of shaping off reproduces steps 9–12 of your run: resolve rate 51.4% vs "
+        "logged 49.4%, band 49.2%–53.6%"
     )
 
 
