@@ -304,12 +304,13 @@ DEMO_LOG: dict[str, int | float] = {
     "group_size": 8,
     "validation_groups": 8,
     "seed": 7,
-    "problems": 96,
-    "success_drift": 0.08,
+    "problems": 192,
+    "success_drift": 0.12,
     "effort_drift": 0.02,
 }
-"""The demo's log: the first 12 steps of a shaping-off run, its 48 problems logged at every step
-(`instance_id`), success rising where groups split and long successes taking longer (`synth`)."""
+"""The demo's log: the first 12 steps of a shaping-off run over 192 named problems (`instance_id`),
+48 a step (each at every fourth step), success rising where groups split and long successes taking
+longer (`synth_rollouts`)."""
 
 
 def plot_report(report: Path, highlight: Sequence[str] | None = None) -> list[Path]:
