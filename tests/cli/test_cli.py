@@ -261,6 +261,11 @@ def test_demo_writes_report_and_charts(demo_run):
     assert summary["forecast/start_steps"].unique().to_list() == [4.0]
     assert summary["forecast/fit_steps"].unique().to_list() == [12.0]
     assert "no instance_id" not in summary["forecast/fit"][0]
+    # ... so the forecast checks itself on the log's last third, and the terminal says so.
+    assert summary["forecast/backtest_pass"].unique().to_list() == [1.0]
+    assert (
+        "Backtest: the forecast of shaping off reproduces steps 9–12 of your run" in result.output
+    )
 
 
 def test_demo_refuses_a_foreign_directory(tmp_path):
