@@ -33,7 +33,7 @@ def main() -> None:
     step1 = train.filter(pl.col("step") == 1)
     write_wandb_table(step1, HERE / "train_swe_agents_full_result_0_5f2a9c0d.table.json")
     # A NeMo-RL run's dumps: the trainer's rewards and advantages under the default settings.
-    replayed = api.replay(api.load([HERE / "rollouts_small.parquet"]), ReplayConfig()).rows
+    replayed = api.replay(api.load([HERE / "rollouts_small.parquet"]), ReplayConfig()).result.rows
     shutil.rmtree(HERE / "train_data", ignore_errors=True)
     write_train_data(replayed.filter(pl.col("split") == "train"), HERE / "train_data")
 

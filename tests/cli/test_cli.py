@@ -250,6 +250,22 @@ def test_demo_writes_report_and_charts(demo_run):
     assert sorted(listed) == sorted(p.stem for p in out.glob("*.parquet"))
     # It ran over an earlier report (the fixture's), which it replaced whole.
     assert not (out / "earlier.txt").exists()
+    # Its log is the first stretch of a run (api.DEMO_LOG): 192 problems named, the forecast
+    # starting from the first 4 of its 12 steps, the fit never short of named problems.
+    train = pl.read_parquet(out / "rollouts.parquet", columns=["instance_id", "split"]).filter(
+        pl.col("split") == "train"
+    )
+    assert train["instance_id"].null_count() == 0
+    assert train["instance_id"].n_unique() == 192
+    summary = pl.read_parquet(out / "summary.parquet")
+    assert summary["forecast/start_steps"].unique().to_list() == [4.0]
+    assert summary["forecast/fit_steps"].unique().to_list() == [12.0]
+    assert "no instance_id" not in summary["forecast/fit"][0]
+    # ... so the forecast checks itself on the log's last third, and the terminal says so.
+    assert summary["forecast/backtest_pass"].unique().to_list() == [1.0]
+    assert (
+        "Backtest: the forecast of shaping off reproduces steps 9–12 of your run" in result.output
+    )
 
 
 def test_demo_refuses_a_foreign_directory(tmp_path):
