@@ -246,12 +246,9 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
         C.UNCHARGED_GATE: "rows the correct gate did not charge (unresolved, or resolved with "
         "a falsy reward, under apply_to=correct)",
     }
-    present = {name: num(row, name) > 0 for name in kinds}
-    if not any(name in row for name in kinds):  # a report before the causes were counted
-        present = _causes_from_settings(row)
-    causes = [kinds[name] for name, found in present.items() if found]
+    causes = [text for name, text in kinds.items() if num(row, name) > 0]
     advice = []
-    if present.get(C.UNCHARGED_MASKED) and not row.get("exclude_masked"):
+    if num(row, C.UNCHARGED_MASKED) > 0 and not row.get("exclude_masked"):
         advice.append("--exclude-masked (NeMo-RL PR #4160)")
     if row.get("floor") is not None:
         advice.append("a lower floor")
@@ -262,18 +259,6 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
         f"{pct(share)} of groups get signal only because rows that were not charged ({cause}) "
         f"differ from charged siblings that all ended equal.{todo}",
     )
-
-
-def _causes_from_settings(row: dict[str, Any]) -> dict[str, bool]:
-    """The kinds of uncharged rows a config can have (reports that did not count them)."""
-    items = str(row.get("internal_items") or "").split(",")
-    return {
-        C.UNCHARGED_MASKED: bool(row.get("mask_flagged"))
-        and "1" not in items
-        and num(row, C.MASKED_FRAC) > 0,
-        C.UNCHARGED_RESET: "2" in items,
-        C.UNCHARGED_GATE: row.get("apply_to") == "correct",
-    }
 
 
 def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:

@@ -22,15 +22,12 @@ from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
     colours,
-    estimators_vs_lambda,
-    explosion_vs_lambda,
     figure,
     frontier_chart,
     has_heatmap,
     heatmap_lambda_floor,
-    inversion_vs_lambda,
+    lambda_chart,
     legend,
-    signal_vs_lambda,
 )
 
 if TYPE_CHECKING:
@@ -41,15 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "advantage_bands",
-    "estimators_vs_lambda",
-    "explosion_vs_lambda",
     "frontier_chart",
     "heatmap_lambda_floor",
-    "inversion_vs_lambda",
+    "lambda_chart",
     "minutes_and_deductions",
     "replayed_vs_internal",
     "report_figures",
-    "signal_vs_lambda",
     "step_curves",
 ]
 
@@ -171,7 +165,7 @@ CHARTS: dict[str, Chart] = {
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",
-        lambda r, _: signal_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "signal_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "heatmap_lambda_floor": Chart(
@@ -181,17 +175,17 @@ CHARTS: dict[str, Chart] = {
     ),
     "inversion_vs_lambda": Chart(
         "Share of groups where a resolved rollout ends below an unresolved one.",
-        lambda r, _: inversion_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "inversion_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "explosion_vs_lambda": Chart(
         "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
-        lambda r, _: explosion_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "explosion_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "estimators_vs_lambda": Chart(
         "Signal rate and largest |advantage| per estimator.",
-        lambda r, _: estimators_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "estimators_vs_lambda"),
         lambda r: _lambdas(r) > 1 and r.result.summary["estimator"].n_unique() > 1,
     ),
     "advantage_distribution": Chart(

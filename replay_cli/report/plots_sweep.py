@@ -138,49 +138,41 @@ def vs_lambda(
     return fig
 
 
-def signal_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Share of groups with a learning signal against lambda_time, with the shaping-off rate."""
-    return vs_lambda(
-        summary,
-        C.SIGNAL,
-        "Groups with a learning signal vs time penalty",
-        "share of groups with |adv| > 1e-6",
-        raw=C.SIGNAL_RAW,
-        ylim=(0, 1.05),
-    )
+LAMBDA_CHARTS: dict[str, dict[str, Any]] = {
+    "signal_vs_lambda": {
+        "metric": C.SIGNAL,
+        "title": "Groups with a learning signal vs time penalty",
+        "ylabel": "share of groups with |adv| > 1e-6",
+        "raw": C.SIGNAL_RAW,
+        "ylim": (0, 1.05),
+    },
+    "inversion_vs_lambda": {
+        "metric": C.INVERSIONS,
+        "title": "Reward inversions vs time penalty",
+        "ylabel": "share of groups with an inversion",
+    },
+    "explosion_vs_lambda": {
+        "metric": C.EXPLOSION_UNCLIPPED,
+        "title": "Advantage explosions (|A| > 3 before clip)",
+        "ylabel": "share of trainable rows",
+        "dashed": C.CLIP_FRAC,
+        "dashed_label": "dashed: rows changed by the clip",
+    },
+    "estimators_vs_lambda": {
+        "metric": C.ABS_MAX,
+        "title": "Largest |advantage| by estimator",
+        "ylabel": "max |advantage| (symlog)",
+        "logy": True,
+    },
+}
+"""`vs_lambda`'s arguments per chart: the signal rate (with shaping off's), the inversion rate,
+rows with |unclipped advantage| > 3 (dashed: rows the clip changes), the largest |advantage| per
+estimator."""
 
 
-def inversion_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Share of groups where a resolved rollout's shaped reward is below an unresolved one's."""
-    return vs_lambda(
-        summary,
-        C.INVERSIONS,
-        "Reward inversions vs time penalty",
-        "share of groups with an inversion",
-    )
-
-
-def explosion_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Rows with |unclipped advantage| > 3 (solid) and rows changed by the clip (dashed)."""
-    return vs_lambda(
-        summary,
-        C.EXPLOSION_UNCLIPPED,
-        "Advantage explosions (|A| > 3 before clip)",
-        "share of trainable rows",
-        dashed=C.CLIP_FRAC,
-        dashed_label="dashed: rows changed by the clip",
-    )
-
-
-def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Largest |advantage| against lambda per estimator (signal rate is in signal_vs_lambda)."""
-    return vs_lambda(
-        summary,
-        C.ABS_MAX,
-        "Largest |advantage| by estimator",
-        "max |advantage| (symlog)",
-        logy=True,
-    )
+def lambda_chart(summary: pl.DataFrame, stem: str) -> Figure:
+    """The chart against lambda that LAMBDA_CHARTS names `stem` (`signal_vs_lambda`, ...)."""
+    return vs_lambda(summary, **LAMBDA_CHARTS[stem])
 
 
 def has_heatmap(summary: pl.DataFrame) -> bool:
