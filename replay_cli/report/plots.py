@@ -36,18 +36,6 @@ if TYPE_CHECKING:
     from replay_cli.report.model import Report
 
 
-__all__ = [
-    "advantage_bands",
-    "frontier_chart",
-    "heatmap_lambda_floor",
-    "lambda_chart",
-    "minutes_and_deductions",
-    "replayed_vs_internal",
-    "report_figures",
-    "step_curves",
-]
-
-
 def _chosen(
     summary: pl.DataFrame, highlight: list[str] | None, verdict: pl.DataFrame | None = None
 ) -> pl.DataFrame:
