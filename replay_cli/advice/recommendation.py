@@ -30,7 +30,6 @@ from replay_cli.advice.rule import (
     kept,
     plain_off,
     resolve_criteria,
-    shaping_off,
     width,
 )
 from replay_cli.advice.texts import (
@@ -177,11 +176,7 @@ def recommend(
 def _reference(summary: pl.DataFrame) -> list[bool]:
     """The rows that are the reference every config is measured against: shaping off on the
     baseline's non-shaping settings (a shaping-off config that changes one is ranked as any)."""
-    off = shaping_off(summary).to_list() if summary.height else []
-    return [
-        o and not changes_setting(r)
-        for o, r in zip(off, summary.iter_rows(named=True), strict=True)
-    ]
+    return [plain_off(r) and not changes_setting(r) for r in summary.iter_rows(named=True)]
 
 
 def _footing_settings(rows: list[Judged]) -> dict[str, Any]:
@@ -463,10 +458,8 @@ def _kept_least(row: dict[str, Any]) -> float:
 
 def _unrated(summary: pl.DataFrame, why: str) -> pl.DataFrame:
     """Every config unrated, for the reason `why`."""
-    off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
-        Judged(i, row, (), bool(off[i]) if off else False)
-        for i, row in enumerate(summary.iter_rows(named=True))
+        Judged(i, row, (), plain_off(row)) for i, row in enumerate(summary.iter_rows(named=True))
     ]
     roles = {r.index: "unrated" for r in rows}
     return _table(Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False), Rule())
