@@ -451,13 +451,12 @@ def _extra(field: Any) -> dict[str, Any]:
 
 def _declared_fragments(model: BaseModel) -> list[str]:
     """Label fragments of the fields that declare one, for values other than the default."""
-    out = []
-    for name, field in type(model).model_fields.items():
-        fragment = _extra(field).get("label")
-        value = getattr(model, name)
-        if fragment is not None and value != field.default:
-            out.append(str(fragment).format(value))
-    return out
+    return [
+        str(fragment).format(value)
+        for name, field in type(model).model_fields.items()
+        if (fragment := _extra(field).get("label")) is not None
+        and (value := getattr(model, name)) != field.default
+    ]
 
 
 def build_config(values: dict[str, Any]) -> ReplayConfig:

@@ -228,19 +228,10 @@ HighlightOpt = Annotated[
 ]
 
 
-class Rows(StrEnum):
-    """--rows: how much of the per-row table to write."""
-
-    all = "all"
-    sample = "sample"
-    none = "none"
-
-
-class EngineName(StrEnum):
-    """--engine: where the work runs."""
-
-    local = "local"
-    ray = "ray"
+Rows = StrEnum("Rows", ["all", "sample", "none"])
+"""--rows: how much of the per-row table to write."""
+EngineName = StrEnum("EngineName", ["local", "ray"])
+"""--engine: where the work runs."""
 
 
 RowsOpt = Annotated[

@@ -34,10 +34,9 @@ def write_tables(directory: Path, tables: dict[str, pl.DataFrame]) -> None:
         import pyarrow.parquet as pq
 
         table = frame.to_arrow()
-        fields = []
-        for field in table.schema:
-            meta = C.field_metadata(field.name)
-            fields.append(field.with_metadata(meta) if meta else field)
+        fields = [
+            f.with_metadata(m) if (m := C.field_metadata(f.name)) else f for f in table.schema
+        ]
         with atomic_path(path) as tmp:
             pq.write_table(table.cast(pa.schema(fields)), tmp, row_group_size=ROW_GROUP_SIZE)
 
