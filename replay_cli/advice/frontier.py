@@ -63,9 +63,7 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
 
 
 def highlights(
-    summary: pl.DataFrame,
-    chosen: Iterable[str] | None = None,
-    verdict: pl.DataFrame | None = None,
+    summary: pl.DataFrame, chosen: Iterable[str] | None = None, verdict: pl.DataFrame | None = None
 ) -> list[str]:
     """Config ids to draw step by step: the chosen ones (ids or id prefixes, or labels), else
     shaping off, the recommended and the runner-up configs, and the best trade."""

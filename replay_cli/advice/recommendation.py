@@ -32,13 +32,7 @@ from replay_cli.advice.rule import (
     resolve_criteria,
     width,
 )
-from replay_cli.advice.texts import (
-    NO_FORECAST,
-    NO_TRAINING,
-    setting_text,
-    trade_text,
-    why_eligible,
-)
+from replay_cli.advice.texts import NO_FORECAST, NO_TRAINING, setting_text, trade_text, why_eligible
 from replay_cli.advice.words import num, param_text
 from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import MINUTES_EPS
