@@ -52,7 +52,7 @@ def _concat_steps(parts: list[Steps]) -> Steps:
     return Steps(**{f.name: joined(f.name) for f in fields(Steps)})
 
 
-NAMES = {m.name.removeprefix("step/"): m.name for m in C.STEP}
+NAMES = {m.name.partition("/")[2]: m.name for m in C.STEP}
 """Each measure of the step (`bootstrap.measures`' keys: `resolve`, ...) and its summary column."""
 MEASURES = tuple(NAMES)
 VS_OFF = {"solve_minutes": C.SOLVE_VS_OFF, "fail_minutes": C.FAIL_VS_OFF}
