@@ -330,11 +330,10 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
 
 
 def _scarcity(rows: list[Judged], rule: Rule) -> str | None:
-    """Why the data cannot decide (None where it can): fewer problems than `min_problems` in
-    the forecast, or intervals so wide that even a shaped config at parity with shaping off
-    could not show the bar of a resolve criterion: the narrowest interval's lower half-width
-    (`rule.width`) above 1 − the highest bar. The number of problems needed scales with the
-    width squared."""
+    """Why the data cannot decide (None where it can): fewer problems than `min_problems` in the
+    forecast, or intervals so wide that even a shaped config at parity with shaping off could not
+    show the bar of a resolve criterion: the narrowest interval's lower half-width (`rule.width`)
+    above 1 − the highest bar. The number of problems needed scales with the width squared."""
     if not rows:
         return None
     first = rows[0].row
