@@ -212,14 +212,10 @@ HighlightOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
 Rows = StrEnum("Rows", ["all", "sample", "none"])
 """--rows: how much of the per-row table to write."""
 EngineName = StrEnum("EngineName", ["local", "ray"])
 """--engine: where the work runs."""
-
-
 RowsOpt = Annotated[
     Rows, OutOption("--rows", help="Per-row table: all, a sample (about 1 group in 20) or none.")
 ]
