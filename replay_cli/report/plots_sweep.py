@@ -202,25 +202,15 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
     image = None
     for ax, part in zip(flat, shown, strict=False):
         grid = np.full((len(floors), len(lambdas)), np.nan)
-        text = [["" for _ in lambdas] for _ in floors]
+        cells = {}
         for row in part.iter_rows(named=True):
             i, j = floors.index(row["floor"]), lambdas.index(row["lambda_time"])
             grid[i, j] = row[C.SIGNAL]
-            text[i][j] = f"{row[C.SIGNAL]:.2f}\ninv {row[C.INVERSIONS]:.2f}"
+            cells[i, j] = f"{row[C.SIGNAL]:.2f}\ninv {row[C.INVERSIONS]:.2f}"
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-        for i in range(len(floors)):
-            for j in range(len(lambdas)):
-                if text[i][j]:
-                    dark = grid[i, j] < 0.6
-                    ax.text(
-                        j,
-                        i,
-                        text[i][j],
-                        ha="center",
-                        va="center",
-                        fontsize="x-small",
-                        color="white" if dark else "black",
-                    )
+        for (i, j), words in sorted(cells.items()):
+            colour = "white" if grid[i, j] < 0.6 else "black"
+            ax.text(j, i, words, ha="center", va="center", fontsize="x-small", color=colour)
         ax.set_xticks(range(len(lambdas)), [lambda_text(lam) for lam in lambdas])
         ax.set_yticks(range(len(floors)), [param_text("floor", f) for f in floors])
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
