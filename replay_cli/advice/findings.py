@@ -34,6 +34,13 @@ SCHEMA = {
     "text": pl.String,
     "headline": pl.Boolean,
 }
+
+
+def _finding(cid: str | None, kind: str, severity: str, value: Any, text: str) -> dict[str, Any]:
+    """One row of the findings table (`SCHEMA`), a headline unless said otherwise later."""
+    return dict(zip(SCHEMA, (cid, kind, severity, value, text, True), strict=True))
+
+
 PER_KIND_IN_HEADLINE = 3
 """A kind met by more configs than this is summed up in one headline sentence."""
 
@@ -398,16 +405,8 @@ def input_findings(coerced: Sequence[Coerced]) -> list[dict[str, Any]]:
                 f"in seconds (`replay-cli import table --durations` reads {DURATION_EXAMPLES}); "
                 "`--strict` refuses such input"
             )
-        out.append(
-            {
-                S.CONFIG_ID: None,
-                "kind": INPUT_COERCED,
-                "severity": "hazard" if c.refused_by_strict else "warning",
-                "value": c.share,
-                "text": text + ".",
-                "headline": True,
-            }
-        )
+        severity = "hazard" if c.refused_by_strict else "warning"
+        out.append(_finding(None, INPUT_COERCED, severity, c.share, text + "."))
     return out
 
 
@@ -430,15 +429,8 @@ def findings(
         for kind, (severity, define, _) in KINDS.items():
             found = define(row, ctx)
             if found is not None:
-                by_kind[kind].append(
-                    {
-                        S.CONFIG_ID: row[S.CONFIG_ID],
-                        "kind": kind,
-                        "severity": severity,
-                        "value": found.value,
-                        "text": f"{row['label']}: {found.text}",
-                    }
-                )
+                text = f"{row['label']}: {found.text}"
+                by_kind[kind].append(_finding(row[S.CONFIG_ID], kind, severity, found.value, text))
     out: list[dict[str, Any]] = input_findings(coerced)
     for kind, members in by_kind.items():
         many = len(members) > PER_KIND_IN_HEADLINE
@@ -475,11 +467,5 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
         "fail_faster": lambda v: minutes_text(v),
     }.get(kind, pct)
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
-    return {
-        S.CONFIG_ID: None,
-        "kind": kind,
-        "severity": severity,
-        "value": ranked[0]["value"],
-        "text": f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}.",
-        "headline": True,
-    }
+    text = f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}."
+    return _finding(None, kind, severity, ranked[0]["value"], text)
