@@ -87,12 +87,8 @@ def trainer_metrics(
             minutes_spread if 5 in p.items else spread[k],  # internal: any spread of minutes
             reward[k],
         ]
-        out.append(
-            {
-                name: np.asarray(v, dtype=np.float64)
-                for name, v in zip(trainer_names(p), values, strict=True)
-            }
-        )
+        arrays = (np.asarray(v, dtype=np.float64) for v in values)
+        out.append(dict(zip(trainer_names(p), arrays, strict=True)))
     return out
 
 
