@@ -220,9 +220,8 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
     for ax in flat[len(shown) :]:
         ax.set_visible(False)
     more = f" (first 12 of {len(panels)} settings)" if len(panels) > 12 else ""
-    fig.suptitle(
-        f"Signal rate over lambda × floor; 'inv' = inversion rate{more}", x=0.02, ha="left"
-    )
+    title = f"Signal rate over lambda × floor; 'inv' = inversion rate{more}"
+    fig.suptitle(title, x=0.02, ha="left")
     if image is not None:
         fig.colorbar(image, ax=flat[: len(shown)], label="share of groups with signal", shrink=0.8)
     return fig
@@ -270,14 +269,9 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
         while any(abs(fx - tx) < 0.08 and abs(fy + lift * 0.045 - ty) < 0.04 for tx, ty in taken):
             lift += 1
         taken.append((fx, fy + lift * 0.045))
-        ax.annotate(
-            ",".join(map(str, p["n"])),
-            (px, py),
-            xytext=(4, 3 + 9 * lift),
-            textcoords="offset points",
-            fontsize="x-small",
-            arrowprops={"arrowstyle": "-", "color": "#bbb", "lw": 0.5} if lift else None,
-        )
+        arrow = {"arrowstyle": "-", "color": "#bbb", "lw": 0.5} if lift else None
+        where = {"xytext": (4, 3 + 9 * lift), "textcoords": "offset points", "fontsize": "x-small"}
+        ax.annotate(",".join(map(str, p["n"])), (px, py), arrowprops=arrow, **where)
 
 
 def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> Figure:
@@ -298,16 +292,10 @@ def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
         name, colour = STYLES[p[C.ROLE]]
         hollow = p[C.ROLE] == "avoid" and all(i in others for i in p["ids"])
         label = "avoid (another criterion)" if hollow else name
-        ax.scatter(
-            p["kept"] * 100,
-            p["gain"],
-            s=70 if p[C.ROLE] in ("recommended", "runner-up") else 34,
-            facecolors="none" if hollow else colour,
-            edgecolors=colour if hollow else "white",
-            linewidths=1.2,
-            zorder=3,
-            label=None if label in seen else label,
-        )
+        size = 70 if p[C.ROLE] in ("recommended", "runner-up") else 34
+        face, edge = ("none", colour) if hollow else (colour, "white")
+        shown = {"label": None if label in seen else label, "linewidths": 1.2, "zorder": 3}
+        ax.scatter(p["kept"] * 100, p["gain"], s=size, facecolors=face, edgecolors=edge, **shown)
         seen.add(label)
     bar = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
     ax.axvline(bar * 100, color="#555", linestyle="--", linewidth=1, label=f"rule: {C.pct(bar)}")
