@@ -461,11 +461,7 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
         ranked = sorted(rows, key=lambda r: r["value"] if r["value"] is not None else math.inf)
     else:
         ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
-    show = {
-        "explosion_unbounded": lambda v: f"{v:.4g}",
-        "forecast_drift": pct,
-        "fail_faster": lambda v: minutes_text(v),
-    }.get(kind, pct)
+    show = {"explosion_unbounded": lambda v: f"{v:.4g}", "fail_faster": minutes_text}.get(kind, pct)
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
     text = f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}."
     return _finding(None, kind, severity, ranked[0]["value"], text)

@@ -15,7 +15,6 @@ from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.report import layouts as L
 from replay_cli.report.model import Report
 
-_INTERNAL_TO_PR = C.INTERNAL_NAMES
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 
 
@@ -26,7 +25,7 @@ def canonical_metric(name: str) -> str:
         name = name.removeprefix(prefix)
     if name.startswith("val:"):
         name = "validation/" + name.removeprefix("val:")
-    return _INTERNAL_TO_PR.get(name, name)
+    return C.INTERNAL_NAMES.get(name, name)
 
 
 def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
