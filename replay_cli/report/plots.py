@@ -215,12 +215,9 @@ def report_figures(report: Report, highlight: list[str] | None = None) -> dict[s
 def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
     """Write figures as PNG files."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
     for name, fig in figures.items():
-        path = out_dir / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        paths.append(path)
-    return paths
+        fig.savefig(out_dir / f"{name}.png", dpi=110)
+    return [out_dir / f"{name}.png" for name in figures]
 
 
 def render_all(
