@@ -8,36 +8,32 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_HOME = {
-    "load": "api",
-    "render_report": "api",
-    "replay": "api",
-    "replay_to_report": "api",
-    "AdvantageParams": "config",
-    "ReplayConfig": "config",
-    "ShapingParams": "config",
-    "build_config": "config",
-    "ReplayResult": "result",
-    "run_replay": "engine",
-    "ConfigError": "errors",
-    "ReplayError": "errors",
-    "SchemaError": "errors",
-    "findings": "advice.findings",
-    "frontier": "advice.frontier",
-    "highlights": "advice.frontier",
-    "recommend": "advice.recommendation",
-    "Rule": "advice.rule",
-    "judge": "advice.verdict",
-    "Report": "report.model",
-    "ForecastSettings": "config",
-    "Pilot": "config",
-    "Verdict": "advice.verdict",
-    "EffortSettings": "config",
-    "ReportOptions": "report.options",
-    "synth_rollouts": "rollouts.synth",
-    "load_rollouts": "rollouts.validation",
-    "rollouts_from_frame": "rollouts.validation",
+_MODULES = {
+    "api": ("load", "render_report", "replay", "replay_to_report"),
+    "config": (
+        "AdvantageParams",
+        "EffortSettings",
+        "ForecastSettings",
+        "Pilot",
+        "ReplayConfig",
+        "ShapingParams",
+        "build_config",
+    ),
+    "result": ("ReplayResult",),
+    "engine": ("run_replay",),
+    "errors": ("ConfigError", "ReplayError", "SchemaError"),
+    "advice.findings": ("findings",),
+    "advice.frontier": ("frontier", "highlights"),
+    "advice.recommendation": ("recommend",),
+    "advice.rule": ("Rule",),
+    "advice.verdict": ("Verdict", "judge"),
+    "report.model": ("Report",),
+    "report.options": ("ReportOptions",),
+    "rollouts.synth": ("synth_rollouts",),
+    "rollouts.validation": ("load_rollouts", "rollouts_from_frame"),
 }
+"""Each public name by the module that defines it, imported on first use."""
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
@@ -51,7 +47,6 @@ __all__ = [
     "ConfigError",
     "EffortSettings",
     "ForecastSettings",
-    "Pilot",
     "ReplayConfig",
     "ReplayError",
     "ReplayResult",

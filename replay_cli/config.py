@@ -27,15 +27,10 @@ ITEM_DESCRIPTIONS = {
 INTERNAL_CALL_BONUS_REF = 56.0
 
 
-SHAPE, ADV, OUT = "Shaping", "Advantages", "Output"
-"""Help panels of the CLI options."""
-
-
 def param(
     default: Any,
     help: str,
     *,
-    panel: str,
     trainer: tuple[str, ...] = (),
     explain: bool = True,
     replay: bool = True,
@@ -43,13 +38,13 @@ def param(
     off: str | None = None,
     **constraints: Any,
 ) -> Any:
-    """One parameter, declared once: its default, help (also the field's description), CLI
-    panel, trainer keys (`++` overrides and run configs; the first wins over the others), whether
-    `replay`/`explain` take it, and the label fragment shown when it differs from its default
-    (a format string over the parameter's value). `off`: for a switch that is on by default, what its `--no-` flag does (the help describes
-    the setting; the flag's help must say what passing it changes). parameters.py derives
-    everything else."""
-    extra = {"panel": panel, "trainer": list(trainer), "explain": explain, "replay": replay}
+    """One parameter, declared once: its default, help (also the field's description), trainer
+    keys (`++` overrides and run configs; the first wins over the others), whether
+    `replay`/`explain` take it, and the label fragment shown when it differs from its default (a
+    format string over the parameter's value). `off`: for a switch that is on by default, what
+    its `--no-` flag does (the help describes the setting; the flag's help must say what passing
+    it changes). parameters.py derives everything else (the CLI panel from the section)."""
+    extra = {"trainer": list(trainer), "explain": explain, "replay": replay}
     if label is not None:
         extra["label"] = label
     if off is not None:
@@ -71,7 +66,6 @@ class ShapingParams(_Frozen):
     enabled: bool = param(
         True,
         "Shaping on (false = replay the raw rewards).",
-        panel=SHAPE,
         off="Shaping off: replay the raw rewards (the default shapes them).",
         trainer=(TE + "enabled",),
         explain=False,
@@ -80,27 +74,21 @@ class ShapingParams(_Frozen):
     lambda_time: float = param(
         1 / 60,
         "Reward cost per agent minute; fractions ok (1/60: an hour costs 1.0).",
-        panel=SHAPE,
         trainer=(TE + "lambda_time",),
         allow_inf_nan=False,
     )
     apply_to: Literal["all", "correct"] = param(
-        "all",
-        "Charge every rollout or only correct ones.",
-        panel=SHAPE,
-        trainer=(TE + "apply_to",),
+        "all", "Charge every rollout or only correct ones.", trainer=(TE + "apply_to",)
     )
     floor: float | None = param(
         None,
         "Lower clamp on the shaped reward, or none.",
-        panel=SHAPE,
         trainer=(TE + "floor",),
         allow_inf_nan=False,
     )
     lambda_call_bonus: float = param(
         0.0,
         "Saturating tool-call bonus (0 = off).",
-        panel=SHAPE,
         trainer=(TE + "lambda_call_bonus",),
         ge=0,
         allow_inf_nan=False,
@@ -108,7 +96,6 @@ class ShapingParams(_Frozen):
     call_bonus_ref: float | None = param(
         None,
         "Calls at which the bonus saturates, or none.",
-        panel=SHAPE,
         trainer=(TE + "call_bonus_ref",),
         gt=0,
         allow_inf_nan=False,
@@ -116,7 +103,6 @@ class ShapingParams(_Frozen):
     mask_flagged: bool = param(
         True,
         "env.should_mask_flagged_samples: loss-masked rows are not charged.",
-        panel=SHAPE,
         off="Charge loss-masked rows too, as env.should_mask_flagged_samples=false does (by "
         "default they keep their raw reward).",
         trainer=("env.should_mask_flagged_samples",),
@@ -127,20 +113,15 @@ class ShapingParams(_Frozen):
         "Charge validation rows too, as NeMo-RL's single-controller path does (grpo_train_sync: "
         "SyncRolloutActor.rollout_to_tq shapes validate_sync); grpo.validate() does not. Pair "
         "with --metrics-by batch to replay such a run's curves.",
-        panel=SHAPE,
         label="val-shaped",
     )
     semantics: Literal["nemo-rl", "internal"] = param(
-        "nemo-rl",
-        "nemo-rl (PR #4029) or internal (the earlier implementation).",
-        panel=SHAPE,
-        explain=False,
+        "nemo-rl", "nemo-rl (PR #4029) or internal (the earlier implementation).", explain=False
     )
     internal_items: tuple[int, ...] | None = param(
         None,
         "Internal differences to switch on alone, joined by '+': 1+3 (spec §3.3); default: all "
         "under internal, none under nemo-rl.",
-        panel=SHAPE,
         explain=False,
     )
 
@@ -192,18 +173,14 @@ class AdvantageParams(_Frozen):
         "grpo (NeMo-RL) or a peer trainer's estimator (peers.py). reinforce-pp-baseline whitens "
         "over response_tokens when the input has that column, else one token per rollout (verl "
         "always weighs tokens).",
-        panel=ADV,
         trainer=("grpo.adv_estimator.name",),
     )
     scale_rewards: Literal["group", "batch", "none"] = param(
-        "group",
-        "trl-grpo only: divide by the group std, the step's std, or not at all.",
-        panel=ADV,
+        "group", "trl-grpo only: divide by the group std, the step's std, or not at all."
     )
     baseline: Literal["loo", "mean"] = param(
         "loo",
         "Leave-one-out or group-mean baseline.",
-        panel=ADV,
         trainer=(
             "grpo.adv_estimator.use_leave_one_out_baseline",
             "grpo.use_leave_one_out_baseline",
@@ -213,7 +190,6 @@ class AdvantageParams(_Frozen):
     normalize: bool = param(
         True,
         "Divide by the (leave-one-out) std where the guard passes.",
-        panel=ADV,
         off="Do not divide by the std: each advantage stays reward − baseline (by default it is "
         "divided by the (leave-one-out) std where the guard passes).",
         trainer=("grpo.adv_estimator.normalize_rewards", "grpo.normalize_rewards"),
@@ -222,36 +198,24 @@ class AdvantageParams(_Frozen):
     std_guard: Literal["legacy", "trivial"] = param(
         "trivial",
         "legacy: std > 0 (before PR #4158); trivial: also peers not all equal.",
-        panel=ADV,
         label="guard={}",
     )
     exclude_masked: bool = param(
-        False,
-        "Masked rows do not vote in the baseline (NeMo-RL PR #4160).",
-        panel=ADV,
-        label="exclude-masked",
+        False, "Masked rows do not vote in the baseline (NeMo-RL PR #4160).", label="exclude-masked"
     )
     filter: Literal["none", "nemo-rl", "verl", "openrlhf"] = param(
-        "none",
-        "Dynamic-sampling filter to replay (filters.py).",
-        panel=ADV,
+        "none", "Dynamic-sampling filter to replay (filters.py)."
     )
-    filter_on: Literal["reward", "resolved"] = param(
-        "reward",
-        "What the filter looks at.",
-        panel=ADV,
-    )
+    filter_on: Literal["reward", "resolved"] = param("reward", "What the filter looks at.")
     clip_low: float | None = param(
         None,
         "grpo.advantage_clip_low, or none.",
-        panel=ADV,
         trainer=("grpo.advantage_clip_low",),
         allow_inf_nan=False,
     )
     clip_high: float | None = param(
         None,
         "grpo.advantage_clip_high, or none.",
-        panel=ADV,
         trainer=("grpo.advantage_clip_high",),
         allow_inf_nan=False,
     )
@@ -259,13 +223,11 @@ class AdvantageParams(_Frozen):
         "float32",
         "float32 emulates the trainer's torch maths (exact up to a per-row bound); float64 is the "
         "exact maths; torch runs the trainer's own torch operations (needs replay-cli[torch]).",
-        panel=ADV,
         label="{}",
     )
     device: Literal["cpu", "cuda"] = param(
         "cpu",
         "Where --precision torch computes: cpu (calculate_advantages_on_gpu: false) or cuda.",
-        panel=ADV,
         label="device={}",
     )
 
@@ -298,10 +260,7 @@ class ReplayConfig(_Frozen):
     shaping: ShapingParams = ShapingParams()
     advantage: AdvantageParams = AdvantageParams()
     metrics_by: Literal["group", "batch"] = param(
-        "group",
-        "group (async trainer) or batch (sync trainer) metric granularity.",
-        panel=OUT,
-        label="by-{}",
+        "group", "group (async trainer) or batch (sync trainer) metric granularity.", label="by-{}"
     )
 
     @property
@@ -461,13 +420,12 @@ def _extra(field: Any) -> dict[str, Any]:
 
 def _declared_fragments(model: BaseModel) -> list[str]:
     """Label fragments of the fields that declare one, for values other than the default."""
-    out = []
-    for name, field in type(model).model_fields.items():
-        fragment = _extra(field).get("label")
-        value = getattr(model, name)
-        if fragment is not None and value != field.default:
-            out.append(str(fragment).format(value))
-    return out
+    return [
+        str(fragment).format(value)
+        for name, field in type(model).model_fields.items()
+        if (fragment := _extra(field).get("label")) is not None
+        and (value := getattr(model, name)) != field.default
+    ]
 
 
 def build_config(values: dict[str, Any]) -> ReplayConfig:

@@ -32,15 +32,3 @@ def lambda_text(value: float) -> str:
             return f"{'-' if value < 0 else ''}1/{k}"
     text = repr(float(value))
     return text.removesuffix(".0")
-
-
-__all__ = [
-    "DEFAULT_CHUNK_ROWS",
-    "FIT",
-    "PROBLEMS",
-    "RESAMPLES",
-    "SEEDS",
-    "STEPS",
-    "STEP_KL",
-    "lambda_text",
-]

@@ -93,6 +93,10 @@ def _kind(annotation: Any) -> tuple[Kind, tuple[str, ...]]:
     return "items", ()
 
 
+PANELS = {"shaping": "Shaping", "advantage": "Advantages", "": "Output"}
+"""The CLI help panel of each section's options."""
+
+
 def _param(name: str, section: str, field: FieldInfo) -> Param:
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     kind, choices = _kind(field.annotation)
@@ -102,7 +106,7 @@ def _param(name: str, section: str, field: FieldInfo) -> Param:
         kind=kind,
         default=field.default,
         help=field.description or "",
-        panel=str(extra.get("panel", "")),
+        panel=PANELS[section],
         choices=choices,
         trainer=tuple(extra.get("trainer", ())),  # type: ignore[arg-type]
         replay=bool(extra.get("replay", True)),

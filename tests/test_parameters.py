@@ -78,7 +78,6 @@ DUMMY = """
     dummy_bonus: float = param(
         0.0,
         "A dummy parameter that only the test adds.",
-        panel=SHAPE,
         trainer=(TE + "dummy_bonus",),
         label="dummy={:g}",
     )

@@ -34,6 +34,13 @@ SCHEMA = {
     "text": pl.String,
     "headline": pl.Boolean,
 }
+
+
+def _finding(cid: str | None, kind: str, severity: str, value: Any, text: str) -> dict[str, Any]:
+    """One row of the findings table (`SCHEMA`), a headline unless said otherwise later."""
+    return dict(zip(SCHEMA, (cid, kind, severity, value, text, True), strict=True))
+
+
 PER_KIND_IN_HEADLINE = 3
 """A kind met by more configs than this is summed up in one headline sentence."""
 
@@ -246,12 +253,9 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
         C.UNCHARGED_GATE: "rows the correct gate did not charge (unresolved, or resolved with "
         "a falsy reward, under apply_to=correct)",
     }
-    present = {name: num(row, name) > 0 for name in kinds}
-    if not any(name in row for name in kinds):  # a report before the causes were counted
-        present = _causes_from_settings(row)
-    causes = [kinds[name] for name, found in present.items() if found]
+    causes = [text for name, text in kinds.items() if num(row, name) > 0]
     advice = []
-    if present.get(C.UNCHARGED_MASKED) and not row.get("exclude_masked"):
+    if num(row, C.UNCHARGED_MASKED) > 0 and not row.get("exclude_masked"):
         advice.append("--exclude-masked (NeMo-RL PR #4160)")
     if row.get("floor") is not None:
         advice.append("a lower floor")
@@ -262,18 +266,6 @@ def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
         f"{pct(share)} of groups get signal only because rows that were not charged ({cause}) "
         f"differ from charged siblings that all ended equal.{todo}",
     )
-
-
-def _causes_from_settings(row: dict[str, Any]) -> dict[str, bool]:
-    """The kinds of uncharged rows a config can have (reports that did not count them)."""
-    items = str(row.get("internal_items") or "").split(",")
-    return {
-        C.UNCHARGED_MASKED: bool(row.get("mask_flagged"))
-        and "1" not in items
-        and num(row, C.MASKED_FRAC) > 0,
-        C.UNCHARGED_RESET: "2" in items,
-        C.UNCHARGED_GATE: row.get("apply_to") == "correct",
-    }
 
 
 def validation_not_comparable(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -413,16 +405,8 @@ def input_findings(coerced: Sequence[Coerced]) -> list[dict[str, Any]]:
                 f"in seconds (`replay-cli import table --durations` reads {DURATION_EXAMPLES}); "
                 "`--strict` refuses such input"
             )
-        out.append(
-            {
-                S.CONFIG_ID: None,
-                "kind": INPUT_COERCED,
-                "severity": "hazard" if c.refused_by_strict else "warning",
-                "value": c.share,
-                "text": text + ".",
-                "headline": True,
-            }
-        )
+        severity = "hazard" if c.refused_by_strict else "warning"
+        out.append(_finding(None, INPUT_COERCED, severity, c.share, text + "."))
     return out
 
 
@@ -445,15 +429,8 @@ def findings(
         for kind, (severity, define, _) in KINDS.items():
             found = define(row, ctx)
             if found is not None:
-                by_kind[kind].append(
-                    {
-                        S.CONFIG_ID: row[S.CONFIG_ID],
-                        "kind": kind,
-                        "severity": severity,
-                        "value": found.value,
-                        "text": f"{row['label']}: {found.text}",
-                    }
-                )
+                text = f"{row['label']}: {found.text}"
+                by_kind[kind].append(_finding(row[S.CONFIG_ID], kind, severity, found.value, text))
     out: list[dict[str, Any]] = input_findings(coerced)
     for kind, members in by_kind.items():
         many = len(members) > PER_KIND_IN_HEADLINE
@@ -484,17 +461,7 @@ def _headline(kind: str, rows: list[dict[str, Any]], labels: dict[str, str]) -> 
         ranked = sorted(rows, key=lambda r: r["value"] if r["value"] is not None else math.inf)
     else:
         ranked = sorted(rows, key=lambda r: -abs(r["value"] or 0.0))
-    show = {
-        "explosion_unbounded": lambda v: f"{v:.4g}",
-        "forecast_drift": pct,
-        "fail_faster": lambda v: minutes_text(v),
-    }.get(kind, pct)
+    show = {"explosion_unbounded": lambda v: f"{v:.4g}", "fail_faster": minutes_text}.get(kind, pct)
     names = ", ".join(f"'{labels[r[S.CONFIG_ID]]}' ({show(r['value'] or 0.0)})" for r in ranked[:3])
-    return {
-        S.CONFIG_ID: None,
-        "kind": kind,
-        "severity": severity,
-        "value": ranked[0]["value"],
-        "text": f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}.",
-        "headline": True,
-    }
+    text = f"{len(rows)} configs {what}; {KEPT_SHARES.get(kind, 'largest')}: {names}."
+    return _finding(None, kind, severity, ranked[0]["value"], text)

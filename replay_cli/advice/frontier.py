@@ -25,10 +25,9 @@ def rated(summary: pl.DataFrame) -> bool:
 
 def _kept(summary: pl.DataFrame) -> pl.Series:
     """The resolve rate a config keeps for the rule: the lower of `rule.kept` over the resolve
-    criteria's scopes (overall and long problems), 100% where shaping off makes none. Read per
-    row through the one `kept` the rule, the confidence and the trade call, not as a polars
-    expression of its own: a sweep's summary has one row per config, so there is nothing to
-    vectorise."""
+    criteria's scopes (overall and long problems), 100% where shaping off makes none. Read per row
+    through the one `kept` the rule, the confidence and the trade call, not as a polars expression
+    of its own: a sweep's summary has one row per config, so there is nothing to vectorise."""
     scopes = [c.scope for c in resolve_criteria()]
     return pl.Series(
         [
@@ -63,9 +62,7 @@ def frontier(summary: pl.DataFrame, verdict: pl.DataFrame) -> pl.DataFrame:
 
 
 def highlights(
-    summary: pl.DataFrame,
-    chosen: Iterable[str] | None = None,
-    verdict: pl.DataFrame | None = None,
+    summary: pl.DataFrame, chosen: Iterable[str] | None = None, verdict: pl.DataFrame | None = None
 ) -> list[str]:
     """Config ids to draw step by step: the chosen ones (ids or id prefixes, or labels), else
     shaping off, the recommended and the runner-up configs, and the best trade."""

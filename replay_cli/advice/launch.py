@@ -25,11 +25,10 @@ UNUSED = {"call_bonus_ref": lambda row: not row.get("lambda_call_bonus")}
 
 def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, Any]]:
     """(parameter, trainer key, value) of every setting that launches a summary row's config:
-    `grpo.time_efficiency.*` (only `enabled=false` for shaping off; all of them when shaping is
-    on), and every other trainer setting that is not at its default (the clip, the estimator's
-    baseline and normalisation, the mask switch), less those it does not use (`UNUSED`).
-    Emulation-only settings (std guard,
-    precision) have no trainer key and are left out."""
+    `grpo.time_efficiency.*` (only `enabled=false` for shaping off; all of them when shaping is on),
+    and every other trainer setting that is not at its default (the clip, the estimator's baseline
+    and normalisation, the mask switch), less those it does not use (`UNUSED`). Emulation-only
+    settings (std guard, precision) have no trainer key and are left out."""
     te = "grpo.time_efficiency."
     out = []
     for name, param in registry().items():

@@ -30,16 +30,9 @@ from replay_cli.advice.rule import (
     kept,
     plain_off,
     resolve_criteria,
-    shaping_off,
     width,
 )
-from replay_cli.advice.texts import (
-    NO_FORECAST,
-    NO_TRAINING,
-    setting_text,
-    trade_text,
-    why_eligible,
-)
+from replay_cli.advice.texts import NO_FORECAST, NO_TRAINING, setting_text, trade_text, why_eligible
 from replay_cli.advice.words import num, param_text
 from replay_cli.catalogue.units import pct
 from replay_cli.maths.thresholds import MINUTES_EPS
@@ -177,11 +170,7 @@ def recommend(
 def _reference(summary: pl.DataFrame) -> list[bool]:
     """The rows that are the reference every config is measured against: shaping off on the
     baseline's non-shaping settings (a shaping-off config that changes one is ranked as any)."""
-    off = shaping_off(summary).to_list() if summary.height else []
-    return [
-        o and not changes_setting(r)
-        for o, r in zip(off, summary.iter_rows(named=True), strict=True)
-    ]
+    return [plain_off(r) and not changes_setting(r) for r in summary.iter_rows(named=True)]
 
 
 def _footing_settings(rows: list[Judged]) -> dict[str, Any]:
@@ -341,11 +330,10 @@ def _table(ranking: Ranking, rule: Rule) -> pl.DataFrame:
 
 
 def _scarcity(rows: list[Judged], rule: Rule) -> str | None:
-    """Why the data cannot decide (None where it can): fewer problems than `min_problems` in
-    the forecast, or intervals so wide that even a shaped config at parity with shaping off
-    could not show the bar of a resolve criterion: the narrowest interval's lower half-width
-    (`rule.width`) above 1 − the highest bar. The number of problems needed scales with the
-    width squared."""
+    """Why the data cannot decide (None where it can): fewer problems than `min_problems` in the
+    forecast, or intervals so wide that even a shaped config at parity with shaping off could not
+    show the bar of a resolve criterion: the narrowest interval's lower half-width (`rule.width`)
+    above 1 − the highest bar. The number of problems needed scales with the width squared."""
     if not rows:
         return None
     first = rows[0].row
@@ -463,10 +451,8 @@ def _kept_least(row: dict[str, Any]) -> float:
 
 def _unrated(summary: pl.DataFrame, why: str) -> pl.DataFrame:
     """Every config unrated, for the reason `why`."""
-    off = shaping_off(summary).to_list() if summary.height and "enabled" in summary.columns else []
     rows = [
-        Judged(i, row, (), bool(off[i]) if off else False)
-        for i, row in enumerate(summary.iter_rows(named=True))
+        Judged(i, row, (), plain_off(row)) for i, row in enumerate(summary.iter_rows(named=True))
     ]
     roles = {r.index: "unrated" for r in rows}
     return _table(Ranking(rows, roles, said=dict.fromkeys(roles, why), decided=False), Rule())

@@ -26,26 +26,19 @@ STATIC_NEEDED = (C.INTRODUCED, C.EXPLOSION_TRAINED, C.UNCHARGED_ONLY)
 """The summary columns the criteria that need no forecast read."""
 
 
-def shaping_off(summary: pl.DataFrame) -> pl.Series:
-    """Configs that leave every reward as it is: shaping disabled, or lambda 0 with no bonus
-    and no floor."""
-    return summary.select(
-        ~pl.col("enabled")
-        | (
-            (pl.col("lambda_time") == 0)
-            & (pl.col("lambda_call_bonus") == 0)
-            & pl.col("floor").is_null()
-        )
-    ).to_series()
-
-
 def plain_off(row: dict[str, Any]) -> bool:
-    """`shaping_off` for one summary row (it launches as `enabled=false`)."""
+    """A config that leaves every reward as it is (it launches as `enabled=false`): shaping
+    disabled, or lambda 0 with no bonus and no floor."""
     return not row.get("enabled", True) or (
         row.get("lambda_time") == 0
         and row.get("lambda_call_bonus", 0) == 0
         and row.get("floor") is None
     )
+
+
+def shaping_off(summary: pl.DataFrame) -> pl.Series:
+    """`plain_off` of each summary row."""
+    return pl.Series("off", [plain_off(r) for r in summary.iter_rows(named=True)], pl.Boolean)
 
 
 def changes_setting(row: dict[str, Any]) -> bool:

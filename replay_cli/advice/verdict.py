@@ -1,8 +1,8 @@
 """The one verdict of a report: the recommendation, the findings and the decision, computed once
 by `judge` and only read afterwards (the page, the terminal, TensorBoard, the notebook).
 
-`judge` is called once per report, by the API after a replay and by `Report.read` for a report
-written before the verdict was stored; renderers never decide again. A custom `Rule` given to
+`judge` is called once per report, by the API after a replay (and by `Report.judged_again`);
+renderers never decide again. A custom `Rule` given to
 `judge` is recorded in the verdict (and in the manifest), so every surface states the rule that
 was applied.
 """
@@ -50,14 +50,11 @@ class Decision:
         """The decision a recommendation table holds (it is derived, never decided again)."""
 
         def first(role: str, flag: str = C.ROLE) -> dict[str, Any] | None:
-            if flag not in verdict.columns:
-                return None
             found = verdict.filter(pl.col(flag) == role if flag == C.ROLE else pl.col(flag))
             return found.row(0, named=True) if found.height else None
 
         recommended, unrated = first("recommended"), undecided(verdict)
         eligible = verdict.filter(pl.col(C.ROLE).is_in(ROLES[:3]))
-        off = pl.col(S.SHAPING_OFF) if S.SHAPING_OFF in verdict.columns else pl.lit(False)
         return cls(
             recommended=recommended,
             runner_up=first("runner-up"),
@@ -67,7 +64,7 @@ class Decision:
             ),
             unrated=unrated,
             keep_off=bool(recommended is not None and recommended.get(S.SHAPING_OFF)),
-            shaped_eligible=eligible.filter(~off).height,
+            shaped_eligible=eligible.filter(~pl.col(S.SHAPING_OFF)).height,
             best_trade=first("", C.BEST_TRADE),
         )
 

@@ -43,19 +43,13 @@ def attribute(rollouts: Rollouts, base: ReplayConfig) -> pl.DataFrame:
     The last row's change is the full difference; the sum of the single-item changes differs from it
     only by interactions between items, reported as the `interaction` row."""
     steps = attribution_configs(base)
-    result = run_replay(rollouts, [cfg for _, _, cfg in steps])
-    summary = result.summary
-    rows = []
-    for name, description, cfg in steps:
-        row = summary.filter(pl.col(S.CONFIG_ID) == cfg.config_id).row(0, named=True)
-        rows.append(
-            {
-                "step": name,
-                "description": description,
-                S.CONFIG_ID: cfg.config_id,
-                **{m: row.get(m) for m in ATTRIBUTED},
-            }
-        )
+    summary = run_replay(rollouts, [cfg for _, _, cfg in steps]).summary
+    by_id = {row[S.CONFIG_ID]: row for row in summary.iter_rows(named=True)}
+    rows = [
+        {"step": name, "description": words, S.CONFIG_ID: cfg.config_id}
+        | {m: by_id[cfg.config_id].get(m) for m in ATTRIBUTED}
+        for name, words, cfg in steps
+    ]
     frame = pl.DataFrame(rows, schema_overrides=dict.fromkeys(ATTRIBUTED, pl.Float64))
     deltas = frame.with_columns(
         (pl.col(m) - pl.col(m).first()).alias(f"delta {m}") for m in ATTRIBUTED

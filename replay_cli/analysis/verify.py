@@ -34,15 +34,13 @@ def group_rows(rows: pl.DataFrame, group_size: int | None) -> tuple[pl.DataFrame
     for key in JOIN_KEYS:
         if key in rows.columns and rows[key].null_count() == 0:
             return rows.with_columns(pl.col(key).alias("group")), f"by {key}"
-    if group_size is not None:
-        if group_size < 1:
-            raise ConfigError(f"--group-size must be at least 1, got {group_size}")
-        return rows.with_columns(
-            (pl.col("row") // group_size).alias("group")
-        ), f"blocks of {group_size} rows"
-    return rows.with_columns(
-        pl.col("prompt_key").alias("group")
-    ), "identical prompt tokens (as the trainer)"
+    if group_size is None:
+        group, how = pl.col("prompt_key"), "identical prompt tokens (as the trainer)"
+    elif group_size < 1:
+        raise ConfigError(f"--group-size must be at least 1, got {group_size}")
+    else:
+        group, how = pl.col("row") // group_size, f"blocks of {group_size} rows"
+    return rows.with_columns(group.alias("group")), how
 
 
 def candidate_params(
@@ -62,21 +60,13 @@ def candidate_params(
             clips.append(
                 (lo if (adv == lo).sum() > 1 else None, hi if (adv == hi).sum() > 1 else None)
             )
-    out = []
-    for baseline, normalize, guard, exclude, (low, high) in itertools.product(
-        ("loo", "mean"), (True, False), ("trivial", "legacy"), (False, True), clips
-    ):
-        out.append(
-            AdvantageParams(
-                baseline=baseline,
-                normalize=normalize,
-                std_guard=guard,
-                exclude_masked=exclude,
-                clip_low=low,
-                clip_high=high,
-            )
-        )
-    return out
+    grid = itertools.product(("loo", "mean"), (True, False), ("trivial", "legacy"), (False, True))
+    names = ("baseline", "normalize", "std_guard", "exclude_masked")
+    return [
+        AdvantageParams(**dict(zip(names, values, strict=True)), clip_low=low, clip_high=high)
+        for values in grid
+        for low, high in clips
+    ]
 
 
 DESCRIBED = {"baseline", "normalize", "std_guard", "exclude_masked", "clip_low", "clip_high"}

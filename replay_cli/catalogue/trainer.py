@@ -48,34 +48,18 @@ GROUP_HAS_SIGNAL = TRAINER(
     "share of groups whose deductions differ (trainer metric)",
     "share",
 )
-MINUTES_MEAN_INTERNAL = TRAINER(
-    "time_efficiency/minutes_mean",
-    "minutes (internal)",
-    "mean agent minutes (internal name)",
-    "minutes",
-)
-MINUTES_MAX_INTERNAL = TRAINER(
-    "time_efficiency/minutes_max",
-    "minutes max (internal)",
-    "largest agent minutes (internal name)",
-    "minutes",
-)
-DEDUCTION_MEAN_INTERNAL = TRAINER(
-    "time_efficiency/deduction_mean",
-    "deduction (internal)",
-    "mean deduction (internal name)",
-    "reward",
-)
-DEDUCTION_MAX_INTERNAL = TRAINER(
-    "time_efficiency/deduction_max",
-    "deduction max (internal)",
-    "largest deduction (internal name)",
-    "reward",
-)
+
+
+def _internal(pr: str) -> str:
+    """Enters the internal implementation's name of a PR metric (`minutes/mean` as
+    `minutes_mean`), the same quantity, and returns it."""
+    m = next(m for m in TRAINER if m.name == pr)
+    base, _, statistic = pr.rpartition("/")
+    description = m.description.replace("(trainer metric)", "(internal name)")
+    return TRAINER(f"{base}_{statistic}", f"{m.label} (internal)", description, m.unit)
+
+
 INTERNAL_NAMES = {
-    MINUTES_MEAN_INTERNAL: MINUTES_MEAN,
-    MINUTES_MAX_INTERNAL: MINUTES_MAX,
-    DEDUCTION_MEAN_INTERNAL: DEDUCTION_MEAN,
-    DEDUCTION_MAX_INTERNAL: DEDUCTION_MAX,
+    _internal(pr): pr for pr in (MINUTES_MEAN, MINUTES_MAX, DEDUCTION_MEAN, DEDUCTION_MAX)
 }
 """The internal implementation's metric names (spec §3.3 item 5) and the PR's for the same."""

@@ -24,6 +24,9 @@ from replay_cli import parameters as P
 from replay_cli.errors import ReplayError
 
 IN, OUT = "Input", "Output"
+InOption = functools.partial(typer.Option, rich_help_panel=IN)
+OutOption = functools.partial(typer.Option, rich_help_panel=OUT)
+"""`typer.Option` in the Input or the Output panel of --help."""
 INJECTED: Any = None
 """Default of the arguments with_parameters fills in (`params`, `inputs`, `run`)."""
 Mode = Literal["replay", "sweep", "explain"]
@@ -156,125 +159,77 @@ Sources = Annotated[
     ),
 ]
 MapOpt = Annotated[
-    list[str] | None,
-    typer.Option("--map", help="Rename a column: SRC=DST (repeatable).", rich_help_panel=IN),
+    list[str] | None, InOption("--map", help="Rename a column: SRC=DST (repeatable).")
 ]
 GroupSizeOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--group-size", help="No group column: N consecutive rows form a group.", rich_help_panel=IN
-    ),
+    int | None, InOption("--group-size", help="No group column: N consecutive rows form a group.")
 ]
-StrictOpt = Annotated[
-    bool,
-    typer.Option("--strict", help="NaN or infinite run times are an error.", rich_help_panel=IN),
-]
+StrictOpt = Annotated[bool, InOption("--strict", help="NaN or infinite run times are an error.")]
 RunConfigOpt = Annotated[
     Path | None,
-    typer.Option(
+    InOption(
         "--config",
         help="NeMo-RL run config YAML (grpo.time_efficiency.*, adv_estimator.*, clip, mask).",
         exists=True,
         dir_okay=False,
-        rich_help_panel=IN,
     ),
 ]
 IgnoreUnknownOpt = Annotated[
     bool,
-    typer.Option(
-        "--ignore-unknown-overrides",
-        help="Skip trainer overrides that do not affect the replay.",
-        rich_help_panel=IN,
+    InOption(
+        "--ignore-unknown-overrides", help="Skip trainer overrides that do not affect the replay."
     ),
 ]
-OutOpt = Annotated[
-    Path, typer.Option("--out", "-o", help="Report directory to create.", rich_help_panel=OUT)
-]
-ForceOpt = Annotated[
-    bool, typer.Option("--force", help="Replace an existing report directory.", rich_help_panel=OUT)
-]
+OutOpt = Annotated[Path, OutOption("--out", "-o", help="Report directory to create.")]
+ForceOpt = Annotated[bool, OutOption("--force", help="Replace an existing report directory.")]
 TensorBoardOpt = Annotated[
     Path | None,
-    typer.Option(
+    OutOption(
         "--tensorboard",
         help="Also write one TensorBoard run per config here (trainer tags, replay/ diagnostics, "
         "HParams); needs the extra replay-cli[tensorboard].",
-        rich_help_panel=OUT,
         show_default=False,
         file_okay=False,
     ),
 ]
 WandbOpt = Annotated[
     Path | None,
-    typer.Option(
+    OutOption(
         "--wandb",
         help="Also write one offline W&B run per config here (config = the parameters and launch "
         "overrides, history = the trainer's tags, summary = the decision's numbers, the role as a "
         "tag, one group per report); `wandb sync` uploads them. Needs the extra replay-cli[wandb].",
-        rich_help_panel=OUT,
         show_default=False,
         file_okay=False,
     ),
 ]
 HighlightOpt = Annotated[
     str | None,
-    typer.Option(
+    OutOption(
         "--highlight",
         help="Configs drawn step by step (config ids, id prefixes or labels, comma separated); "
         "default: shaping off, the recommended and the runner-up configs.",
-        rich_help_panel=OUT,
         show_default=False,
     ),
 ]
-
-
-class Rows(StrEnum):
-    """--rows: how much of the per-row table to write."""
-
-    all = "all"
-    sample = "sample"
-    none = "none"
-
-
-class EngineName(StrEnum):
-    """--engine: where the work runs."""
-
-    local = "local"
-    ray = "ray"
-
-
+Rows = StrEnum("Rows", ["all", "sample", "none"])
+"""--rows: how much of the per-row table to write."""
+EngineName = StrEnum("EngineName", ["local", "ray"])
+"""--engine: where the work runs."""
 RowsOpt = Annotated[
-    Rows,
-    typer.Option(
-        "--rows",
-        help="Per-row table: all, a sample (about 1 group in 20) or none.",
-        rich_help_panel=OUT,
-    ),
+    Rows, OutOption("--rows", help="Per-row table: all, a sample (about 1 group in 20) or none.")
 ]
 ChunkRowsOpt = Annotated[
-    int,
-    typer.Option(
-        "--chunk-rows",
-        min=1,
-        help="Rows per chunk of whole steps (bounds memory).",
-        rich_help_panel=IN,
-    ),
+    int, InOption("--chunk-rows", min=1, help="Rows per chunk of whole steps (bounds memory).")
 ]
 EngineOpt = Annotated[
     EngineName,
-    typer.Option(
-        "--engine",
-        help="local, or ray (tasks of whole steps x config batches on a Ray cluster).",
-        rich_help_panel=IN,
+    InOption(
+        "--engine", help="local, or ray (tasks of whole steps x config batches on a Ray cluster)."
     ),
 ]
 RayAddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address",
-        help="Ray cluster to join (default: start a local one).",
-        rich_help_panel=IN,
-    ),
+    str | None, InOption("--ray-address", help="Ray cluster to join (default: start a local one).")
 ]
 
 
@@ -368,9 +323,7 @@ def highlight_ids(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-ChartsOpt = Annotated[
-    bool, typer.Option("--charts/--no-charts", help="Render PNG charts.", rich_help_panel=OUT)
-]
+ChartsOpt = Annotated[bool, OutOption("--charts/--no-charts", help="Render PNG charts.")]
 
 
 @dataclass(frozen=True)

@@ -313,9 +313,8 @@ def print_deltas(deltas: pl.DataFrame) -> None:
     shown = fit_columns(labels, cells, width, other=0)
     title = "change from the reference config (--reference; shares in points, times in minutes)"
     table = Table(title=title, title_justify="left")
-    table.add_column(
-        "config", no_wrap=True, overflow="ellipsis", max_width=label_width(labels, width)
-    )
+    label = label_width(labels, width)
+    table.add_column("config", no_wrap=True, overflow="ellipsis", max_width=label)
     for metric in shown:
         table.add_column(C.metric(metric).brief, justify="right", no_wrap=True)
     for i, label in enumerate(labels):
@@ -335,14 +334,9 @@ def print_internal(joined: pl.DataFrame) -> None:
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in stats.iter_rows(named=True):
         metric = row["metric"]
-        unit = C.metric(metric).unit
-        table.add_row(
-            metric,
-            f"{row['steps']:,}",
-            C.show(metric, row["replayed mean"]),
-            C.show(metric, row["internal mean"]),
-            C.show_change(unit, row["max |delta|"]).removeprefix("+"),
-        )
+        means = [C.show(metric, row[k]) for k in ("replayed mean", "internal mean")]
+        change = C.show_change(C.metric(metric).unit, row["max |delta|"]).removeprefix("+")
+        table.add_row(metric, f"{row['steps']:,}", *means, change)
     _console().print(table)
 
 
@@ -350,9 +344,8 @@ def print_attribution(frame: pl.DataFrame) -> None:
     """How each internal item changes the attributed metrics relative to nemo-rl: the reference
     row's values, then each item's changes, in the catalogue's labels and units."""
     names = [c.removeprefix("delta ") for c in frame.columns if c.startswith("delta ")]
-    table = Table(
-        title="internal vs nemo-rl, one item at a time (change from nemo-rl)", title_justify="left"
-    )
+    title = "internal vs nemo-rl, one item at a time (change from nemo-rl)"
+    table = Table(title=title, title_justify="left")
     table.add_column("step", no_wrap=True)
     table.add_column("what")
     for name in names:
@@ -360,10 +353,9 @@ def print_attribution(frame: pl.DataFrame) -> None:
     for i, row in enumerate(frame.iter_rows(named=True)):
         if i == 0:  # the reference row: absolute values
             cells = [C.show(name, row[name]) for name in names]
-            table.add_row(row["step"], row["description"] + " (values)", *cells)
         else:
             cells = [C.show_change(C.metric(n).unit, row[f"delta {n}"]) for n in names]
-            table.add_row(row["step"], row["description"], *cells)
+        table.add_row(row["step"], row["description"] + (" (values)" if i == 0 else ""), *cells)
     _console().print(table)
 
 

@@ -67,14 +67,14 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         low = np.where(free, np.maximum(adv_abs - bound, 0.0), adv_abs)
         high = np.where(free, adv_abs + bound, adv_abs)
         certain, possible = low > EXPLOSION, high > EXPLOSION
-    n_trainable = n(t)
+    n_trainable, zero = n(t), np.zeros(len(t), np.int64)
     sum_resolved, sum_unresolved = total(t & resolved), total(t & ~resolved)
     columns = {
         "n_trainable": n_trainable,
         "sum_adv": sum_resolved + sum_unresolved,
         "min_adv": masked_fill(adv, t, big).min(axis=-1, initial=big),
         "max_adv": masked_fill(adv, t, -big).max(axis=-1, initial=-big),
-        "n_clipped": n(t & (adv != unc)) if b.clipped else np.zeros(len(t), np.int64),
+        "n_clipped": n(t & (adv != unc)) if b.clipped else zero,
         "n_explosion": n(t & above(np.abs(unc) if b.clipped else adv_abs, EXPLOSION)),
         "n_fragile": n(t & fragile),
         "n_explosion_trained": n(t & above(adv_abs, EXPLOSION)),
@@ -82,13 +82,9 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_explosion_possible": n(t & possible),
         "abs_low": masked_fill(np.broadcast_to(low, adv.shape), t, 0.0).max(axis=-1, initial=0.0),
         "abs_high": masked_fill(np.broadcast_to(high, adv.shape), t, 0.0).max(axis=-1, initial=0.0),
-        "n_validation_charged": (
-            n(b.charged & c.is_val) if not c.all_train else np.zeros(len(t), np.int64)
-        ),
+        "n_validation_charged": zero if c.all_train else n(b.charged & c.is_val),
         "n_validation_changed": (
-            n(b.charged & c.is_val & (b.reward_shaped != c.reward))
-            if not c.all_train
-            else np.zeros(len(t), np.int64)
+            zero if c.all_train else n(b.charged & c.is_val & (b.reward_shaped != c.reward))
         ),
         "n_flipped": n(t & flipped),
         "sum_adv_resolved": sum_resolved,
@@ -97,9 +93,7 @@ def row_partials(b: RowBatch) -> list[pl.DataFrame]:
         "n_unresolved": n(t & ~resolved),
         "sum_masked_shift": _masked_shift(b, t),
         "n_train_masked": n(c.train & b.masked),
-        "n_negative_charged": (
-            n(b.charged & c.negative) if c.negative.any() else np.zeros(len(t), np.int64)
-        ),
+        "n_negative_charged": n(b.charged & c.negative) if c.negative.any() else zero,
     }
     # A count is Int64, a sum or an extreme Float64: a new partial is one entry of `columns`.
     schema = {

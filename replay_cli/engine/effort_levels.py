@@ -45,11 +45,9 @@ def forecast_keys(
     for s in range(seeds):
         order = pl.int_range(pl.len()).shuffle(seed=seed * 1_000 + s).over("_bucket")
         bit = pl.lit(1 << s, dtype=pl.Int64).alias("_seeds")
-        picked = medians.filter(order < per_bucket).select(*key, bit)
-        chosen.append(picked)
-    return collect(pl.concat(chosen).group_by(key).agg(pl.col("_seeds").sum().cast(pl.Int64))).sort(
-        key
-    )
+        chosen.append(medians.filter(order < per_bucket).select(*key, bit))
+    drawn = pl.concat(chosen).group_by(key).agg(pl.col("_seeds").sum().cast(pl.Int64))
+    return collect(drawn).sort(key)
 
 
 def effort_levels(
@@ -85,15 +83,13 @@ def effort_levels(
     limit = limit_of(longest, near, len(minutes))
     below = np.ones(len(minutes), bool) if limit is None else minutes < limit
     qs = np.linspace(0, 1, levels)[1:-1]
-    edges = []
-    for b in range(3):
-        mine = minutes[below & (row_bucket == b)]
-        edges.append(
-            tuple(float(x) for x in np.quantile(mine, qs)) if len(mine) else (0.0,) * len(qs)
-        )
+    edges = tuple(
+        tuple(float(x) for x in np.quantile(mine, qs)) if len(mine) else (0.0,) * len(qs)
+        for mine in (minutes[below & (row_bucket == b)] for b in range(3))
+    )
     buckets = collect(medians.select(S.INSTANCE_ID, "_bucket")) if pooled else None
     keys = None if forecast is None else forecast_keys(medians.sort(key), key, *forecast)
-    return EffortLevels(tuple(edges), limit), buckets, keys
+    return EffortLevels(edges, limit), buckets, keys
 
 
 @dataclass

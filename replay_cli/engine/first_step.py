@@ -52,13 +52,8 @@ def _concat_steps(parts: list[Steps]) -> Steps:
     return Steps(**{f.name: joined(f.name) for f in fields(Steps)})
 
 
-NAMES = {
-    "resolve": C.RESOLVE,
-    "resolve_effort": C.RESOLVE_EFFORT,
-    "solve_minutes": C.SOLVE_MINUTES,
-    "fail_minutes": C.FAIL_MINUTES,
-}
-"""Each measure of the step (`bootstrap.measures`' keys) and its summary column."""
+NAMES = {m.name.partition("/")[2]: m.name for m in C.STEP}
+"""Each measure of the step (`bootstrap.measures`' keys: `resolve`, ...) and its summary column."""
 MEASURES = tuple(NAMES)
 VS_OFF = {"solve_minutes": C.SOLVE_VS_OFF, "fail_minutes": C.FAIL_VS_OFF}
 """The minute measures also taken against shaping off's (a difference), and that column."""
@@ -188,12 +183,12 @@ def diagnose(
         resampled = _named(
             {k: v[:, : len(ids)] for k, v in boot.items()}, {k: v[:, twin] for k, v in boot.items()}
         )
-        lo_q, hi_q = (1 - settings.interval) / 2, (1 + settings.interval) / 2
-        bounds = {}
-        for name in INTERVALS:
-            bounds[C.bound(name, "low")] = interval(resampled[name], lo_q)
-            bounds[C.bound(name, "high")] = interval(resampled[name], hi_q)
-        named |= bounds
+        ends = {"low": (1 - settings.interval) / 2, "high": (1 + settings.interval) / 2}
+        named |= {
+            C.bound(name, end): interval(resampled[name], q)
+            for name in INTERVALS
+            for end, q in ends.items()
+        }
         b = settings.resamples
         table = pl.DataFrame(
             {

@@ -87,29 +87,17 @@ def _task(
     return pieces, input_piece(state, chart_every) if with_input else None
 
 
-def _ray() -> Any:
+def ensure_ray(address: str | None = None) -> Any:
+    """Connect to a cluster (address) or start a local one with every core, unless already up."""
     try:
         import ray
     except ImportError:
         raise ConfigError(
             "--engine ray needs Ray: install the extra with `uv sync --extra ray`."
         ) from None
-    return ray
-
-
-def ensure_ray(address: str | None = None) -> Any:
-    """Connect to a cluster (address) or start a local one with every core, unless already up."""
-    ray = _ray()
     if not ray.is_initialized():
-        options: dict[str, Any] = {
-            "include_dashboard": False,
-            "log_to_driver": False,
-            "configure_logging": False,
-        }
-        if address:
-            ray.init(address=address, **options)
-        else:
-            ray.init(num_cpus=os.cpu_count() or 1, **options)
+        where = {"address": address} if address else {"num_cpus": os.cpu_count() or 1}
+        ray.init(**where, include_dashboard=False, log_to_driver=False, configure_logging=False)
     return ray
 
 

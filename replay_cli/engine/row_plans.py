@@ -151,21 +151,16 @@ def row_plan(
         _survivors(a, S.KEPT).alias(_GID_KEPT),
     )
     lf = add_advantages(lf, S.REWARD_SHAPED, _GID_KEPT, S.KEPT, a, SHAPED, runs, S.ADV_F32_BOUND)
-    if a.estimator != "grpo":
-        lf = lf.with_columns(pl.lit(None, pl.Float64).alias(S.ADV_F32_BOUND))
-    # The baseline with masked rows voting vs not, whichever the config does not use.
+    # The baseline with masked rows voting vs not, whichever the config does not use (a peer
+    # estimator's: NeMo-RL's baseline of the kind its subtraction corresponds to).
     toggled = a
     if a.estimator != "grpo":
+        lf = lf.with_columns(pl.lit(None, pl.Float64).alias(S.ADV_F32_BOUND))
         kind = ESTIMATORS[a.estimator].baseline
         toggled = a.model_copy(update={"estimator": "grpo", "baseline": kind})
+    groups = _groups(a, _GID_KEPT, runs)
     lf = add_baseline_and_std(
-        lf,
-        S.REWARD_SHAPED,
-        _VALID_TOGGLED,
-        _groups(a, _GID_KEPT, runs),
-        toggled,
-        S.BASELINE_NO_MASKED,
-        "_toggled_std",
+        lf, S.REWARD_SHAPED, _VALID_TOGGLED, groups, toggled, S.BASELINE_NO_MASKED, "_toggled_std"
     )
     shaped_rows = ~pl.col(S.IS_VAL) & pl.col(S.KEPT)
     lf = lf.with_columns(

@@ -18,20 +18,8 @@ from replay_cli.maths.segments import Runs
 from replay_cli.maths.shaping import charge_key
 from replay_cli.maths.thresholds import EXPLOSION, SIGNAL_EPS, above
 
-TRAINER_NAMES = (
-    C.MINUTES_MEAN,
-    C.MINUTES_MAX,
-    C.DEDUCTION_MEAN,
-    C.DEDUCTION_MAX,
-    C.CALLS_MEAN,
-    C.BONUS_MEAN,
-    C.SECONDS_PER_CALL,
-    C.BONUS_SATURATED,
-    C.FLOORED,
-    C.GROUP_HAS_SIGNAL,
-    C.TOTAL_REWARD,
-)
-"""The PR's trainer metrics, in report order."""
+TRAINER_NAMES = (*(m.name for m in C.TRAINER if m.name not in C.INTERNAL_NAMES), C.TOTAL_REWARD)
+"""The PR's trainer metrics (the family's, less the internal names), in report order."""
 INTERNAL_OF = {pr: internal for internal, pr in C.INTERNAL_NAMES.items()}
 """The internal implementation's name of each PR metric it names otherwise (item 5)."""
 
@@ -99,12 +87,8 @@ def trainer_metrics(
             minutes_spread if 5 in p.items else spread[k],  # internal: any spread of minutes
             reward[k],
         ]
-        out.append(
-            {
-                name: np.asarray(v, dtype=np.float64)
-                for name, v in zip(trainer_names(p), values, strict=True)
-            }
-        )
+        arrays = (np.asarray(v, dtype=np.float64) for v in values)
+        out.append(dict(zip(trainer_names(p), arrays, strict=True)))
     return out
 
 

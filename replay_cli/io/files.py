@@ -99,11 +99,10 @@ def staged_directory(out: Path, force: bool = False) -> Iterator[Path]:
 
 def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
     """rename() the finished directory over the target; an old report is removed only after."""
+    appeared = OutputExistsError(f"Output directory {out} appeared while the report was written.")
     if out.exists():
         if not force:
-            raise OutputExistsError(
-                f"Output directory {out} appeared while the report was written."
-            )
+            raise appeared
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, old)
         os.replace(tmp, out)
@@ -112,6 +111,4 @@ def _swap_into_place(tmp: Path, out: Path, force: bool) -> None:
         try:
             os.replace(tmp, out)
         except OSError:
-            raise OutputExistsError(
-                f"Output directory {out} appeared while the report was written."
-            ) from None
+            raise appeared from None

@@ -29,10 +29,8 @@ _MAX_DEPTH = 20
 def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in child.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merge(out[key], value) if both else value
     return out
 
 

@@ -15,17 +15,9 @@ import pyarrow as pa
 
 from replay_cli.errors import ConfigError, InputFileError, SchemaError, missing_extra
 
-SUFFIXES = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".arrow": "arrow",
-    ".feather": "arrow",
-    ".ipc": "arrow",
-    ".parquet": "parquet",
-}
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+SUFFIXES |= dict.fromkeys((".jsonl", ".ndjson", ".json"), "jsonl")
+SUFFIXES |= dict.fromkeys((".arrow", ".feather", ".ipc"), "arrow")
 """File suffix -> how it is read."""
 
 

@@ -176,11 +176,11 @@ def read_log(path: Path) -> WandbRun:
 def _config(items: Any) -> dict[str, Any]:
     """Config entries as the run set them (W&B wraps each as {"value": ...}; its own `_wandb`
     bookkeeping is left out)."""
-    out = {}
-    for key, item in _items(items).items():
-        if not key.startswith("_wandb"):
-            out[key] = item["value"] if isinstance(item, dict) and "value" in item else item
-    return out
+    return {
+        key: item["value"] if isinstance(item, dict) and "value" in item else item
+        for key, item in _items(items).items()
+        if not key.startswith("_wandb")
+    }
 
 
 def runs_of(path: Path) -> dict[str, Path]:
@@ -195,10 +195,10 @@ def run_list(runs: dict[str, Path]) -> str:
     directories say neither what the run is nor which)."""
     if not runs:
         return "  none"
-    lines = []
-    for directory, log in sorted(runs.items()):
-        name = read_log(log).name or directory
-        lines.append(f"  {name}  (id {directory.rsplit('-', 1)[-1]})")
+    lines = [
+        f"  {read_log(log).name or directory}  (id {directory.rsplit('-', 1)[-1]})"
+        for directory, log in runs.items()
+    ]
     return "\n".join(sorted(lines))
 
 

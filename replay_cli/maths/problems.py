@@ -73,13 +73,8 @@ class Problems:
                 runs.lengths,
             )
             return cls(model, codes, order, runs)
-        model = EffortModel.of_counts(
-            count.astype(np.float64),
-            success.astype(np.float64),
-            minutes,
-            bucket,
-            np.ones(len(bucket)),
-        )
+        as_float = count.astype(np.float64), success.astype(np.float64)
+        model = EffortModel.of_counts(*as_float, minutes, bucket, np.ones(len(bucket)))
         return cls(model, np.arange(len(bucket)), None, None)
 
     def mean(self, x: np.ndarray) -> np.ndarray:

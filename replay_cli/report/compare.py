@@ -15,7 +15,6 @@ from replay_cli.errors import ConfigError, InputFileError
 from replay_cli.report import layouts as L
 from replay_cli.report.model import Report
 
-_INTERNAL_TO_PR = C.INTERNAL_NAMES
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 
 
@@ -26,7 +25,7 @@ def canonical_metric(name: str) -> str:
         name = name.removeprefix(prefix)
     if name.startswith("val:"):
         name = "validation/" + name.removeprefix("val:")
-    return _INTERNAL_TO_PR.get(name, name)
+    return C.INTERNAL_NAMES.get(name, name)
 
 
 def _canonical(column: pl.Expr, names: pl.Series) -> pl.Expr:
@@ -80,27 +79,10 @@ def metric_deltas(summary: pl.DataFrame, reference: str | None = None) -> pl.Dat
                 continue
             value, base = value_of(row, metric), value_of(ref, metric)
             delta = None if value is None or base is None else value - base
-            rows.append(
-                {
-                    "report": row["report"],
-                    S.CONFIG_ID: row[S.CONFIG_ID],
-                    "label": row["label"],
-                    "metric": metric,
-                    "value": value,
-                    "reference": base,
-                    "delta": delta,
-                }
-            )
-    schema = {
-        "report": pl.String,
-        S.CONFIG_ID: pl.String,
-        "label": pl.String,
-        "metric": pl.String,
-        "value": pl.Float64,
-        "reference": pl.Float64,
-        "delta": pl.Float64,
-    }
-    return pl.DataFrame(rows, schema=schema)
+            rows.append((row["report"], row[S.CONFIG_ID], row["label"], metric, value, base, delta))
+    schema = dict.fromkeys(("report", S.CONFIG_ID, "label", "metric"), pl.String)
+    schema |= dict.fromkeys(("value", "reference", "delta"), pl.Float64)
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def read_internal(path: str | Path, run: str | None = None) -> pl.DataFrame:
@@ -113,14 +95,12 @@ def read_internal(path: str | Path, run: str | None = None) -> pl.DataFrame:
     path = Path(path)
     if is_wandb(path):  # before TensorBoard: a synced run may hold event files too
         long = read_run(path, run).scalars()
-        return long.with_columns(_canonical(pl.col("metric"), long["metric"].unique()))
-    if not is_tensorboard(path):
-        if path.is_dir():
-            raise InputFileError(
-                f"{path} is a directory without W&B runs or TensorBoard event files."
-            )
+    elif is_tensorboard(path):
+        long = read_scalars(path, run)
+    elif path.is_dir():
+        raise InputFileError(f"{path} is a directory without W&B runs or TensorBoard event files.")
+    else:
         return read_internal_csv(path)
-    long = read_scalars(path, run)
     return long.with_columns(_canonical(pl.col("metric"), long["metric"].unique()))
 
 

@@ -38,6 +38,8 @@ from replay_cli.report.plots import CHARTS
 from replay_cli.report.roles import FRONTIER_Y, STYLES, point_groups
 from replay_cli.report.tensorboard import open_commands
 
+WON_TITLE = "share of bootstrap resamples in which the rule picks it"
+"""The summary's `won` cells' hover text."""
 AVOID_SHOWN = 12
 """Avoided configs listed open under the decision; the rest are one click away."""
 
@@ -126,12 +128,7 @@ def _summary_rows(report: Report, groups: list) -> tuple[list[list[str]], list[s
             cell(report.numbers[cid]),
             cell(row["label"], "text config"),
             cell(role, f"text role-{role}"),
-            cell(
-                share,
-                "",
-                "share of bootstrap resamples in which the rule picks it",
-                C.show_value("share", share),
-            ),
+            cell(share, "", WON_TITLE, C.show_value("share", share)),
         ]
         for key, _, names in groups:
             for name in names:
@@ -204,24 +201,15 @@ def _summary_table(report: Report) -> str:
         f'<th colspan="{len(names)}" class="g-{key} group">{escape(title)}</th>'
         for key, title, names in groups
     )
-    body = (
-        table(
-            heads,
-            rows,
-            css="sortable summary",
-            row_ids=ids,
-            head_css=head_css,
-            text_headers=["config", C.ROLE, *varying],
-        )
-        .replace(
-            '<table class="sortable summary">',
-            '<table class="sortable summary" id="summary-table">',
-            1,
-        )
-        .replace(
-            "<thead>", f'<thead><tr class="groups"><th colspan="{len(lead)}"></th>{spans}</tr>', 1
-        )
+    text = ["config", C.ROLE, *varying]
+    body = table(
+        heads, rows, css="sortable summary", row_ids=ids, head_css=head_css, text_headers=text
     )
+    body = body.replace(
+        '<table class="sortable summary">', '<table class="sortable summary" id="summary-table">', 1
+    )
+    group_row = f'<tr class="groups"><th colspan="{len(lead)}"></th>{spans}</tr>'
+    body = body.replace("<thead>", f"<thead>{group_row}", 1)
     return bar + count + f'<div class="scroll">{body}</div>'
 
 

@@ -151,11 +151,8 @@ class _Plane:
 
     def py(self, v: float) -> float:
         lo, hi = self.y
-        return (
-            self.height
-            - self.bottom
-            - (v - lo) / (hi - lo) * (self.height - self.top - self.bottom)
-        )
+        span = self.height - self.top - self.bottom
+        return self.height - self.bottom - (v - lo) / (hi - lo) * span
 
 
 def _frontier_axes(

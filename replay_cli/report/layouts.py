@@ -77,9 +77,6 @@ SUMMARY_GROUPS = (
 decides in: what the rule reads, what disqualifies (every column with a hazard threshold), then
 context, which the page folds away until asked for."""
 
-SUMMARY = tuple(name for _, _, names in SUMMARY_GROUPS for name in names)
-"""The summary table's metric columns, in page order."""
-
 FORECAST = (
     C.F_RESOLVE_LONG,
     C.F_RESOLVE_VS_OFF_LONG,

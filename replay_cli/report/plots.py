@@ -22,36 +22,18 @@ from replay_cli.report.plots_forecast import forecast_chart
 from replay_cli.report.plots_sweep import (
     advantage_bands,
     colours,
-    estimators_vs_lambda,
-    explosion_vs_lambda,
     figure,
     frontier_chart,
     has_heatmap,
     heatmap_lambda_floor,
-    inversion_vs_lambda,
+    lambda_chart,
     legend,
-    signal_vs_lambda,
 )
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from replay_cli.report.model import Report
-
-
-__all__ = [
-    "advantage_bands",
-    "estimators_vs_lambda",
-    "explosion_vs_lambda",
-    "frontier_chart",
-    "heatmap_lambda_floor",
-    "inversion_vs_lambda",
-    "minutes_and_deductions",
-    "replayed_vs_internal",
-    "report_figures",
-    "signal_vs_lambda",
-    "step_curves",
-]
 
 
 def _chosen(
@@ -171,7 +153,7 @@ CHARTS: dict[str, Chart] = {
     ),
     "signal_vs_lambda": Chart(
         "Share of groups with a learning signal against the time penalty.",
-        lambda r, _: signal_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "signal_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "heatmap_lambda_floor": Chart(
@@ -181,17 +163,17 @@ CHARTS: dict[str, Chart] = {
     ),
     "inversion_vs_lambda": Chart(
         "Share of groups where a resolved rollout ends below an unresolved one.",
-        lambda r, _: inversion_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "inversion_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "explosion_vs_lambda": Chart(
         "Rows whose unclipped |advantage| exceeds 3, and rows the clip changed.",
-        lambda r, _: explosion_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "explosion_vs_lambda"),
         lambda r: _lambdas(r) > 1,
     ),
     "estimators_vs_lambda": Chart(
         "Signal rate and largest |advantage| per estimator.",
-        lambda r, _: estimators_vs_lambda(r.result.summary),
+        lambda r, _: lambda_chart(r.result.summary, "estimators_vs_lambda"),
         lambda r: _lambdas(r) > 1 and r.result.summary["estimator"].n_unique() > 1,
     ),
     "advantage_distribution": Chart(
@@ -233,12 +215,9 @@ def report_figures(report: Report, highlight: list[str] | None = None) -> dict[s
 def save(figures: dict[str, Figure], out_dir: Path) -> list[Path]:
     """Write figures as PNG files."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
     for name, fig in figures.items():
-        path = out_dir / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        paths.append(path)
-    return paths
+        fig.savefig(out_dir / f"{name}.png", dpi=110)
+    return [out_dir / f"{name}.png" for name in figures]
 
 
 def render_all(

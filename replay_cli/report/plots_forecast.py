@@ -23,6 +23,8 @@ PANELS = (
     ("all", C.T_SOLVE, "minutes of a resolved rollout", 1.0, "min"),
 )
 """(bucket, metric, title, scale, unit) of each panel."""
+OFF_LINE = {"color": "black", "linestyle": "--", "lw": 1.6, "zorder": 4}
+"""Shaping off's line, drawn over every config's (zorder 3; the grey ones 1)."""
 
 
 def default_budget(forecast: pl.DataFrame) -> float:
@@ -60,35 +62,16 @@ def forecast_chart(
                 continue
             if not off_drawn:
                 off = mine.filter(pl.col("metric") == f"{metric}_off")
-                ax.plot(
-                    off["step"],
-                    off["mean"] * scale,
-                    color="black",
-                    linestyle="--",
-                    lw=1.6,
-                    label="shaping off",
-                    zorder=4,
-                )
+                ax.plot(off["step"], off["mean"] * scale, label="shaping off", **OFF_LINE)
                 off_drawn = True
             if cid in off_ids:  # drawn as shaping off's line: no second name for it
                 continue
             if cid in palette:
-                ax.plot(
-                    own["step"],
-                    own["mean"] * scale,
-                    color=palette[cid],
-                    lw=1.8,
-                    label=labels[cid],
-                    zorder=3,
-                )
-                ax.fill_between(
-                    own["step"],
-                    own["low"] * scale,
-                    own["high"] * scale,
-                    color=palette[cid],
-                    alpha=0.15,
-                    lw=0,
-                )
+                colour = palette[cid]
+                line = {"color": colour, "lw": 1.8, "label": labels[cid], "zorder": 3}
+                ax.plot(own["step"], own["mean"] * scale, **line)
+                band = (own["low"] * scale, own["high"] * scale)
+                ax.fill_between(own["step"], *band, color=colour, alpha=0.15, lw=0)
             else:
                 ax.plot(own["step"], own["mean"] * scale, color="#b8bec9", lw=0.8, zorder=1)
         ax.set_title(title)

@@ -138,49 +138,41 @@ def vs_lambda(
     return fig
 
 
-def signal_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Share of groups with a learning signal against lambda_time, with the shaping-off rate."""
-    return vs_lambda(
-        summary,
-        C.SIGNAL,
-        "Groups with a learning signal vs time penalty",
-        "share of groups with |adv| > 1e-6",
-        raw=C.SIGNAL_RAW,
-        ylim=(0, 1.05),
-    )
+LAMBDA_CHARTS: dict[str, dict[str, Any]] = {
+    "signal_vs_lambda": {
+        "metric": C.SIGNAL,
+        "title": "Groups with a learning signal vs time penalty",
+        "ylabel": "share of groups with |adv| > 1e-6",
+        "raw": C.SIGNAL_RAW,
+        "ylim": (0, 1.05),
+    },
+    "inversion_vs_lambda": {
+        "metric": C.INVERSIONS,
+        "title": "Reward inversions vs time penalty",
+        "ylabel": "share of groups with an inversion",
+    },
+    "explosion_vs_lambda": {
+        "metric": C.EXPLOSION_UNCLIPPED,
+        "title": "Advantage explosions (|A| > 3 before clip)",
+        "ylabel": "share of trainable rows",
+        "dashed": C.CLIP_FRAC,
+        "dashed_label": "dashed: rows changed by the clip",
+    },
+    "estimators_vs_lambda": {
+        "metric": C.ABS_MAX,
+        "title": "Largest |advantage| by estimator",
+        "ylabel": "max |advantage| (symlog)",
+        "logy": True,
+    },
+}
+"""`vs_lambda`'s arguments per chart: the signal rate (with shaping off's), the inversion rate,
+rows with |unclipped advantage| > 3 (dashed: rows the clip changes), the largest |advantage| per
+estimator."""
 
 
-def inversion_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Share of groups where a resolved rollout's shaped reward is below an unresolved one's."""
-    return vs_lambda(
-        summary,
-        C.INVERSIONS,
-        "Reward inversions vs time penalty",
-        "share of groups with an inversion",
-    )
-
-
-def explosion_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Rows with |unclipped advantage| > 3 (solid) and rows changed by the clip (dashed)."""
-    return vs_lambda(
-        summary,
-        C.EXPLOSION_UNCLIPPED,
-        "Advantage explosions (|A| > 3 before clip)",
-        "share of trainable rows",
-        dashed=C.CLIP_FRAC,
-        dashed_label="dashed: rows changed by the clip",
-    )
-
-
-def estimators_vs_lambda(summary: pl.DataFrame) -> Figure:
-    """Largest |advantage| against lambda per estimator (signal rate is in signal_vs_lambda)."""
-    return vs_lambda(
-        summary,
-        C.ABS_MAX,
-        "Largest |advantage| by estimator",
-        "max |advantage| (symlog)",
-        logy=True,
-    )
+def lambda_chart(summary: pl.DataFrame, stem: str) -> Figure:
+    """The chart against lambda that LAMBDA_CHARTS names `stem` (`signal_vs_lambda`, ...)."""
+    return vs_lambda(summary, **LAMBDA_CHARTS[stem])
 
 
 def has_heatmap(summary: pl.DataFrame) -> bool:
@@ -210,25 +202,15 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
     image = None
     for ax, part in zip(flat, shown, strict=False):
         grid = np.full((len(floors), len(lambdas)), np.nan)
-        text = [["" for _ in lambdas] for _ in floors]
+        cells = {}
         for row in part.iter_rows(named=True):
             i, j = floors.index(row["floor"]), lambdas.index(row["lambda_time"])
             grid[i, j] = row[C.SIGNAL]
-            text[i][j] = f"{row[C.SIGNAL]:.2f}\ninv {row[C.INVERSIONS]:.2f}"
+            cells[i, j] = f"{row[C.SIGNAL]:.2f}\ninv {row[C.INVERSIONS]:.2f}"
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-        for i in range(len(floors)):
-            for j in range(len(lambdas)):
-                if text[i][j]:
-                    dark = grid[i, j] < 0.6
-                    ax.text(
-                        j,
-                        i,
-                        text[i][j],
-                        ha="center",
-                        va="center",
-                        fontsize="x-small",
-                        color="white" if dark else "black",
-                    )
+        for (i, j), words in sorted(cells.items()):
+            colour = "white" if grid[i, j] < 0.6 else "black"
+            ax.text(j, i, words, ha="center", va="center", fontsize="x-small", color=colour)
         ax.set_xticks(range(len(lambdas)), [lambda_text(lam) for lam in lambdas])
         ax.set_yticks(range(len(floors)), [param_text("floor", f) for f in floors])
         ax.set_xlabel(LAMBDA_AXIS, fontsize="small")
@@ -238,9 +220,8 @@ def heatmap_lambda_floor(summary: pl.DataFrame) -> Figure:
     for ax in flat[len(shown) :]:
         ax.set_visible(False)
     more = f" (first 12 of {len(panels)} settings)" if len(panels) > 12 else ""
-    fig.suptitle(
-        f"Signal rate over lambda × floor; 'inv' = inversion rate{more}", x=0.02, ha="left"
-    )
+    title = f"Signal rate over lambda × floor; 'inv' = inversion rate{more}"
+    fig.suptitle(title, x=0.02, ha="left")
     if image is not None:
         fig.colorbar(image, ax=flat[: len(shown)], label="share of groups with signal", shrink=0.8)
     return fig
@@ -288,14 +269,9 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
         while any(abs(fx - tx) < 0.08 and abs(fy + lift * 0.045 - ty) < 0.04 for tx, ty in taken):
             lift += 1
         taken.append((fx, fy + lift * 0.045))
-        ax.annotate(
-            ",".join(map(str, p["n"])),
-            (px, py),
-            xytext=(4, 3 + 9 * lift),
-            textcoords="offset points",
-            fontsize="x-small",
-            arrowprops={"arrowstyle": "-", "color": "#bbb", "lw": 0.5} if lift else None,
-        )
+        arrow = {"arrowstyle": "-", "color": "#bbb", "lw": 0.5} if lift else None
+        where = {"xytext": (4, 3 + 9 * lift), "textcoords": "offset points", "fontsize": "x-small"}
+        ax.annotate(",".join(map(str, p["n"])), (px, py), arrowprops=arrow, **where)
 
 
 def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> Figure:
@@ -316,16 +292,10 @@ def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> 
         name, colour = STYLES[p[C.ROLE]]
         hollow = p[C.ROLE] == "avoid" and all(i in others for i in p["ids"])
         label = "avoid (another criterion)" if hollow else name
-        ax.scatter(
-            p["kept"] * 100,
-            p["gain"],
-            s=70 if p[C.ROLE] in ("recommended", "runner-up") else 34,
-            facecolors="none" if hollow else colour,
-            edgecolors=colour if hollow else "white",
-            linewidths=1.2,
-            zorder=3,
-            label=None if label in seen else label,
-        )
+        size = 70 if p[C.ROLE] in ("recommended", "runner-up") else 34
+        face, edge = ("none", colour) if hollow else (colour, "white")
+        shown = {"label": None if label in seen else label, "linewidths": 1.2, "zorder": 3}
+        ax.scatter(p["kept"] * 100, p["gain"], s=size, facecolors=face, edgecolors=edge, **shown)
         seen.add(label)
     bar = min(rule.min_resolve_vs_off, rule.min_resolve_vs_off_long)
     ax.axvline(bar * 100, color="#555", linestyle="--", linewidth=1, label=f"rule: {C.pct(bar)}")

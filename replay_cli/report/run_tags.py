@@ -61,12 +61,8 @@ def headline_name(column: str) -> str:
 def headline(row: dict[str, Any]) -> dict[str, float]:
     """A config's headline numbers (`layouts.TRACKER_HEADLINE` present and not null), in human
     units, under names that say so (`headline_name`)."""
-    out = {}
-    for column in L.TRACKER_HEADLINE:
-        value = C.metric(column).human(row.get(column))
-        if value is not None:
-            out[headline_name(column)] = value
-    return out
+    human = {column: C.metric(column).human(row.get(column)) for column in L.TRACKER_HEADLINE}
+    return {headline_name(c): value for c, value in human.items() if value is not None}
 
 
 def param_values(summary: pl.DataFrame, params: list[str]) -> list[dict[str, Any]]:

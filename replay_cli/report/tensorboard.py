@@ -98,9 +98,8 @@ def _write(
         for step, scalars in step_scalars(steps, row[S.CONFIG_ID]):
             for tag, value in scalars.items():
                 writer.add_scalar(tag, value, step)
-        _, start, end = hparams(hparam, metrics)
-        writer.file_writer.add_summary(start)
-        writer.file_writer.add_summary(end)
+        for part in hparams(hparam, metrics)[1:]:  # the session's start and end
+            writer.file_writer.add_summary(part)
         for column, value in headline(row).items():
             writer.add_scalar(HPARAM_METRICS[column], value, 0)
         writer.close()

@@ -33,18 +33,10 @@ def wandb_module() -> Any:
     return wandb
 
 
-def _settings(wandb: Any) -> Any:
-    """Offline, quiet, and nothing about this machine: the runs hold the replay alone."""
-    return wandb.Settings(
-        mode="offline",
-        silent=True,
-        console="off",
-        save_code=False,
-        disable_git=True,
-        x_disable_stats=True,
-        x_disable_meta=True,
-        x_disable_machine_info=True,
-    )
+SETTINGS = {"mode": "offline", "silent": True, "console": "off", "save_code": False}
+SETTINGS |= dict.fromkeys(("disable_git", "x_disable_stats", "x_disable_meta"), True)
+SETTINGS |= {"x_disable_machine_info": True}
+"""`wandb.Settings` of a run: offline, quiet, and nothing about this machine (the replay alone)."""
 
 
 def run_config(
@@ -100,7 +92,7 @@ def write_runs(
                 name=name,
                 tags=[decided[C.ROLE]],
                 config=config,
-                settings=_settings(wandb),
+                settings=wandb.Settings(**SETTINGS),
                 reinit="create_new",
             )
             logged = 0

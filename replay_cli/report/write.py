@@ -34,10 +34,9 @@ def write_tables(directory: Path, tables: dict[str, pl.DataFrame]) -> None:
         import pyarrow.parquet as pq
 
         table = frame.to_arrow()
-        fields = []
-        for field in table.schema:
-            meta = C.field_metadata(field.name)
-            fields.append(field.with_metadata(meta) if meta else field)
+        fields = [
+            f.with_metadata(m) if (m := C.field_metadata(f.name)) else f for f in table.schema
+        ]
         with atomic_path(path) as tmp:
             pq.write_table(table.cast(pa.schema(fields)), tmp, row_group_size=ROW_GROUP_SIZE)
 
@@ -71,12 +70,9 @@ def write(
     can be rewritten in place), the manifest, the charts when asked (`highlight`: the configs
     drawn step by step, default the report's) and index.html. Returns `directory`; the per-row
     table is written only when the report holds its rows (a replay streams them)."""
-    result = report.result
+    result, v = report.result, report.verdict
     tables = {name: getattr(result, name) for name in TABLES}
-    if result.rows is not None:
-        tables["rollouts"] = result.rows
-    tables["findings"] = report.verdict.findings
-    tables["recommendation"] = report.verdict.recommendation
+    tables |= {"rollouts": result.rows, "findings": v.findings, "recommendation": v.recommendation}
     phase(progress, "tables")
     write_tables(directory, {k: v for k, v in tables.items() if v is not None})
     if charts:

@@ -12,11 +12,11 @@ from replay_cli import schema as S
 
 AGENT_TIMEOUT_S = 1800.0
 QUIT_EARLY_MAX = 0.8
+"""The share of failures that give up early on the longest problems (half that at 9 minutes)."""
 HOPELESS, EASY, MEDIUM = (0.3, 12.0), (12.0, 1.0), (1.2, 1.2)
 """Beta distributions of the solve rate of hopeless, easy and in-between tasks."""
 KIND_SCALE = (0.9, 0.6, 1.5)
 """Run-time scale of hopeless, easy and in-between tasks relative to 9 minutes."""
-"""The share of failures that give up early on the longest problems (half that at 9 minutes)."""
 
 
 def synth_rollouts(

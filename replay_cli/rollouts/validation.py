@@ -133,14 +133,11 @@ def _look_alike(col: str, schema: pl.Schema) -> str:
 
 
 def look_alike_notes(columns: Sequence[str]) -> list[str]:
-    """For each optional column the input lacks while another column looks like it: a note
-    (the default would stand in for it silently, e.g. 0 tool calls on every row)."""
-    out = []
-    for col in (S.CALLS,):
-        hint = look_alike_hint(col, columns) if col not in columns else ""
-        if hint:
-            out.append(f"no '{col}' column, so every row counts {S.DEFAULTS[col]!r}; {hint}")
-    return out
+    """A note where the input lacks `calls` while another column looks like it (the default
+    would stand in for it silently: 0 tool calls on every row)."""
+    hint = look_alike_hint(S.CALLS, columns) if S.CALLS not in columns else ""
+    note = f"no '{S.CALLS}' column, so every row counts {S.DEFAULTS[S.CALLS]!r}; {hint}"
+    return [note] if hint else []
 
 
 def load_rollouts(

@@ -22,11 +22,7 @@ from replay_cli.rollouts.chunks import (
 
 MAX_ROWS_SHOWN = 5
 MAX_RUN_TIME_S = 7 * 24 * 3600.0  # longer agent runs are a unit mistake (milliseconds?)
-
-
 CHECK_CHUNK_ROWS = 2_000_000
-
-
 DUPLICATE_KEY = (f"{S.STEP}, {S.GROUP_ID}, {S.ROLLOUT_INDEX}", "duplicate key")
 
 
@@ -126,7 +122,7 @@ def check_all_values(
                 e.fill_null(False).sum().alias(str(i)) for i, e in enumerate(cheap.values())
             ).row(0)
             for n, (key, expr) in zip(n_bad, cheap.items(), strict=True):
-                if n:
+                if n:  # `add` ignores 0, but the filter costs a pass over the chunk
                     found.add(key, n, chunk.filter(expr).select(cols).head(MAX_ROWS_SHOWN))
     except pl.exceptions.PolarsError as exc:
         raise SchemaError(
@@ -201,12 +197,8 @@ def _coercions(schema: pl.Schema) -> dict[str, tuple[pl.Expr, str, bool]]:
     """column -> (rows it coerces, what they become, whether they do not parse at all)."""
     out: dict[str, tuple[pl.Expr, str, bool]] = {}
     if S.RUN_TIME in schema and schema[S.RUN_TIME] == pl.String:
-        raw = pl.col(S.RUN_TIME)
-        out[S.RUN_TIME] = (
-            raw.is_not_null() & parses_as_number(S.RUN_TIME).is_null(),
-            "0 minutes",
-            True,
-        )
+        unparsed = pl.col(S.RUN_TIME).is_not_null() & parses_as_number(S.RUN_TIME).is_null()
+        out[S.RUN_TIME] = (unparsed, "0 minutes", True)
     if S.REWARD in schema:
         out[S.REWARD] = (pl.col(S.REWARD).is_null(), "0 (reward or 0.0)", False)
     if S.CALLS in schema:

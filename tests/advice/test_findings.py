@@ -900,15 +900,6 @@ def test_a_headline_names_the_three_largest_values_in_order():
     assert [name.split("'")[1] for name in largest.split(", ")] == ["B", "C", "E"]
 
 
-@pytest.mark.parametrize(("apply_to", "gate"), [("correct", True), ("all", False)])
-def test_an_old_report_names_the_gate_from_its_settings(apply_to, gate):
-    """A report from before the causes were counted: the causes come from the settings."""
-    row = {C.UNCHARGED_ONLY: 0.2, "apply_to": apply_to, "mask_flagged": False}
-    found = findings_module.uncharged_only(row, bare_context())
-    assert ("correct gate did not charge" in found.text) == gate
-    assert ("rows the hook skipped" in found.text) == (not gate)
-
-
 def test_validation_charged_on_no_row_says_nothing():
     row = {C.VALIDATION_CHARGED: 0, C.VALIDATION_CHANGED: None}
     assert findings_module.validation_not_comparable(row, bare_context()) is None

@@ -69,7 +69,7 @@ def test_every_chart_fits_its_figure(sweep, tmp_path):
 
 def test_lines_per_panel_stay_few(sweep):
     n = sweep.result.summary.height
-    fig = plots.signal_vs_lambda(sweep.result.summary)
+    fig = plots.lambda_chart(sweep.result.summary, "signal_vs_lambda")
     panels = [ax for ax in fig.axes if ax.get_visible()]
     lay = layout(sweep.result.summary)
     assert len(panels) == len(lay.panels)

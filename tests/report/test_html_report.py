@@ -15,7 +15,7 @@ from replay_cli import api
 from replay_cli.cli.app import app
 from replay_cli.parameters import expand
 from replay_cli.report.html_parts import CSS
-from replay_cli.report.layouts import SUMMARY
+from replay_cli.report.layouts import SUMMARY_GROUPS
 
 from factories import write_small_synth
 
@@ -86,7 +86,8 @@ def test_index_numbers_are_the_tables_numbers(report):
         assert values[1] == row["label"]
         assert values[2] == roles[row["config_id"]]
         # Each metric cell holds the exact value (its repr) for sorting, in the page's order.
-        for value, name in zip(values[4:], SUMMARY, strict=False):
+        columns = [name for _, _, names in SUMMARY_GROUPS for name in names]
+        for value, name in zip(values[4:], columns, strict=False):
             if row[name] is None:
                 assert value == ""
             else:

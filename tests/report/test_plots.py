@@ -47,7 +47,7 @@ def test_report_figures(result):
 
 
 def test_signal_chart_has_one_line_per_apply_to_and_the_raw_reference(result):
-    fig = plots.signal_vs_lambda(result.result.summary)
+    fig = plots.lambda_chart(result.result.summary, "signal_vs_lambda")
     assert len(fig.axes) == 1  # four shaped configs: one panel, no facets
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["apply_to=all", "apply_to=correct", "shaping off (same estimator)"]
@@ -84,7 +84,7 @@ def test_replayed_vs_internal():
 
 def test_charts_against_lambda_write_it_as_every_surface_does(result):
     """λ's ticks are 1/120, 1/60 (as the labels and tables write them), not λ × 60 or 0.01667."""
-    fig = plots.signal_vs_lambda(result.result.summary)
+    fig = plots.lambda_chart(result.result.summary, "signal_vs_lambda")
     ax = fig.axes[0]
     assert "× 60" not in ax.get_xlabel()
     assert "λ" in ax.get_xlabel()
