@@ -13,7 +13,7 @@ from replay_cli import schema as S
 from replay_cli.config import Pilot, ReplayConfig, build_config, config_warnings
 from replay_cli.engine.run import run_replay
 from replay_cli.engine.sinks import replay_into
-from replay_cli.errors import InputFileError, ReplayError
+from replay_cli.errors import ConfigError, InputFileError, ReplayError
 from replay_cli.io.files import (
     atomic_path,
     check_out_dir,
@@ -91,7 +91,13 @@ def replay(
 
 def load_pilots(options: ReportOptions, **load_args: Any) -> list[tuple[Pilot, Rollouts]]:
     """Each pilot run's log loaded as the user's is (`load_args`: `mapping`, `group_size`,
-    `strict`), before any work: a missing or unreadable pilot is an error naming it."""
+    `strict`), before any work: a missing or unreadable pilot is an error naming it, and so is a
+    pilot without the forecast (it is checked against the forecast of its config)."""
+    if options.pilots and options.forecast is None:
+        names = ", ".join(str(p.path) for p in options.pilots)
+        raise ConfigError(
+            f"--pilot {names}: a pilot is checked by the forecast; drop --no-forecast"
+        )
     out = []
     for pilot in options.pilots:
         try:

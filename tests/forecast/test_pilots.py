@@ -164,3 +164,15 @@ def test_a_bad_pilot_is_a_usage_error_naming_it(logs, tmp_path, pilot, said):
     assert result.exit_code == 2
     assert "--pilot" in result.output
     assert said in result.output
+
+
+def test_a_pilot_without_the_forecast_is_a_usage_error(logs, tmp_path):
+    """--no-forecast would leave the pilot unchecked: said, not ignored."""
+    main = tmp_path / "main.parquet"
+    W.world_log(WORLD, "run12", 100).filter(pl.col("step") < 2).write_parquet(main)
+    pilot = f"{logs['right'][0]}::++grpo.time_efficiency.lambda_time=1/30"
+    args = ["replay", str(main), "--out", str(tmp_path / "r"), "--no-forecast", "--pilot", pilot]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "a pilot is checked by the forecast; drop --no-forecast" in result.output
+    assert not (tmp_path / "r").exists()
