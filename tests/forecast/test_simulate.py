@@ -192,3 +192,62 @@ def test_a_config_whose_estimator_refuses_the_simulated_groups_is_not_judged():
     assert (
         "the forecast could not train it (dr-grpo needs groups of one size" in verdict["reasons"][0]
     )
+
+
+def two_problem_world(seeds: int) -> World:
+    """S copies of two problems from the same start (two levels, groups of eight): effort pays
+    on the first (the long level resolves 0.9, the short 0.1), buys nothing on the second (both
+    0.5); one logged rollout per (problem, level, outcome) cell, rewarded 1 where resolved."""
+    cells = [(q, k, y) for q in (0, 1) for k in (0, 1) for y in (0, 1)]
+    rows = {
+        "level": np.array([k for _, k, _ in cells]),
+        "resolved": np.array([bool(y) for _, _, y in cells]),
+        "reward": np.array([float(y) for _, _, y in cells]),
+        "minutes": np.array([5.0 + 10 * k for _, k, _ in cells]),
+        "calls": np.zeros(len(cells), np.int64),
+        "mask_sample": np.zeros(len(cells), bool),
+        "zeroed": np.zeros(len(cells), bool),
+    }
+    problem = np.array([q for q, _, _ in cells])
+    pool = Pool.of(rows, problem, np.zeros(2, np.int64), 2, 2)
+    shape = (seeds, 2)
+    rate = np.broadcast_to(np.array([[0.1, 0.9], [0.5, 0.5]]), (*shape, 2)).copy()
+    return World(
+        pi=np.full((*shape, 2), 0.5),
+        p=rate.copy(),
+        rate=rate,
+        m=np.broadcast_to(np.array([5.0, 15.0]), (*shape, 2)).copy(),
+        bucket=np.zeros(shape, np.int64),
+        weight=np.ones(shape),
+        size=np.full(shape, 8, np.int64),
+        local=np.broadcast_to(np.arange(2), shape).copy(),
+        pool=pool,
+        index=np.broadcast_to(np.arange(2), shape).copy(),
+    )
+
+
+def test_a_policy_shared_by_the_problems_moves_their_shares_alike():
+    """s = 0 is the per-problem step (the same numbers as without it); s = 1 moves both problems'
+    level logits by the same direction in one step (a softmax shared by all problems), so from
+    the same start their shares stay equal, where per problem only the one where effort pays
+    moves toward its long level."""
+    from replay_cli.forecast.simulate import shared
+
+    world = two_problem_world(seeds=16)
+    off = [config({"enabled": False})]
+    kept = {1: world.pi}
+    alone, _ = simulate(world, off, 1, BUDGET, 0, REPLAY, kept=kept)
+    zero = {1: world.pi}
+    same, _ = simulate(world, off, 1, BUDGET, 0, REPLAY, kept=zero, share=0.0)
+    assert np.array_equal(alone, same, equal_nan=True)
+    assert np.array_equal(kept[1], zero[1])
+    per_problem = kept[1][0, :, :, 1].mean(0)  # the long level's share, per problem
+    assert per_problem[0] > 0.5 + 2 * abs(per_problem[1] - 0.5)
+    one = {1: world.pi}
+    simulate(world, off, 1, BUDGET, 0, REPLAY, kept=one, share=1.0)
+    assert np.allclose(one[1][0, :, 0], one[1][0, :, 1])  # every seed: both problems alike
+    assert one[1][0, :, :, 1].mean() > 0.5 + 1e-3  # ... moved toward the level that pays
+    d = np.array([[[[2.0, -2.0], [0.0, 4.0]]]])  # (runs, seeds, problems, levels)
+    assert shared(d, np.ones((1, 2)), 0.0) is d
+    mixed = shared(d, np.array([[1.0, 3.0]]), 0.5)
+    assert np.allclose(mixed, [[[[1.25, 0.25], [0.25, 3.25]]]])  # half d, half (0.5, 2.5)
