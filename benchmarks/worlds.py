@@ -86,18 +86,16 @@ def kind_row(world: W.World, kind: str, truth: W.Truth, views: list[K.ToolView])
 
 
 def fit_cell(views: list[K.ToolView]) -> str:
-    """The fit over the logs: the long level's α, the step size (× configured), the shared
-    policy s (1: one effort policy for all problems), skill in points a step, and on how many
-    logs its backtest passed."""
+    """The fit over the logs: the long level's α, the step size (× configured), skill in points
+    a step, and on how many logs its backtest passed."""
     if all(v.alpha is None for v in views):
         return ""
     sizes = [re.search(r"steps ([0-9.]+)× the configured", v.fit or "") for v in views]
     alphas = " ".join(f"{v.alpha:.2f}" for v in views if v.alpha is not None)
     scale = " ".join(m.group(1) if m else "1" for m in sizes)
-    shared = " ".join("1" if "shared by all problems" in (v.fit or "") else "0" for v in views)
     skill = " ".join(f"{100 * (v.skill or 0):+.2f}" for v in views)
     passed = sum(v.backtest == 1 for v in views)
-    return f"α {alphas}; δ× {scale}; s {shared}; skill {skill}; backtest {passed}/{len(views)}"
+    return f"α {alphas}; δ× {scale}; skill {skill}; backtest {passed}/{len(views)}"
 
 
 HEAD = (
@@ -114,7 +112,7 @@ HEAD = (
     "stated",
     "repeat",
     "stated − repeat",
-    "fit: α long, δ×, s, skill pts/step, backtest",
+    "fit: α long, δ×, skill pts/step, backtest",
 )
 
 

@@ -186,14 +186,6 @@ FORECAST_ALPHA = FIT(
     "0: effort buys nothing)",
     "share",
 )
-FORECAST_SHARED = FIT(
-    "forecast/shared_policy",
-    "shared effort policy",
-    "1 where the fit reads one effort policy shared by all problems from the logged shaping-off "
-    "trajectory (each step moves every problem's level logits alike), 0 where each problem's "
-    "effort moves on its own (the cautious reading); only with the fit on",
-    "count",
-)
 FORECAST_SKILL = FIT(
     "forecast/skill",
     "skill",

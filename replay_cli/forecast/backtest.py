@@ -164,8 +164,6 @@ def reading_stage(s: Prepared) -> Prepared:
         C.bound(C.FORECAST_SKILL, "high"): _scaled(f.points_high),
         C.FORECAST_FIT: statement(f, k),
     }
-    if s.fitting:
-        s.columns[C.FORECAST_SHARED] = f.share
     return s
 
 
@@ -221,8 +219,7 @@ def statement(f: Fit, k: int) -> str:
         if f.scale == 1.0
         else f"steps {f.scale:g}× the configured size"
     )
-    shared = "; one effort policy shared by all problems" if f.share else ""
-    return f"{head}: {what}; {skill}; {size}{shared}"
+    return f"{head}: {what}; {skill}; {size}"
 
 
 def _compared(

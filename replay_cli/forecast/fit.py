@@ -58,13 +58,9 @@ REFINE = 1.0
 choice."""
 SCALES = (1.0, 0.25, 0.5, 2.0, 4.0, 8.0)
 """The step sizes simulated, as multiples of the configured one (first)."""
-SHARED = ((0.0, 1.0, 1.0), (1.0, 1.0, 1.0))
-"""The paths with one effort policy shared by all problems (s = 1, `simulate.shared`): α ∈ {0, 1}
-at the configured step size (issue 53: a shared softmax's flat long-level drift otherwise reads
-as α = 0)."""
-GRID = (*((a, d, 0.0) for d in SCALES for a in ALPHAS), *SHARED)
-"""The fit's first paths: (uniform α, step size, shared policy s) triples."""
-CAUTIOUS = ((1.0, 1.0, 0.0),)
+GRID = tuple((a, d) for d in SCALES for a in ALPHAS)
+"""The fit's first paths: (uniform α, step size) pairs."""
+CAUTIOUS = ((1.0, 1.0),)
 """The cautious reading's path alone: what the backtest checks where the fit is off."""
 SKILLS = np.round(np.linspace(-0.05, 0.15, 81), 6)
 """Skill's scan: success logit drift per step (0.0025 apart; 0 among them)."""
@@ -75,10 +71,10 @@ RESAMPLES = 32
 SHARES_FROM = 2
 """`Logged.observed`'s columns: resolve, minutes, then each level's share."""
 
-Simulate = Callable[[World, int, float, float], np.ndarray]
+Simulate = Callable[[World, int, float], np.ndarray]
 """Shaping off's efforts (steps + 1, seeds, problems, levels) over `steps` from a world's start
-at a multiple of the configured step size, with a share of each step's effort direction shared
-by the problems (the forecast's simulation with its twin, budget, seed and replay bound)."""
+at a multiple of the configured step size (the forecast's simulation with its twin, budget, seed
+and replay bound)."""
 
 
 def alive(world: World) -> np.ndarray:
@@ -113,23 +109,20 @@ class Grid:
     scales: list[float]
     readings: list[Reading]
     cells: Cells
-    shares: list[float]
 
     @property
     def cautious(self) -> int:
-        """The path at α = 1, the configured step size and one policy per problem."""
+        """The path at α = 1 and the configured step size."""
         return next(
             i
-            for i, (a, d, s) in enumerate(zip(self.alphas, self.scales, self.shares, strict=True))
-            if np.all(a >= 1.0) and d == 1.0 and s == 0.0
+            for i, (a, d) in enumerate(zip(self.alphas, self.scales, strict=True))
+            if np.all(a >= 1.0) and d == 1.0
         )
 
     @property
     def prior(self) -> np.ndarray:
-        """(points,) the χ² a path pays for a step size other than the configured one, and for
-        a policy shared by the problems."""
-        other = np.asarray(self.scales) != 1.0
-        return IDENTIFIED * (other.astype(np.float64) + (np.asarray(self.shares) != 0.0))
+        """(points,) the χ² a path pays for a step size other than the configured one."""
+        return IDENTIFIED * (np.asarray(self.scales) != 1.0)
 
     def table(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """χ² of the logged groups `keep`: of the level shares (points, 1 + B), and of the
@@ -143,23 +136,14 @@ class Grid:
         return np.asarray(drift), np.asarray(resolve)
 
     def grown(
-        self,
-        world: World,
-        point: tuple[np.ndarray, float, float],
-        simulate: Simulate,
-        steps: int,
+        self, world: World, alpha: np.ndarray, scale: float, simulate: Simulate, steps: int
     ) -> Grid:
-        """The grid with the path at `point` (α, step size, shared policy) added."""
-        alpha, scale, share = point
+        """The grid with the path at `alpha` and step size `scale` added."""
         offset = self.readings[0].offset
-        path = simulate(with_shares(world, alpha), steps, scale, share)
+        path = simulate(with_shares(world, alpha), steps, scale)
         reading = Reading.of(world, self.cells.logged, path, offset)
         return Grid(
-            [*self.alphas, alpha],
-            [*self.scales, scale],
-            [*self.readings, reading],
-            self.cells,
-            [*self.shares, share],
+            [*self.alphas, alpha], [*self.scales, scale], [*self.readings, reading], self.cells
         )
 
 
@@ -216,7 +200,6 @@ class Fit:
     why: str | None = None
     settle: int | None = None
     scale: float = 1.0  # the step size, a multiple of the configured one
-    share: float = 0.0  # 1: one effort policy shared by all problems (`simulate.shared`)
 
     @classmethod
     def cautious(cls, levels: int, steps: int, why: str, settle: int | None = None) -> Fit:
@@ -253,7 +236,6 @@ def fitted(grid: Grid, choice: Choice, steps: int, on: np.ndarray, interval: flo
         points_high=float(np.quantile(skills, hi_q)),
         fitted=choice.fitted,
         scale=grid.scales[choice.point],
-        share=grid.shares[choice.point],
     )
 
 
@@ -263,10 +245,10 @@ def build(
     width: int,
     simulate: Simulate,
     seed: int,
-    points: tuple[tuple[float, float, float], ...] = GRID,
+    points: tuple[tuple[float, float], ...] = GRID,
 ) -> tuple[Grid, int]:
-    """The paths at `points` (uniform α, step size, shared policy) over the logged steps (and the
-    steps simulated)."""
+    """The paths at `points` (uniform α, step size) over the logged steps (and the steps
+    simulated)."""
     offset = (width - 1) / 2
     steps = max(1, math.ceil(float(logged.rank.max()) - offset))
     rng = np.random.default_rng([seed, 53])
@@ -274,14 +256,14 @@ def build(
     draws = rng.poisson(1.0, (RESAMPLES, problems)).astype(np.float64)
     cells = Cells.of(logged, np.concatenate([np.ones((1, problems)), draws]))
     levels = world.pi.shape[-1]
-    readings, alphas = [], []
-    for a, scale, share in points:
+    readings, alphas, scales = [], [], []
+    for a, scale in points:
         alpha = np.full(levels, a)
-        path = simulate(with_shares(world, alpha), steps, scale, share)
+        path = simulate(with_shares(world, alpha), steps, scale)
         readings.append(Reading.of(world, logged, path, offset))
         alphas.append(alpha)
-    scales, shares = [p[1] for p in points], [p[2] for p in points]
-    return Grid(alphas, scales, readings, cells, shares), steps
+        scales.append(scale)
+    return Grid(alphas, scales, readings, cells), steps
 
 
 def refined(world: World, grid: Grid, simulate: Simulate, steps: int, keep: np.ndarray) -> Grid:
@@ -290,12 +272,11 @@ def refined(world: World, grid: Grid, simulate: Simulate, steps: int, keep: np.n
     if not choice.fitted["alpha"]:
         return grid
     best, scale = grid.alphas[choice.point], grid.scales[choice.point]
-    share = grid.shares[choice.point]
     for k in np.flatnonzero(alive(world)):
         for d in (-REFINE, REFINE):
             trial = best.copy()
             trial[k] = float(np.clip(trial[k] + d, 0.0, 1.0))
-            known = zip(grid.alphas, grid.scales, grid.shares, strict=True)
-            if not any(np.allclose(trial, a) and (x, s) == (scale, share) for a, x, s in known):
-                grid = grid.grown(world, (trial, scale, share), simulate, steps)
+            known = zip(grid.alphas, grid.scales, strict=True)
+            if not any(np.allclose(trial, a) and d == scale for a, d in known):
+                grid = grid.grown(world, trial, scale, simulate, steps)
     return grid

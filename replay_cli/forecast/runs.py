@@ -114,7 +114,6 @@ class _Job:
     intervals: EffortSettings
     replay: Replay
     skill: float = 0.0  # the fit's success logit drift per step
-    share: float = 0.0  # the fit's shared policy (1: one effort softmax for all problems)
 
 
 def _simulated(
@@ -153,7 +152,6 @@ def _simulated(
             kept[run.name],
             skill=job.skill,
             at=at,
-            share=job.share,
         )
         if run.table:
             frames.append(table(sim, job.configs, job.twin_of, budget))
@@ -260,15 +258,7 @@ def forecast(
     world, problems = s.world, s.problems
     budget *= s.fit.scale  # the step size the fit read from the log (else as configured)
     job = _Job(
-        world,
-        configs,
-        *_twins(configs, replay),
-        settings,
-        budget,
-        intervals,
-        replay,
-        s.fit.skill,
-        s.fit.share,  # one effort policy for all problems, where the fit read one
+        world, configs, *_twins(configs, replay), settings, budget, intervals, replay, s.fit.skill
     )
     runs = [r for r in RUNS if settings.check_budgets or r is MAIN]
     refused: dict[int, str] = {}

@@ -137,7 +137,6 @@ def simulate(
     kept: dict[int, np.ndarray] | None = None,
     skill: float = 0.0,
     at: int = 0,
-    share: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(steps + 1, runs, seeds, buckets, metrics): each run's trajectory from the logged effort
     (or from `start`, (runs, seeds, problems, levels)), and each run's effort after the last
@@ -146,9 +145,7 @@ def simulate(
     differ by their policies, not by luck). A run whose estimator refuses the simulated groups
     (OpenRLHF's one group size after a filter dropped rows) stops there: `refused` gets its
     message and the caller drops its numbers. `skill`: the success logits' drift per step (the
-    fit's), the same for every run, from step `at` of the forecast (a run continued). `share`:
-    how much of each step's effort direction is the seed's problems' weighted mean (`shared`: 1,
-    one effort softmax for all problems; 0, one per problem)."""
+    fit's), the same for every run, from step `at` of the forecast (a run continued)."""
     refused = {} if refused is None else refused
     n_runs = len(runs)
     seeds, problems, levels = world.pi.shape
@@ -176,7 +173,7 @@ def simulate(
         now = EffortModel(pi, now_world.p, world.m, world.bucket, world.weight)
         # The success rates are held: the budget is spent on the effort softmax alone.
         effort = Direction.of(now, a.reshape(pi.shape), ay.reshape(pi.shape))
-        direction = Direction(shared(effort.d, world.weight, share), np.zeros_like(effort.e))
+        direction = Direction(effort.d, np.zeros_like(effort.e))
         eta = solve_eta(now, direction, budget, tol=ETA_TOL)
         pi = stepped_effort(now, direction, eta)
         now_world = world.skilled(skill * (at + t))
@@ -186,29 +183,16 @@ def simulate(
     return out, pi
 
 
-def shared(d: np.ndarray, weight: np.ndarray, share: float) -> np.ndarray:
-    """The effort direction `d` (runs, seeds, problems, levels) with `share` of it the weighted
-    mean over each seed's problems (`weight`, (seeds, problems)): a softmax shared by all
-    problems moves every problem's level logits alike (training averages its gradient over
-    them). The fixed-KL step is then spent on the mixed direction."""
-    if share == 0:
-        return d
-    w = weight[..., None]
-    mean = (d * w).sum(-2, keepdims=True) / np.maximum(w.sum(-2, keepdims=True), 1e-300)
-    return (1 - share) * d + share * mean
-
-
 def path(
     cfg: ReplayConfig, budget: float, seed: int, replay: Replay
-) -> Callable[[World, int, float, float], np.ndarray]:
+) -> Callable[[World, int, float], np.ndarray]:
     """One config's efforts (steps + 1, seeds, problems, levels) over `steps` from a world's
-    start at `scale` times the step budget, `share` of each step's direction shared by the
-    problems: the path the fit and the backtest compare with a log (`fit.Simulate`; shaping off
-    for the user's log, a pilot's own config for the pilot's)."""
+    start at `scale` times the step budget: the path the fit and the backtest compare with a log
+    (`fit.Simulate`; shaping off for the user's log, a pilot's own config for the pilot's)."""
 
-    def run(world: World, steps: int, scale: float, share: float = 0.0) -> np.ndarray:
+    def run(world: World, steps: int, scale: float) -> np.ndarray:
         kept = dict.fromkeys(range(1, steps + 1), world.pi)
-        simulate(world, [cfg], steps, budget * scale, seed, replay, kept=kept, share=share)
+        simulate(world, [cfg], steps, budget * scale, seed, replay, kept=kept)
         return np.stack([world.pi, *(kept[t][0] for t in range(1, steps + 1))])
 
     return run

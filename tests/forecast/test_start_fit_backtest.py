@@ -69,7 +69,7 @@ def test_the_causal_shares_keep_a_failing_level_at_zero_and_the_start_resolve():
 
 def test_the_fit_keeps_the_cautious_reading_unless_the_log_rejects_it():
     """α from the shares' χ², skill from the resolve's at that α; each only by the margin."""
-    grid = F.Grid([np.full(3, a) for a in (0.0, 1.0)], [1.0, 1.0], [], None, [0.0, 0.0])  # type: ignore[arg-type]
+    grid = F.Grid([np.full(3, a) for a in (0.0, 1.0)], [1.0, 1.0], [], None)  # type: ignore[arg-type]
     zero = int(np.flatnonzero(F.SKILLS == 0)[0])
     drift = np.full((2, 3), 100.0)
     resolve = np.full((2, len(F.SKILLS), 3), 100.0)
@@ -89,7 +89,7 @@ def test_a_step_size_other_than_the_configured_one_must_beat_it_by_the_margin():
     """α = 1 at twice the step size: used only where its shares' χ² is lower than the best at
     the configured size by `IDENTIFIED` beyond the cautious margin (the prior on the size)."""
     alphas = [np.full(3, a) for a in (0.5, 1.0, 1.0)]
-    grid = F.Grid(alphas, [1.0, 1.0, 2.0], [], None, [0.0] * 3)  # type: ignore[arg-type]
+    grid = F.Grid(alphas, [1.0, 1.0, 2.0], [], None)  # type: ignore[arg-type]
     assert grid.cautious == 1
     drift = np.full((3, 3), 100.0)
     resolve = np.full((3, len(F.SKILLS), 3), 100.0)
