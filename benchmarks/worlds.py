@@ -1,5 +1,5 @@
 """The tool against simulated training in every test world, per log kind (issues 45 and 53);
-prints Markdown tables.
+prints a Markdown table.
 
     uv run python benchmarks/worlds.py --quick               # 8 logs per kind, 6 truth seeds
     uv run python benchmarks/worlds.py                       # 16 logs per kind, 8 truth seeds
@@ -11,18 +11,15 @@ and `run48`, the first 12 and 48 steps of a shaping-off run; `fixed`, 12 steps a
 starting policy), `--logs` independent logs of `--log-groups` groups a step (seeds 100, 101, ...)
 are replayed by the tool with the forecast at the same horizon (2 seeds, 150 problems per bucket).
 
-The first table, per world × kind: how many picks are right (check 1, tests/worlds/checks.py:
+The table, per world × kind: how many picks are right (check 1, tests/worlds/checks.py:
 the pick against training's best), the picks, the median Spearman ρ and separated-pair share of
 the rule's own numbers against training's (check 2: the long-problem resolve ratio, the bar; the
 change of solve minutes, the rank) and on how many logs either passes, and the mean stated
 confidence against how often the pick repeats over the kind's logs (check 3).
 
-The second table, the backtest by hand on the `run48` logs: the tool reads the log's first third
-(`--fit-steps`, 16 steps), forecasts shaping off over the held-out steps (`ForecastSettings.steps`
-= 32), and its mean resolve over forecast steps 1..32 (overall and on long problems, with the
-mean of its per-step band) is set against what the run logged at steps 17..48. Long problems are
-the simulator's long bucket (the tool's is the longest third of groups by median run time; the
-"start" columns, the forecast's step 0 against the logged first third, show how far they agree).
+The last column reads the tool's own fit and backtest (on by default wherever a log names its
+problems, docs/report.md): the long level's α, the step size, skill, and on how many logs the
+backtest of the forecast used passed (the hand backtest of earlier sessions, now the tool's).
 `--detail` adds per config the truth and the tool's numbers on the `run48` logs.
 """
 
@@ -37,7 +34,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -116,88 +112,6 @@ HEAD = (
 )
 
 
-def backtest(world: W.World, log: pl.DataFrame, fit_steps: int) -> dict[str, float]:
-    """Forecast shaping off from the log's first `fit_steps` steps over the rest, against the
-    run's logged resolve over those steps (overall, long problems)."""
-    from replay_cli import api
-    from replay_cli.config import ForecastSettings
-    from replay_cli.rollouts.validation import rollouts_from_frame
-
-    steps = int(log["step"].max()) + 1
-    held = steps - fit_steps
-    forecast = ForecastSettings(steps=held, seeds=2, problems=150)
-    options = api.report_options(forecast=forecast)
-    fit = log.filter(pl.col("step") < fit_steps)
-    result = api.replay(rollouts_from_frame(fit), [W.OFF.tool_config()], options)
-    budget = result.result.summary["forecast/budget"][0]
-    path = result.result.forecast.filter(
-        (pl.col("budget") == budget) & (pl.col("metric") == "resolve") & (pl.col("step") >= 0)
-    )
-    long_ids = {f"{world.name}-{p:04d}" for p in np.flatnonzero(W.problems(world).bucket == 2)}
-    logged = log.with_columns(pl.col("instance_id").is_in(list(long_ids)).alias("long"))
-    out: dict[str, float] = {"held": held}
-    for scope, rows in (("all", logged), ("long", logged.filter(pl.col("long")))):
-        ahead = path.filter((pl.col("bucket") == scope) & (pl.col("step") >= 1))
-        start = path.filter((pl.col("bucket") == scope) & (pl.col("step") == 0))
-        per_step = (
-            rows.filter(pl.col("step") >= fit_steps)
-            .group_by("step")
-            .agg(pl.col("resolved").mean())["resolved"]
-            .to_numpy()
-        )
-        out |= {
-            f"{scope}_forecast": float(ahead["mean"].mean()),
-            f"{scope}_low": float(ahead["low"].mean()),
-            f"{scope}_high": float(ahead["high"].mean()),
-            f"{scope}_logged": float(rows.filter(pl.col("step") >= fit_steps)["resolved"].mean()),
-            f"{scope}_logged_se": float(per_step.std(ddof=1) / math.sqrt(len(per_step))),
-            f"{scope}_start": float(start["mean"][0]),
-            f"{scope}_start_logged": float(
-                rows.filter(pl.col("step") < fit_steps)["resolved"].mean()
-            ),
-        }
-    return out
-
-
-def backtest_row(world: W.World, found: list[dict[str, float]], fit_steps: int) -> list[str]:
-    def span(key: str, scale: float = 100.0) -> str:
-        values = [b[key] * scale for b in found]
-        lo, hi = min(values), max(values)
-        return f"{lo:.1f}" if abs(hi - lo) < 0.05 else f"{lo:.1f}–{hi:.1f}"
-
-    cells = [world.name, f"1–{fit_steps} → {fit_steps + 1}–{fit_steps + int(found[0]['held'])}"]
-    for scope in ("all", "long"):
-        gap = [100 * (b[f"{scope}_forecast"] - b[f"{scope}_logged"]) for b in found]
-        inside = sum(b[f"{scope}_low"] <= b[f"{scope}_logged"] <= b[f"{scope}_high"] for b in found)
-        cells += [
-            span(f"{scope}_forecast"),
-            f"{span(f'{scope}_low')} / {span(f'{scope}_high')}",
-            span(f"{scope}_logged"),
-            f"{np.mean(gap):+.1f} ({min(gap):+.1f}…{max(gap):+.1f})",
-            f"{inside}/{len(found)}",
-            f"{span(f'{scope}_start')} vs {span(f'{scope}_start_logged')}",
-        ]
-    return cells
-
-
-BACKTEST_HEAD = (
-    "world",
-    "fit → held-out steps",
-    "forecast resolve %",
-    "band low / high %",
-    "logged resolve %",
-    "forecast − logged, pts (mean, range)",
-    "logged inside band",
-    "start: forecast step 0 vs logged fit steps %",
-    "forecast long %",
-    "long band low / high %",
-    "logged long %",
-    "long: forecast − logged, pts",
-    "long inside band",
-    "long start: forecast vs logged %",
-)
-
-
 def detail_rows(world: W.World, truth: W.Truth, views: list[K.ToolView]) -> list[str]:
     rows = []
     for cfg in truth.configs:
@@ -216,15 +130,10 @@ def detail_rows(world: W.World, truth: W.Truth, views: list[K.ToolView]) -> list
     return rows
 
 
-def _table(head: tuple[str, ...], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
-def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list, list]:
+def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list]:
     configs = W.standard_configs()
     truth = W.truth(world, configs, args.horizon, groups=args.log_groups, seeds=args.seeds)
-    rows, detail, found = [], [], []
+    rows, detail = [], []
     for kind in args.kinds:
         t0 = time.perf_counter()
         logs = [W.world_log(world, kind, 100 + i, args.log_groups) for i in range(args.logs)]
@@ -233,9 +142,7 @@ def run_world(world: W.World, args: argparse.Namespace) -> tuple[list, list, lis
         print("| " + " | ".join(rows[-1]) + " |", flush=True)
         if kind == "run48":
             detail = detail_rows(world, truth, views)
-            found = [backtest(world, log, args.fit_steps) for log in logs]
-    back = backtest_row(world, found, args.fit_steps) if found else None
-    return rows, detail, back
+    return rows, detail
 
 
 def main() -> None:
@@ -245,7 +152,6 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="truth's seeds (default 8)")
     parser.add_argument("--horizon", type=int, default=50, help="T: training and forecast steps")
     parser.add_argument("--log-groups", type=int, default=48)
-    parser.add_argument("--fit-steps", type=int, default=16, help="backtest: steps read")
     parser.add_argument("--worlds", nargs="*", default=list(W.WORLDS), choices=list(W.WORLDS))
     kinds = list(W.LOG_KINDS)
     parser.add_argument("--kinds", nargs="*", default=kinds, choices=kinds)
@@ -272,15 +178,9 @@ def main() -> None:
     )
     print("| " + " | ".join((*HEAD, "s")) + " |")
     print("|" + "---|" * (len(HEAD) + 1))
-    backs, details = [], []
+    details = []
     for name in args.worlds:
-        _, detail, back = run_world(W.WORLDS[name], args)
-        details += detail
-        if back:
-            backs.append(back)
-    if backs:
-        print(f"\nBacktest on the run48 logs ({args.logs} per world):\n")
-        print(_table(BACKTEST_HEAD, backs))
+        details += run_world(W.WORLDS[name], args)[1]
     if args.detail and details:
         print(
             "\nrun48 logs: | world | config | sim long ratio ± se | sim ratio | sim solve Δ min "
