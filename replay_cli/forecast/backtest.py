@@ -41,6 +41,7 @@ from replay_cli.forecast.start import start_groups
 from replay_cli.forecast.trajectory import Logged
 from replay_cli.forecast.world import World
 from replay_cli.maths.problems import GroupLevels, Problems
+from replay_cli.maths.scopes import LENGTHS
 
 OFF = "the fit to the log is off"
 """`Fit.why` where the log could tell but the fit was not asked for (`ForecastSettings.fit`)."""
@@ -151,18 +152,19 @@ def reading_stage(s: Prepared) -> Prepared:
     assert s.world is not None
     assert s.fit is not None
     f = s.fit
+    on = alive(s.world)
     s.world = with_shares(s.world, f.alpha)
-    k = f.long_level(alive(s.world))
+    k = f.long_level(on)
     fitted_alpha = f.fitted.get("alpha", False)
     s.columns |= {
-        C.FORECAST_ALPHA: float(f.alpha[k]),
+        C.FORECAST_ALPHA: float(f.alpha[-1, k]),
         C.bound(C.FORECAST_ALPHA, "low"): _at(f.alpha_low, k) if fitted_alpha else None,
         C.bound(C.FORECAST_ALPHA, "high"): _at(f.alpha_high, k) if fitted_alpha else None,
-        C.FORECAST_ALPHA_LEVELS: " ".join(f"{a:.2f}" for a in f.alpha),
+        C.FORECAST_ALPHA_LEVELS: alpha_levels(f.alpha),
         C.FORECAST_SKILL: f.points / 100 if f.fitted.get("skill") else 0.0,
         C.bound(C.FORECAST_SKILL, "low"): _scaled(f.points_low),
         C.bound(C.FORECAST_SKILL, "high"): _scaled(f.points_high),
-        C.FORECAST_FIT: statement(f, k),
+        C.FORECAST_FIT: statement(f, k, f.long_level(on, 0)),
     }
     return s
 
@@ -177,15 +179,29 @@ STAGES: tuple[Callable[[Prepared], Prepared], ...] = (
 
 
 def _at(values: np.ndarray | None, k: int) -> float | None:
-    return None if values is None else float(values[k])
+    return None if values is None else float(values[-1, k])
+
+
+def alpha_levels(alpha: np.ndarray) -> str:
+    """The causal share of every effort level, lowest first: one row where every length bucket
+    reads the same, else per bucket ("short: 0.00 1.00; medium: ...; long: ...")."""
+
+    def row(a: np.ndarray) -> str:
+        return " ".join(f"{x:.2f}" for x in a)
+
+    if np.all(alpha == alpha[0]):
+        return row(alpha[0])
+    return "; ".join(f"{name}: {row(a)}" for name, a in zip(LENGTHS, alpha, strict=True))
 
 
 def _scaled(points: float | None) -> float | None:
     return None if points is None else points / 100
 
 
-def statement(f: Fit, k: int) -> str:
-    """One line: what the fit read from the log, or which assumption drives the forecast."""
+def statement(f: Fit, k: int, short: int | None = None) -> str:
+    """One line: what the fit read from the log, or which assumption drives the forecast: the
+    causal share of long runs on long problems (level `k` of the long bucket, what the bar
+    reads) and, where it differs, on short ones (level `short` of the short bucket)."""
     head = f"from {f.steps} logged step{'s' if f.steps != 1 else ''}"
     reading = (
         f"{head}: the cautious reading (longer runs cause all of their extra success, no skill, "
@@ -202,9 +218,12 @@ def statement(f: Fit, k: int) -> str:
         )
     if f.fitted.get("alpha") and f.alpha_low is not None and f.alpha_high is not None:
         what = (
-            f"long runs cause {f.alpha[k]:.0%} of their extra success (interval "
-            f"{f.alpha_low[k]:.0%}–{f.alpha_high[k]:.0%})"
+            f"long runs cause {f.alpha[-1, k]:.0%} of their extra success (interval "
+            f"{f.alpha_low[-1, k]:.0%}–{f.alpha_high[-1, k]:.0%})"
         )
+        short = k if short is None else short
+        if f.alpha[0, short] != f.alpha[-1, k]:
+            what += f" on long problems, {f.alpha[0, short]:.0%} on short ones"
     else:
         what = "long runs cause all of their extra success (the log does not reject it)"
     if f.fitted.get("skill"):

@@ -4,15 +4,17 @@ From the start (`start.py`) the forecast of shaping off must reproduce what the 
 logged step and length bucket, the resolve rate and each effort level's share, on the same
 problems (`trajectory.py`). What the model cannot know from one step:
 
-* **what each level's success owes to the effort**: per level k a causal share α_k ∈ {0, 1} (a
-  two-way choice: effort causes the level's success, or buys none of it; the share drift reads
-  α·δ, so a share between trades against the step size: fitted on [0, 1] with δ free it read
-  α = ½ at 4-8× the step where effort fully pays, docs/testing.md); the
-  success rate at level k is p̄ + α_k (p_k − p̄) (p̄ the problem's effort-weighted rate over the
-  levels that ever succeed, the problem's resolve rate kept); a level that never succeeds
-  (giving up, the time limit) stays at 0. With a fixed-KL step, α sets how much of the step
-  follows success: α = 1 drifts the shares as the model does, α → 0 leaves the effort direction
-  noise and the shares flat, so the **share drift** reads α;
+* **what each level's success owes to the effort**: per length bucket b and level k a causal
+  share α_bk ∈ {0, 1} (a two-way choice: effort causes the level's success, or buys none of it;
+  the share drift reads α·δ, so a share between trades against the step size: fitted on [0, 1]
+  with δ free it read α = ½ at 4-8× the step where effort fully pays, docs/testing.md; per
+  bucket, since where failures take longer than successes "long runs fail" can be an
+  outcome-time effect on short problems while effort pays on long ones); on a problem of bucket
+  b the success rate at level k is p̄ + α_bk (p_k − p̄) (p̄ the problem's effort-weighted rate
+  over the levels that ever succeed in its bucket, the problem's resolve rate kept); a level
+  that never succeeds there (giving up, the time limit) stays at 0. With a fixed-KL step, α sets
+  how much of the step follows success: α = 1 drifts the shares as the model does, α → 0 leaves
+  the effort direction noise and the shares flat, so the **share drift** reads α;
 * **skill**: success that rises at fixed effort, a drift of every succeeding level's success
   logit per step (the same under every config: the log shows shaping off's only), read from the
   **resolve drift left after the share-driven part** (the within-level slope would absorb the
@@ -24,8 +26,8 @@ problems (`trajectory.py`). What the model cannot know from one step:
   them apart only partly, so the prior decides where the log does not).
 
 Shaping off is simulated over the logged steps from the start at a uniform α (`ALPHAS`) at each
-step size (`SCALES`), then per level the other choice around the best where the log identifies
-α, at the best's step size; skill is a 1-D scan on each
+step size (`SCALES`), then per (bucket, level) the other choice around the best where the log
+identifies α, at the best's step size, and those of them that lower the χ² together; skill is a 1-D scan on each
 path's stored reading (`SKILLS`: skill hardly changes the shares, so no new simulation). The χ²
 of each (α, skill) is kept per bootstrap resample of the problems, so the fit's intervals and the
 backtest's band refit in every resample by re-scoring, not re-simulating. A value is used only
@@ -44,6 +46,7 @@ import numpy as np
 from replay_cli.forecast.trajectory import Cells, Logged, Reading
 from replay_cli.forecast.world import World
 from replay_cli.maths.effort import P_EDGE
+from replay_cli.maths.scopes import LENGTHS
 
 MIN_FIT_STEPS = 4
 """Distinct logged steps the fit needs (fewer: the cautious reading)."""
@@ -53,9 +56,6 @@ the fit reads what a short log cannot tell: tests/worlds' `run48` logs identify 
 logs seldom do (docs/testing.md, "The fit against the baseline")."""
 ALPHAS = (0.0, 1.0)
 """The uniform causal shares simulated first: effort buys nothing, or all of the success."""
-REFINE = 1.0
-"""Per level, α ± this around the uniform best (one pass) where α is identified: the other
-choice."""
 SCALES = (1.0, 0.25, 0.5, 2.0, 4.0, 8.0)
 """The step sizes simulated, as multiples of the configured one (first)."""
 GRID = tuple((a, d) for d in SCALES for a in ALPHAS)
@@ -78,23 +78,29 @@ and replay bound)."""
 
 
 def alive(world: World) -> np.ndarray:
-    """(levels,) whether a level ever succeeds in the world."""
-    return (world.rate > 0).reshape(-1, world.rate.shape[-1]).any(0)
+    """(buckets, levels) whether a level ever succeeds on a length bucket's problems."""
+    levels = world.rate.shape[-1]
+    live = (world.rate > 0).reshape(-1, levels)
+    bucket = world.bucket.ravel()
+    return np.stack([live[bucket == b].any(0) for b in range(len(LENGTHS))])
 
 
 def with_shares(world: World, alpha: np.ndarray) -> World:
-    """The world at causal shares `alpha` (levels,): each succeeding level's rate moved toward
-    the problem's effort-weighted rate over them by 1 − α_k, then shifted so that the problem's
-    resolve rate under its starting effort stays as logged; a level that never succeeds stays 0."""
-    alpha = np.asarray(alpha, np.float64)
-    on = alive(world)
-    if np.all(alpha[on] >= 1.0):
+    """The world at causal shares `alpha`, (buckets, levels) or (levels,) for every bucket: on a
+    problem of bucket b each level that succeeds in b has its rate moved toward the problem's
+    effort-weighted rate over those levels by 1 − α[b, k], then shifted so that the problem's
+    resolve rate under its starting effort stays as logged; a level that never succeeds in the
+    bucket stays 0."""
+    on_bucket = alive(world)
+    alpha = np.broadcast_to(np.asarray(alpha, np.float64), on_bucket.shape)
+    if np.all(alpha[on_bucket] >= 1.0):
         return world
+    on, a = on_bucket[world.bucket], alpha[world.bucket]  # (seeds, problems, levels)
     rate = world.rate
     pi = world.pi * on
     mass = np.maximum(pi.sum(-1, keepdims=True), 1e-300)
     mean = (pi * rate).sum(-1, keepdims=True) / mass
-    moved = mean + alpha * (rate - mean)
+    moved = mean + a * (rate - mean)
     moved -= ((pi * moved).sum(-1, keepdims=True) - mean * mass) / mass
     out = np.where(on, np.clip(moved, 0.0, 1.0), rate)
     return replace(world, rate=out, p=np.clip(out, P_EDGE, 1 - P_EDGE))
@@ -127,13 +133,16 @@ class Grid:
     def table(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """χ² of the logged groups `keep`: of the level shares (points, 1 + B), and of the
         resolve rate (points, skills, 1 + B)."""
-        levels = self.cells.logged.count.shape[1]
-        shares = range(SHARES_FROM, SHARES_FROM + levels)
-        drift = [self.cells.chi2(r.predicted(), shares, keep) for r in self.readings]
         resolve = [
             [self.cells.chi2(r.predicted(s), (0,), keep) for s in SKILLS] for r in self.readings
         ]
-        return np.asarray(drift), np.asarray(resolve)
+        return self.drift(keep), np.asarray(resolve)
+
+    def drift(self, keep: np.ndarray) -> np.ndarray:
+        """χ² of the level shares of the logged groups `keep`, (points, 1 + B)."""
+        levels = self.cells.logged.count.shape[1]
+        shares = range(SHARES_FROM, SHARES_FROM + levels)
+        return np.asarray([self.cells.chi2(r.predicted(), shares, keep) for r in self.readings])
 
     def grown(
         self, world: World, alpha: np.ndarray, scale: float, simulate: Simulate, steps: int
@@ -184,7 +193,7 @@ def choose(table: tuple[np.ndarray, np.ndarray], grid: Grid) -> Choice:
 
 @dataclass(frozen=True)
 class Fit:
-    """What the forecast uses and why: α per level with the interval ends, skill as a logit drift
+    """What the forecast uses and why: α per (length bucket, level) with the interval ends, skill as a logit drift
     per step and in points of resolve a step (with its interval), over how many logged steps,
     and `why` where the reading is the cautious one."""
 
@@ -205,12 +214,13 @@ class Fit:
     def cautious(cls, levels: int, steps: int, why: str, settle: int | None = None) -> Fit:
         """The cautious reading, `why`, and about how many logged steps may settle it (None:
         more steps would not: the fit read the log and its forecast did not hold)."""
-        return cls(np.ones(levels), steps, why=why, settle=settle)
+        return cls(np.ones((len(LENGTHS), levels)), steps, why=why, settle=settle)
 
-    def long_level(self, on: np.ndarray) -> int:
-        """The longest level that ever succeeds (the statement's 'long runs')."""
-        k = np.flatnonzero(on)
-        return int(k[-1]) if len(k) else len(self.alpha) - 1
+    def long_level(self, on: np.ndarray, bucket: int = -1) -> int:
+        """The longest level that ever succeeds on a bucket's problems (`on`, (buckets,
+        levels); the long bucket's by default: the statement's 'long runs')."""
+        k = np.flatnonzero(on[bucket])
+        return int(k[-1]) if len(k) else self.alpha.shape[-1] - 1
 
 
 def fitted(grid: Grid, choice: Choice, steps: int, on: np.ndarray, interval: float) -> Fit:
@@ -220,7 +230,7 @@ def fitted(grid: Grid, choice: Choice, steps: int, on: np.ndarray, interval: flo
     curve = 100 * grid.readings[choice.point].curvature()
     skills = SKILLS[choice.resampled[:, 1]] * curve
     skill = float(SKILLS[choice.skill])
-    levels = len(grid.alphas[0])
+    levels = grid.alphas[0].shape[-1]
     if not any(choice.fitted.values()):
         settle = math.ceil(steps * (IDENTIFIED / max(choice.gain, 0.25)) ** (1 / 3))
         why = "its drift does not tell what effort buys from skill"
@@ -258,7 +268,7 @@ def build(
     levels = world.pi.shape[-1]
     readings, alphas, scales = [], [], []
     for a, scale in points:
-        alpha = np.full(levels, a)
+        alpha = np.full((len(LENGTHS), levels), a)
         path = simulate(with_shares(world, alpha), steps, scale)
         readings.append(Reading.of(world, logged, path, offset))
         alphas.append(alpha)
@@ -267,16 +277,30 @@ def build(
 
 
 def refined(world: World, grid: Grid, simulate: Simulate, steps: int, keep: np.ndarray) -> Grid:
-    """Per level that ever succeeds, α ± `REFINE` around the grid's best where α is identified."""
+    """Where α is identified, around the grid's best at its step size: per (length bucket,
+    level) that ever succeeds there, the other choice; then, where two or more of
+    those lower the shares' χ², all of them together (one pass)."""
     choice = choose(grid.table(keep), grid)
     if not choice.fitted["alpha"]:
         return grid
     best, scale = grid.alphas[choice.point], grid.scales[choice.point]
-    for k in np.flatnonzero(alive(world)):
-        for d in (-REFINE, REFINE):
-            trial = best.copy()
-            trial[k] = float(np.clip(trial[k] + d, 0.0, 1.0))
-            known = zip(grid.alphas, grid.scales, strict=True)
-            if not any(np.allclose(trial, a) and d == scale for a, d in known):
-                grid = grid.grown(world, trial, scale, simulate, steps)
+    first = len(grid.alphas)
+    for b, k in zip(*np.nonzero(alive(world)), strict=True):
+        trial = best.copy()
+        trial[b, k] = 1.0 - trial[b, k]
+        if not _known(grid, trial, scale):
+            grid = grid.grown(world, trial, scale, simulate, steps)
+    drift = grid.drift(keep)[:, 0]
+    better = [i for i in range(first, len(drift)) if drift[i] < drift[choice.point]]
+    if len(better) > 1:
+        trial = best.copy()
+        for i in better:
+            trial = np.where(grid.alphas[i] != best, grid.alphas[i], trial)
+        if not _known(grid, trial, scale):
+            grid = grid.grown(world, trial, scale, simulate, steps)
     return grid
+
+
+def _known(grid: Grid, alpha: np.ndarray, scale: float) -> bool:
+    known = zip(grid.alphas, grid.scales, strict=True)
+    return any(np.allclose(alpha, a) and d == scale for a, d in known)
