@@ -1,6 +1,7 @@
 """The forecast's start window, its fit to the logged shaping-off trajectory and the backtest
 (replay_cli/forecast/start.py, fit.py, backtest.py; issue 53 items 1-5)."""
 
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -13,6 +14,7 @@ from replay_cli.config import ForecastSettings
 from replay_cli.forecast import fit as F
 from replay_cli.forecast.backtest import backtest_text
 from replay_cli.forecast.start import start_steps
+from replay_cli.maths.effort import P_EDGE
 
 from factories import forecast
 from worlds import world as W
@@ -65,6 +67,42 @@ def test_the_causal_shares_keep_a_failing_level_at_zero_and_the_start_resolve():
     half = F.with_shares(world, np.array([1.0, 0.5, 0.0, 0.3]))
     assert np.allclose((half.rate * pi).sum(-1), (rate * pi).sum(-1))
     assert np.all(half.rate[..., 3] == 0)
+
+
+def test_the_causal_shares_per_bucket_keep_a_level_failing_there_at_zero():
+    """α per (length bucket, level): a short problem's level that never succeeds on short
+    problems stays 0 even where it succeeds on long ones; each problem's start resolve is kept;
+    a (levels,) α is every bucket's."""
+    rate = np.array([[[0.2, 0.5, 0.8, 0.0], [0.1, 0.3, 0.4, 0.2]]])
+    pi = np.array([[[0.3, 0.3, 0.3, 0.1], [0.4, 0.2, 0.2, 0.2]]])
+    world = replace(_world(rate, pi), bucket=np.array([[0, 2]]))
+    assert F.alive(world).tolist() == [[True] * 3 + [False], [False] * 4, [True] * 4]
+    alpha = np.array([[0.0] * 4, [0.0] * 4, [1.0] * 4])
+    shared = F.with_shares(world, alpha)
+    assert np.allclose(shared.rate[0, 0], [0.5, 0.5, 0.5, 0.0])  # short: flat, the limit 0
+    assert np.allclose(shared.rate[0, 1], rate[0, 1])  # long: as logged
+    assert np.allclose((shared.rate * pi).sum(-1), (rate * pi).sum(-1))
+    assert np.allclose(shared.p, np.clip(shared.rate, P_EDGE, 1 - P_EDGE))
+    flat = F.with_shares(world, np.zeros(4))
+    assert np.allclose(flat.rate, F.with_shares(world, np.zeros((3, 4))).rate)
+    assert np.allclose(flat.rate[0, 1], 0.22)
+    assert F.with_shares(world, np.array([[1.0, 1.0, 1.0, 0.0], [0.0] * 4, [1.0] * 4])) is world
+
+
+def test_the_shares_read_per_bucket_show_per_bucket_and_name_the_short_problems():
+    from replay_cli.forecast.backtest import alpha_levels, statement
+
+    assert alpha_levels(np.ones((3, 4))) == "1.00 1.00 1.00 1.00"
+    alpha = np.array([[0.0, 0.0, 0.0, 1.0], [0.0] * 4, [0.0, 0.0, 1.0, 0.0]])
+    assert alpha_levels(alpha) == (
+        "short: 0.00 0.00 0.00 1.00; medium: 0.00 0.00 0.00 0.00; long: 0.00 0.00 1.00 0.00"
+    )
+    fit = F.Fit(alpha, 48, alpha, alpha, fitted={"alpha": True, "skill": False})
+    assert statement(fit, 2, 2).startswith(
+        "from 48 logged steps: long runs cause 100% of their extra success (interval 100%–100%) "
+        "on long problems, 0% on short ones; no skill shows"
+    )
+    assert "short ones" not in statement(fit, 3, 2)
 
 
 def test_the_fit_keeps_the_cautious_reading_unless_the_log_rejects_it():
@@ -148,6 +186,20 @@ def test_the_fit_reads_that_effort_pays_on_a_run_where_it_does():
     row = _summary(_world_log("effort_pays", "run48"))
     assert row[C.FORECAST_ALPHA] == 1.0
     assert "the step size as configured" in row[C.FORECAST_FIT]
+
+
+def test_the_fit_reads_per_bucket_where_long_runs_fail_for_their_time_on_short_problems():
+    """A 48-step run of `timeouts_one_policy` (seed 100; failures take longer than successes,
+    effort pays on long problems only): per bucket the fit reads α = 0 on every level of short
+    and medium problems and 1 at the third level of long ones (one α per level read 0 there and
+    picked 1/30 `correct`); the long bucket's longest level (the time limit, which succeeds
+    only on long problems) reads 0, what `forecast/alpha` shows; the backtest passes."""
+    row = _summary(_world_log("timeouts_one_policy", "run48"))
+    assert row[C.FORECAST_ALPHA_LEVELS] == (
+        "short: 0.00 0.00 0.00 1.00; medium: 0.00 0.00 0.00 0.00; long: 0.00 0.00 1.00 0.00"
+    )
+    assert row[C.FORECAST_ALPHA] == 0.0
+    assert row[C.FORECAST_BACKTEST_PASS] == 1.0
 
 
 def test_with_the_fit_off_the_backtest_checks_the_cautious_reading():
