@@ -142,7 +142,7 @@ def backtest_stage(s: Prepared) -> Prepared:
     elif cautious:  # the log rejects the cautious reading in sample, not out of it
         why = "the cautious reading reproduces the log's later steps as well"
     if why is not None:
-        s.fit = Fit.cautious(len(s.fit.alpha), s.fit.steps, why)
+        s.fit = Fit.cautious(s.fit.alpha.shape[-1], s.fit.steps, why)
         s.columns[C.FORECAST_BACKTEST_PASS] = float(bool(cautious))
     return s
 
