@@ -231,7 +231,8 @@ FORECAST_FIT = "forecast/fit"
 FORECAST_BACKTEST = "forecast/backtest"
 """Not a metric: the backtest in one line."""
 FORECAST_ALPHA_LEVELS = "forecast/alpha_levels"
-"""Not a metric: the causal share of every effort level, lowest first."""
+"""Not a metric: the causal share of every effort level, lowest first: one row where every length
+bucket reads the same, else per bucket ("short: …; medium: …; long: …")."""
 FORECAST_PILOT = "forecast/pilot"
 """Not a metric: a pilot run's log (`--pilot`): the key of pilots.parquet, one row per pilot
 with its config and its backtest's columns (forecast/pilots.py)."""
