@@ -105,6 +105,20 @@ def test_the_shares_read_per_bucket_show_per_bucket_and_name_the_short_problems(
     assert "short ones" not in statement(fit, 3, 2)
 
 
+def test_a_fit_its_backtest_rejects_falls_back_to_the_cautious_reading_per_bucket(monkeypatch):
+    """The backtest fails: the forecast keeps α = 1 on every (bucket, level), as many levels."""
+    from replay_cli.forecast import backtest as B
+
+    monkeypatch.setattr(B, "backtest", lambda *args: ({}, False, False))
+    fit = F.Fit(np.zeros((3, 4)), 48, fitted={"alpha": True, "skill": False})
+    s = B.Prepared(None, [], 2, 0, 0.9, None, True, grid=object(), logged=object(), fit=fit)  # type: ignore[arg-type]
+    out = B.backtest_stage(s).fit
+    assert out is not None
+    assert out.alpha.shape == (3, 4)
+    assert np.all(out.alpha == 1.0)
+    assert out.why == "the fitted forecast does not reproduce the log's later steps"
+
+
 def test_the_fit_keeps_the_cautious_reading_unless_the_log_rejects_it():
     """α from the shares' χ², skill from the resolve's at that α; each only by the margin."""
     grid = F.Grid([np.full(3, a) for a in (0.0, 1.0)], [1.0, 1.0], [], None)  # type: ignore[arg-type]
