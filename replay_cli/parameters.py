@@ -62,9 +62,7 @@ class Param:
     def switch_help(self) -> str:
         """`replay`'s help for a boolean's switch: what passing it does. A switch that leaves a
         true default turns the setting off, so it says so, not what the default does."""
-        if self.default and self.off is not None:
-            return self.off
-        return self.help
+        return self.off if self.default and self.off is not None else self.help
 
     @property
     def default_text(self) -> str:

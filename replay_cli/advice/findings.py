@@ -235,9 +235,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
 def _on_long(change: float | None) -> str:
     """A minute change on long problems with its direction (failures there may end later while
     they end sooner overall), or that the input has none (a null is no 0)."""
-    if change is None:
-        return NO_LONG_PROBLEMS
-    return f"on long problems {sooner_than_off(change)}"
+    return NO_LONG_PROBLEMS if change is None else f"on long problems {sooner_than_off(change)}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:

@@ -102,9 +102,8 @@ def _gain(row: dict[str, Any], rule: Rule | None = None) -> float:
     MINUTES_EPS, and with a rule, 0 where successes get less than its `min_faster` faster."""
     value = num(row, C.F_SOLVE_VS_OFF)
     least = MINUTES_EPS if rule is None else max(MINUTES_EPS, rule.faster_limit(row))
-    if value > MINUTES_EPS or -value > least:  # slower, or faster by enough to count
-        return value
-    return 0.0
+    # Slower, or faster by enough to count.
+    return value if value > MINUTES_EPS or -value > least else 0.0
 
 
 def _solve_key(r: Judged, rule: Rule) -> tuple[float, float, bool, int]:

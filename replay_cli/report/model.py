@@ -97,9 +97,7 @@ def _read(directory: Path, name: str) -> pl.DataFrame | None:
 
 
 def _same(a: pl.DataFrame | None, b: pl.DataFrame | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a.schema == b.schema and a.equals(b)
+    return a is b if a is None or b is None else a.schema == b.schema and a.equals(b)
 
 
 @dataclass(frozen=True, eq=False)
