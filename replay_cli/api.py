@@ -174,15 +174,10 @@ def replay_to_report(
     tables, charts, index.html, TensorBoard) as it starts and as its units finish."""
     options = report_options(options, **fields)
     check_outputs(Path(out), options)
-    pairs = parse_mapping(mapping or [])
-    rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
-    pilots = load_pilots(options, mapping=pairs, group_size=group_size, strict=strict)
-    load_args = {
-        "sources": [str(s) for s in sources],
-        "mapping": pairs,
-        "group_size": group_size,
-        "strict": strict,
-    }
+    load_kw = {"mapping": parse_mapping(mapping or []), "group_size": group_size, "strict": strict}
+    rollouts = load(sources, **load_kw)
+    pilots = load_pilots(options, **load_kw)
+    load_args = {"sources": [str(s) for s in sources], **load_kw}
     return _report(Path(out), rollouts, configs, options, load_args, progress, pilots)
 
 

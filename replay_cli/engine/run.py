@@ -259,9 +259,6 @@ class Accumulator:
             piece.groups = None
         self.pieces[piece.config_id].append(piece)
 
-    def add_input(self, piece: InputPiece) -> None:
-        self.inputs.append(piece)
-
     def _summary(self, cfg: ReplayConfig, inputs: dict[str, float | None]) -> dict[str, Any]:
         """One config's summary row from its pieces."""
         pieces = self.pieces[cfg.config_id]
@@ -478,7 +475,7 @@ def run_replay(
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
         for lo, hi in chunks:
             state = ChunkState.of(read_chunk(rollouts, lo, hi), shape)
-            acc.add_input(input_piece(state, chart_every))
+            acc.inputs.append(input_piece(state, chart_every))
             jobs = [
                 (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))
                 for batch in groups_of_configs

@@ -249,11 +249,9 @@ def _frontier(report: Report) -> str:
         "its detail. Right: the resolve rate a config keeps after T steps against shaping off's "
         "(the low end of its interval, the lower of overall and long problems); up: its solve Δ "
         "then, the minutes a success takes minus under shaping off (negative = sooner, so up is "
-        "sooner). The dashed line is the "
-        "rule's "
-        f"{C.pct(line)}; a hollow point is avoided for another criterion "
-        f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend} "
-        "The same chart as a PNG for slides: charts/frontier.png.</p>"
+        f"sooner). The dashed line is the rule's {C.pct(line)}; a hollow point is avoided for "
+        "another criterion (an inversion, an explosion, ...) wherever it sits. Best is top right. "
+        f"{legend} The same chart as a PNG for slides: charts/frontier.png.</p>"
     )
 
 
