@@ -33,10 +33,6 @@ class Confidence:
     set_share: float | None
 
 
-def _nan(x: Any) -> float:
-    return float("nan") if x is None else float(x)
-
-
 @dataclass(frozen=True)
 class _Reader:
     """The rule as the confidence applies it per resample: which rows pass (`passing`), and
@@ -84,17 +80,12 @@ def _values(
     for name in names:
         v = resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids)
         values[name] = v.to_numpy().astype(np.float64)
-        point = np.array([_nan(r.row.get(name)) for r in rows])
+        point = np.array([r.row.get(name) for r in rows], dtype=np.float64)  # None: NaN
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(values[name], 0)
         points[name] = np.where(np.isfinite(point), point, mean)
     return values, points
-
-
-def _spread(values: dict, points: dict, factor: float) -> dict:
-    """Each resample's deviation from the point scaled by `factor`: a new log's value."""
-    return {n: points[n] + factor * (values[n] - points[n]) for n in values}
 
 
 def confidence(
@@ -120,10 +111,10 @@ def confidence(
     n = len(rows)
     tie_rank = np.empty(n)
     tie_rank[list(ties)] = np.arange(n)
-    reader = _Reader(rows, rule, tie_rank)
     values, points = _values(rows, resamples, names)
-    wide = _spread(values, points, rule.spread)
-    winner, counted = reader.winners(wide)
+    # A new log's value: each resample's deviation from the point, widened by the rule's spread.
+    wide = {n: points[n] + rule.spread * (values[n] - points[n]) for n in values}
+    winner, counted = _Reader(rows, rule, tie_rank).winners(wide)
     counts = np.bincount(winner[counted], minlength=n)
     won = {i: float(counts[i] / winner.shape[0]) for i in range(n)}
     if pick is None:
