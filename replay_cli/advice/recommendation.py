@@ -135,7 +135,6 @@ def recommend(
     summary: pl.DataFrame,
     rule: Rule | None = None,
     resamples: pl.DataFrame | None = None,
-    check_budgets: bool = True,
 ) -> pl.DataFrame:
     """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons
     with their numbers, launch overrides and YAML, the numbers the rule reads, the share of
@@ -159,7 +158,7 @@ def recommend(
         replace(
             ranking,
             trade=_best_trade(rows, rule) if keep_off or not eligible else None,
-            checked=_budget_check(summary, rule, best_id) if check_budgets and eligible else None,
+            checked=_budget_check(summary, rule, best_id) if eligible else None,
             confidence=confidence(rows, rule, resamples, pick, [r.index for r in eligible], ties),
         ),
         rule,

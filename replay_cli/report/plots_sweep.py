@@ -68,11 +68,10 @@ def lambda_ticks(ax: Any, lambdas: list[float]) -> None:
         ax.tick_params(axis="x", labelrotation=45, labelsize="x-small")
 
 
-def _panel_axes(lay: Layout, width: float = 4.2, height: float = 3.2) -> tuple[Figure, list[Any]]:
+def _panel_axes(lay: Layout) -> tuple[Figure, list[Any]]:
     ncols = min(len(lay.panels), PANEL_COLS)
     nrows = math.ceil(len(lay.panels) / ncols)
-    if len(lay.panels) == 1:
-        width, height = 7.5, 4.4
+    width, height = (7.5, 4.4) if len(lay.panels) == 1 else (4.2, 3.2)
     fig, axes = figure(width * ncols + 1.5, height * nrows + 0.6, nrows, ncols)
     flat = list(axes.flat)
     for ax in flat[len(lay.panels) :]:
