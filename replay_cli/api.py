@@ -163,15 +163,10 @@ def replay_to_report(
     progress: Progress | None = None,
     **fields: Any,
 ) -> Report:
-    """Load, replay, judge and write a report directory atomically; returns the `Report`; refuses an
-    existing `out` unless `options.force`. Options may be given as one `ReportOptions` or as its
-    fields (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
-
-    Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
-    groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
-    and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
-    `progress(phase, done, total)` hears each phase (replay, first-step diagnostic, forecast, verdict,
-    tables, charts, index.html, TensorBoard) as it starts and as its units finish."""
+    """Load, replay, judge and write a report directory atomically (`engine.sinks.replay_into`
+    streams the rows); returns the `Report`; refuses an existing `out` unless `options.force`.
+    Options may be given as one `ReportOptions` or as its fields (`charts=True`, `rows="none"`).
+    `progress(phase, done, total)` hears each phase as it starts and as its units finish."""
     options = report_options(options, **fields)
     check_outputs(Path(out), options)
     load_kw = {"mapping": parse_mapping(mapping or []), "group_size": group_size, "strict": strict}

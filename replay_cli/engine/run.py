@@ -443,13 +443,10 @@ def run_replay(
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
-    Each chunk is read once; its config batches run on `workers` threads (default: up to two, one
-    per core), and their pieces are taken in order. Per-row results go to `row_sink` (e.g. a Parquet
-    writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
-    configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
-    `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
-    (defaults: `EffortSettings()`); `forecast`: run the forecast too (replay_cli/forecast/), and
-    backtest each of `pilots` (runs trained with shaping on, loaded) against its own log."""
+    Each chunk is read once; its config batches run on `workers` threads and their pieces are
+    taken in order. Per-row results go to `row_sink` when given, else they are kept in memory; peak
+    memory is about chunk_rows x configs_per_pass rows of results. `forecast`: run the forecast too
+    (replay_cli/forecast/), and backtest each of `pilots` against its own log."""
     settings = settings or EffortSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
