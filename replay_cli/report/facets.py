@@ -30,7 +30,6 @@ class Layout:
     """Panels (a title and their configs), and a series name per config_id for the colours."""
 
     facets: tuple[str, ...]
-    colours: tuple[str, ...]
     panels: tuple[tuple[str, pl.DataFrame], ...]
     series: dict[str, str]
 
@@ -120,4 +119,4 @@ def layout(summary: pl.DataFrame) -> Layout:
             panels.append((title, part))
     if not facets:
         panels = [("", shaped)]
-    return Layout(facets, colours, tuple(panels), series)
+    return Layout(facets, tuple(panels), series)
