@@ -96,11 +96,9 @@ def confidence(
     eligible: list[int],
     ties: Sequence[int],
 ) -> Confidence | None:
-    """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
-    new log of the same size, its deviation from this log spread by `rule.spread`, and the
-    rule's resolve criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
-    the ranking's keys after the gain do. Eligible rows whose differences to the pick hold 0 in
-    the bootstrap's own interval (not the widened spread) train alike (`_alike`)."""
+    """How sure the pick is: each resample of the forecast's bootstrap, its deviation from this
+    log widened by `rule.spread`, is a new log the rule judges again (`ties`: the ranking's order
+    after the gain); eligible rows `_alike` the pick within the bootstrap's own interval."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),

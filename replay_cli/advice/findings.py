@@ -414,10 +414,8 @@ def findings(
     rule: Rule | None = None,
     coerced: Sequence[Coerced] = (),
 ) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline): the input's coerced
-    values (`input_findings`) first, then `KINDS` order; `tops` is `maths.top_groups.top_groups`
-    of the group table (the worst group of a config). The decision itself is the verdict's, not
-    a finding (advice/verdict.py)."""
+    """The findings table (`SCHEMA`): the input's coerced values first, then `KINDS` order;
+    `tops`: `maths.top_groups.top_groups` of the group table (a config's worst group)."""
     rule = rule or Rule()
     tops_of = _tops(tops)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())

@@ -366,11 +366,9 @@ def _scarcity(rows: list[Judged], rule: Rule) -> str | None:
 
 
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
-    """Whether the recommendation holds when the forecast runs at half and at twice the step
-    budget, and after half and twice the horizon T where the forecast ran those (None without
-    the budgets' forecasts): the rule applied again to each row read at those settings (the
-    numbers it reads from that check's columns). Where its intervals there are too wide to decide (`_scarcity`), it says
-    so: that is no config failing the rule."""
+    """Whether the rule, applied again to each check's columns, still picks the recommendation at
+    half and twice the step budget and horizon T (None without the budgets' forecasts); a check
+    too wide to decide (`_scarcity`) says so, which is no config failing the rule."""
     steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
     halfway, twice = max(1, steps // 2), 2 * steps  # as the forecast reads them
     # The catalogue's words, and the step checks' with the step numbers they ran at.

@@ -195,10 +195,8 @@ def judge(
     rule: Rule | None = None,
     coerced: Sequence[Coerced] = (),
 ) -> Verdict:
-    """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
-    (the findings name the worst group of a config from it), `resamples` the first-step diagnostic's
-    bootstrap table (how often each config would be recommended), `coerced` the input's values
-    the trainer coerces (`Rollouts.coerced`; a finding each)."""
+    """The verdict of a summary table; `tops`: `maths.top_groups.top_groups` of the group table,
+    `resamples`: the forecast's bootstrap table, `coerced`: `Rollouts.coerced` (a finding each)."""
     rule = rule or Rule()
     table = recommend(summary, rule, resamples)
     return Verdict(table, findings(summary, tops, rule, coerced), Decision.of(table), rule)
