@@ -31,7 +31,7 @@ from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
-from replay_cli.rollouts.value_checks import DURATION_EXAMPLES, Coerced
+from replay_cli.rollouts.value_checks import DURATION_EXAMPLES
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -263,14 +263,11 @@ def demo_configs() -> list[ReplayConfig]:
         for apply_to in ("all", "correct"):
             shaping = {"lambda_time": lam, "apply_to": apply_to}
             configs.append(build_config({"shaping": shaping, "advantage": clip}))
-    for apply_to in ("all", "correct"):
-        configs.append(build_config({"shaping": {"apply_to": apply_to}}))
-    configs.append(
-        build_config({"shaping": {"lambda_time": 1 / 15, "apply_to": "correct"}, "advantage": clip})
-    )
+    configs += [build_config({"shaping": {"apply_to": a}}) for a in ("all", "correct")]
+    invert = {"lambda_time": 1 / 15, "apply_to": "correct"}
     bonus = {"apply_to": "correct", "floor": 0.05, "lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}
-    configs.append(build_config({"shaping": bonus, "advantage": clip}))
-    configs.append(build_config({"shaping": {"semantics": "internal"}, "advantage": clip}))
+    internal = {"semantics": "internal"}
+    configs += [build_config({"shaping": s, "advantage": clip}) for s in (invert, bonus, internal)]
     return configs
 
 
@@ -440,16 +437,12 @@ def import_logs(
             raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
         # A column kept under another name than the one a setting reads (n_calls for calls).
         stats.notes.extend(look_alike_notes(pl.read_parquet_schema(out).names()))
-        stats.notes.extend(_coerced_note(c, durations) for c in coerced)
+        for c in coerced:  # values a replay reads as the trainer does
+            note = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
+            if c.refused_by_strict and not durations:
+                note += f" (--durations reads {DURATION_EXAMPLES} into seconds)"
+            stats.notes.append(note)
     return stats
-
-
-def _coerced_note(c: Coerced, durations: bool) -> str:
-    """An import's note on values a replay reads as the trainer does."""
-    text = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
-    if c.refused_by_strict and not durations:
-        text += f" (--durations reads {DURATION_EXAMPLES} into seconds)"
-    return text
 
 
 def verify_run(
