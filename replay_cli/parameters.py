@@ -473,11 +473,8 @@ def nest(flat: dict[str, Any]) -> dict[str, Any]:
     params = registry()
     out: dict[str, Any] = {"shaping": {}, "advantage": {}}
     for name, value in flat.items():
-        section = params[name].section
-        if section:
-            out[section][name] = value
-        else:
-            out[name] = value
+        section = params[name].section  # "": a field of ReplayConfig itself
+        (out[section] if section else out)[name] = value
     return out
 
 

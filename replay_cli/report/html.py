@@ -79,8 +79,7 @@ def _inputs(report: Report) -> str:
     facts = [(what, shown(*names)) for what, names in L.INPUTS]
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{items}</dl>')
-    for note in manifest.get("notes", []):
-        parts.append(f'<p class="muted">note: {escape(str(note))}</p>')
+    parts += [f'<p class="muted">note: {escape(str(n))}</p>' for n in manifest.get("notes", [])]
     if manifest.get("resolved_derived_from_reward"):
         parts.append('<p class="muted">resolved was derived from reward &gt; 0.</p>')
     parts.append(
