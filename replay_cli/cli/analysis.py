@@ -39,8 +39,7 @@ ReportDir = Annotated[
 def plot(report: ReportDir, highlight: HighlightOpt = None) -> None:
     """Re-render the charts of a report into REPORT/charts, and its index.html."""
     with user_errors():
-        paths = api.plot_report(report, highlight_ids(highlight))
-        for path in paths:
+        for path in api.plot_report(report, highlight_ids(highlight)):
             typer.echo(str(path))
 
 

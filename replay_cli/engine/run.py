@@ -108,11 +108,7 @@ def input_piece(state: ChunkState, chart_every: int) -> InputPiece:
     chunk = state.arrays
     thinned = pl.Series(S.MINUTES, chunk.minutes[chunk.train][::chart_every])
     # float32 keeps run times to a fraction of a millisecond at half the memory (quantiles only).
-    return InputPiece(
-        minutes=thinned,
-        run_times=chunk.frame[S.RUN_TIME].cast(pl.Float32),
-        levels=state.levels.groups,
-    )
+    return InputPiece(thinned, chunk.frame[S.RUN_TIME].cast(pl.Float32), state.levels.groups)
 
 
 @dataclass
