@@ -42,32 +42,5 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"replay_cli.{_HOME[name]}"), name)
 
 
-__all__ = [
-    "AdvantageParams",
-    "ConfigError",
-    "EffortSettings",
-    "ForecastSettings",
-    "ReplayConfig",
-    "ReplayError",
-    "ReplayResult",
-    "Report",
-    "ReportOptions",
-    "Rule",
-    "SchemaError",
-    "ShapingParams",
-    "Verdict",
-    "build_config",
-    "findings",
-    "frontier",
-    "highlights",
-    "judge",
-    "load",
-    "load_rollouts",
-    "recommend",
-    "render_report",
-    "replay",
-    "replay_to_report",
-    "rollouts_from_frame",
-    "run_replay",
-    "synth_rollouts",
-]
+__all__ = tuple(sorted(_HOME))
+"""Every public name of `_MODULES`, sorted."""

@@ -31,7 +31,7 @@ from replay_cli.result import ReplayResult
 from replay_cli.rollouts.fit import inert_settings
 from replay_cli.rollouts.synth import synth_batches
 from replay_cli.rollouts.validation import Rollouts, load_rollouts, look_alike_notes
-from replay_cli.rollouts.value_checks import DURATION_EXAMPLES, Coerced
+from replay_cli.rollouts.value_checks import DURATION_EXAMPLES
 
 if TYPE_CHECKING:
     from replay_cli.io.jsonl import ImportStats
@@ -163,26 +163,16 @@ def replay_to_report(
     progress: Progress | None = None,
     **fields: Any,
 ) -> Report:
-    """Load, replay, judge and write a report directory atomically; returns the `Report`; refuses an
-    existing `out` unless `options.force`. Options may be given as one `ReportOptions` or as its
-    fields (`charts=True`, `rows="none"`, `tensorboard=Path(...)`).
-
-    Per-row results stream into rollouts.parquet chunk by chunk (`rows`: all, a sample of whole
-    groups, or none), so the result's `rows` is None. `engine="ray"` runs the chunks as Ray tasks
-    and gives the same report. With `tensorboard`, also one TensorBoard run per config there.
-    `progress(phase, done, total)` hears each phase (replay, first-step diagnostic, forecast, verdict,
-    tables, charts, index.html, TensorBoard) as it starts and as its units finish."""
+    """Load, replay, judge and write a report directory atomically (`engine.sinks.replay_into`
+    streams the rows); returns the `Report`; refuses an existing `out` unless `options.force`.
+    Options may be given as one `ReportOptions` or as its fields (`charts=True`, `rows="none"`).
+    `progress(phase, done, total)` hears each phase as it starts and as its units finish."""
     options = report_options(options, **fields)
     check_outputs(Path(out), options)
-    pairs = parse_mapping(mapping or [])
-    rollouts = load(sources, mapping=pairs, group_size=group_size, strict=strict)
-    pilots = load_pilots(options, mapping=pairs, group_size=group_size, strict=strict)
-    load_args = {
-        "sources": [str(s) for s in sources],
-        "mapping": pairs,
-        "group_size": group_size,
-        "strict": strict,
-    }
+    load_kw = {"mapping": parse_mapping(mapping or []), "group_size": group_size, "strict": strict}
+    rollouts = load(sources, **load_kw)
+    pilots = load_pilots(options, **load_kw)
+    load_args = {"sources": [str(s) for s in sources], **load_kw}
     return _report(Path(out), rollouts, configs, options, load_args, progress, pilots)
 
 
@@ -273,14 +263,11 @@ def demo_configs() -> list[ReplayConfig]:
         for apply_to in ("all", "correct"):
             shaping = {"lambda_time": lam, "apply_to": apply_to}
             configs.append(build_config({"shaping": shaping, "advantage": clip}))
-    for apply_to in ("all", "correct"):
-        configs.append(build_config({"shaping": {"apply_to": apply_to}}))
-    configs.append(
-        build_config({"shaping": {"lambda_time": 1 / 15, "apply_to": "correct"}, "advantage": clip})
-    )
+    configs += [build_config({"shaping": {"apply_to": a}}) for a in ("all", "correct")]
+    invert = {"lambda_time": 1 / 15, "apply_to": "correct"}
     bonus = {"apply_to": "correct", "floor": 0.05, "lambda_call_bonus": 0.1, "call_bonus_ref": 56.0}
-    configs.append(build_config({"shaping": bonus, "advantage": clip}))
-    configs.append(build_config({"shaping": {"semantics": "internal"}, "advantage": clip}))
+    internal = {"semantics": "internal"}
+    configs += [build_config({"shaping": s, "advantage": clip}) for s in (invert, bonus, internal)]
     return configs
 
 
@@ -450,16 +437,12 @@ def import_logs(
             raise SchemaError(str(exc).replace(str(out.resolve()), named)) from None
         # A column kept under another name than the one a setting reads (n_calls for calls).
         stats.notes.extend(look_alike_notes(pl.read_parquet_schema(out).names()))
-        stats.notes.extend(_coerced_note(c, durations) for c in coerced)
+        for c in coerced:  # values a replay reads as the trainer does
+            note = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
+            if c.refused_by_strict and not durations:
+                note += f" (--durations reads {DURATION_EXAMPLES} into seconds)"
+            stats.notes.append(note)
     return stats
-
-
-def _coerced_note(c: Coerced, durations: bool) -> str:
-    """An import's note on values a replay reads as the trainer does."""
-    text = f"{c.what()}; a replay reads them as {c.read_as}, as the trainer does"
-    if c.refused_by_strict and not durations:
-        text += f" (--durations reads {DURATION_EXAMPLES} into seconds)"
-    return text
 
 
 def verify_run(

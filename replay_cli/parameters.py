@@ -62,9 +62,7 @@ class Param:
     def switch_help(self) -> str:
         """`replay`'s help for a boolean's switch: what passing it does. A switch that leaves a
         true default turns the setting off, so it says so, not what the default does."""
-        if self.default and self.off is not None:
-            return self.off
-        return self.help
+        return self.off if self.default and self.off is not None else self.help
 
     @property
     def default_text(self) -> str:
@@ -475,11 +473,8 @@ def nest(flat: dict[str, Any]) -> dict[str, Any]:
     params = registry()
     out: dict[str, Any] = {"shaping": {}, "advantage": {}}
     for name, value in flat.items():
-        section = params[name].section
-        if section:
-            out[section][name] = value
-        else:
-            out[name] = value
+        section = params[name].section  # "": a field of ReplayConfig itself
+        (out[section] if section else out)[name] = value
     return out
 
 

@@ -115,19 +115,8 @@ SHAPING_OFF = "shaping_off"  # recommendation.parquet: the config leaves every r
 GROUP_KEYS = (STEP, GROUP_ID)
 CONFIG_GROUP_KEYS = (CONFIG_ID, STEP, GROUP_ID)
 
-_NUMERIC: tuple[type[pl.DataType], ...] = (
-    pl.Float32,
-    pl.Float64,
-    pl.Int8,
-    pl.Int16,
-    pl.Int32,
-    pl.Int64,
-    pl.UInt8,
-    pl.UInt16,
-    pl.UInt32,
-    pl.UInt64,
-)
-_INTEGER = _NUMERIC[2:]
+_INTEGER = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+_NUMERIC: tuple[type[pl.DataType], ...] = (pl.Float32, pl.Float64, *_INTEGER)
 
 # column -> (accepted input dtype classes, what the message says is expected). A column whose
 # values may be null also takes the Null type: a column with no value at all has no other type

@@ -33,10 +33,6 @@ class Confidence:
     set_share: float | None
 
 
-def _nan(x: Any) -> float:
-    return float("nan") if x is None else float(x)
-
-
 @dataclass(frozen=True)
 class _Reader:
     """The rule as the confidence applies it per resample: which rows pass (`passing`), and
@@ -84,17 +80,12 @@ def _values(
     for name in names:
         v = resamples.pivot(on=S.CONFIG_ID, index="resample", values=name).select(ids)
         values[name] = v.to_numpy().astype(np.float64)
-        point = np.array([_nan(r.row.get(name)) for r in rows])
+        point = np.array([r.row.get(name) for r in rows], dtype=np.float64)  # None: NaN
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(values[name], 0)
         points[name] = np.where(np.isfinite(point), point, mean)
     return values, points
-
-
-def _spread(values: dict, points: dict, factor: float) -> dict:
-    """Each resample's deviation from the point scaled by `factor`: a new log's value."""
-    return {n: points[n] + factor * (values[n] - points[n]) for n in values}
 
 
 def confidence(
@@ -105,11 +96,9 @@ def confidence(
     eligible: list[int],
     ties: Sequence[int],
 ) -> Confidence | None:
-    """How sure the pick is: each resample of the forecast's bootstrap over problems stands for a
-    new log of the same size, its deviation from this log spread by `rule.spread`, and the
-    rule's resolve criteria are applied again with its own interval ends (`rule.meets`); `ties` orders rows as
-    the ranking's keys after the gain do. Eligible rows whose differences to the pick hold 0 in
-    the bootstrap's own interval (not the widened spread) train alike (`_alike`)."""
+    """How sure the pick is: each resample of the forecast's bootstrap, its deviation from this
+    log widened by `rule.spread`, is a new log the rule judges again (`ties`: the ranking's order
+    after the gain); eligible rows `_alike` the pick within the bootstrap's own interval."""
     criteria = resolve_criteria()
     names = [
         *dict.fromkeys(C.scoped(C.F_RESOLVE_VS_OFF, c.scope) for c in criteria),
@@ -120,10 +109,10 @@ def confidence(
     n = len(rows)
     tie_rank = np.empty(n)
     tie_rank[list(ties)] = np.arange(n)
-    reader = _Reader(rows, rule, tie_rank)
     values, points = _values(rows, resamples, names)
-    wide = _spread(values, points, rule.spread)
-    winner, counted = reader.winners(wide)
+    # A new log's value: each resample's deviation from the point, widened by the rule's spread.
+    wide = {n: points[n] + rule.spread * (values[n] - points[n]) for n in values}
+    winner, counted = _Reader(rows, rule, tie_rank).winners(wide)
     counts = np.bincount(winner[counted], minlength=n)
     won = {i: float(counts[i] / winner.shape[0]) for i in range(n)}
     if pick is None:

@@ -235,9 +235,7 @@ def fail_faster(row: dict[str, Any], ctx: Context) -> Found | None:
 def _on_long(change: float | None) -> str:
     """A minute change on long problems with its direction (failures there may end later while
     they end sooner overall), or that the input has none (a null is no 0)."""
-    if change is None:
-        return NO_LONG_PROBLEMS
-    return f"on long problems {sooner_than_off(change)}"
+    return NO_LONG_PROBLEMS if change is None else f"on long problems {sooner_than_off(change)}"
 
 
 def uncharged_only(row: dict[str, Any], ctx: Context) -> Found | None:
@@ -416,10 +414,8 @@ def findings(
     rule: Rule | None = None,
     coerced: Sequence[Coerced] = (),
 ) -> pl.DataFrame:
-    """The findings table (config_id, kind, severity, value, text, headline): the input's coerced
-    values (`input_findings`) first, then `KINDS` order; `tops` is `maths.top_groups.top_groups`
-    of the group table (the worst group of a config). The decision itself is the verdict's, not
-    a finding (advice/verdict.py)."""
+    """The findings table (`SCHEMA`): the input's coerced values first, then `KINDS` order;
+    `tops`: `maths.top_groups.top_groups` of the group table (a config's worst group)."""
     rule = rule or Rule()
     tops_of = _tops(tops)
     labels = dict(summary.select(S.CONFIG_ID, "label").rows())

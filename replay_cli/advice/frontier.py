@@ -14,8 +14,6 @@ from replay_cli import catalogue as C
 from replay_cli import schema as S
 from replay_cli.advice.rule import NEEDED, kept, resolve_criteria, shaping_off
 
-__all__ = ["frontier", "highlights", "rated", "shaping_off"]
-
 
 def rated(summary: pl.DataFrame) -> bool:
     """The summary has the columns the whole rule and the frontier read (a replay with the
@@ -76,10 +74,9 @@ def highlights(
             out.extend(m for m in match[:1] if m not in out)
         if out:
             return out
-    if verdict is None or not rated(summary):  # nothing ranked (no forecast): the first configs
-        off = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
-        return off + [c for c in ids if c not in off][: 3 - len(off)]
     out = summary.filter(shaping_off(summary))[S.CONFIG_ID].head(1).to_list()
+    if verdict is None or not rated(summary):  # nothing ranked (no forecast): the first configs
+        return out + [c for c in ids if c not in out][: 3 - len(out)]
     for role in ("recommended", "runner-up"):
         out.extend(c for c in verdict.filter(pl.col(C.ROLE) == role)[S.CONFIG_ID] if c not in out)
     if C.BEST_TRADE in verdict.columns:  # where shaping off is kept: the trade worth a look

@@ -12,12 +12,6 @@ import yaml
 
 from replay_cli.parameters import registry
 
-
-def _trainer_value(name: str, value: Any) -> Any:
-    """A parameter's value as the trainer takes it: the baseline is its leave-one-out flag."""
-    return (value == "loo") if name == "baseline" else value
-
-
 UNUSED = {"call_bonus_ref": lambda row: not row.get("lambda_call_bonus")}
 """Settings a config does not use, by the setting they depend on: a launch line leaves them out
 (the bonus's reference with no bonus)."""
@@ -45,8 +39,8 @@ def _launch_values(row: dict[str, Any], is_off: bool) -> list[tuple[str, str, An
                 shown = name in ("enabled", "lambda_time", "apply_to") or value != param.default
         else:
             shown = value != param.default
-        if shown and value is not None:
-            out.append((name, key, _trainer_value(name, value)))
+        if shown and value is not None:  # the trainer takes the baseline as its leave-one-out flag
+            out.append((name, key, (value == "loo") if name == "baseline" else value))
     return out
 
 

@@ -102,9 +102,8 @@ def _gain(row: dict[str, Any], rule: Rule | None = None) -> float:
     MINUTES_EPS, and with a rule, 0 where successes get less than its `min_faster` faster."""
     value = num(row, C.F_SOLVE_VS_OFF)
     least = MINUTES_EPS if rule is None else max(MINUTES_EPS, rule.faster_limit(row))
-    if value > MINUTES_EPS or -value > least:  # slower, or faster by enough to count
-        return value
-    return 0.0
+    # Slower, or faster by enough to count.
+    return value if value > MINUTES_EPS or -value > least else 0.0
 
 
 def _solve_key(r: Judged, rule: Rule) -> tuple[float, float, bool, int]:
@@ -136,7 +135,6 @@ def recommend(
     summary: pl.DataFrame,
     rule: Rule | None = None,
     resamples: pl.DataFrame | None = None,
-    check_budgets: bool = True,
 ) -> pl.DataFrame:
     """The verdict: one row per config (config_id, label, role, rank, failed criteria, reasons
     with their numbers, launch overrides and YAML, the numbers the rule reads, the share of
@@ -160,7 +158,7 @@ def recommend(
         replace(
             ranking,
             trade=_best_trade(rows, rule) if keep_off or not eligible else None,
-            checked=_budget_check(summary, rule, best_id) if check_budgets and eligible else None,
+            checked=_budget_check(summary, rule, best_id) if eligible else None,
             confidence=confidence(rows, rule, resamples, pick, [r.index for r in eligible], ties),
         ),
         rule,
@@ -368,11 +366,9 @@ def _scarcity(rows: list[Judged], rule: Rule) -> str | None:
 
 
 def _budget_check(summary: pl.DataFrame, rule: Rule, best_id: str | None) -> str | None:
-    """Whether the recommendation holds when the forecast runs at half and at twice the step
-    budget, and after half and twice the horizon T where the forecast ran those (None without
-    the budgets' forecasts): the rule applied again to each row read at those settings (the
-    numbers it reads from that check's columns). Where its intervals there are too wide to decide (`_scarcity`), it says
-    so: that is no config failing the rule."""
+    """Whether the rule, applied again to each check's columns, still picks the recommendation at
+    half and twice the step budget and horizon T (None without the budgets' forecasts); a check
+    too wide to decide (`_scarcity`) says so, which is no config failing the rule."""
     steps = int(summary[C.FORECAST_STEPS][0] or 0) if C.FORECAST_STEPS in summary.columns else 0
     halfway, twice = max(1, steps // 2), 2 * steps  # as the forecast reads them
     # The catalogue's words, and the step checks' with the step numbers they ran at.

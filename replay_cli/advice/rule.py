@@ -99,7 +99,6 @@ class Rule(BaseModel):
         description="two eligible configs train alike when the interval at this level of "
         "each difference the rule reads (resolve on long problems, solve minutes) holds 0",
     )
-
     spread: float = Field(
         2.0,
         gt=0,

@@ -1,11 +1,7 @@
 """The one verdict of a report: the recommendation, the findings and the decision, computed once
-by `judge` and only read afterwards (the page, the terminal, TensorBoard, the notebook).
-
-`judge` is called once per report, by the API after a replay (and by `Report.judged_again`);
-renderers never decide again. A custom `Rule` given to
-`judge` is recorded in the verdict (and in the manifest), so every surface states the rule that
-was applied.
-"""
+by `judge` (after a replay, and by `Report.judged_again`) and only read afterwards by the page, the
+terminal, TensorBoard and the notebook. A custom `Rule` is recorded in the verdict (and in the
+manifest), so every surface states the rule that was applied."""
 
 from __future__ import annotations
 
@@ -167,10 +163,9 @@ def backtest_caveat(row: dict[str, Any], pilots: pl.DataFrame | None = None) -> 
             "backtest, under Forecast): the pick rests on the cautious reading (longer runs "
             "cause all of their extra success), not on a prediction of this run."
         )
+    failed = pl.DataFrame()
     if pilots is not None and C.FORECAST_BACKTEST_PASS in pilots.columns:
         failed = pilots.filter(pl.col(C.FORECAST_BACKTEST_PASS) == 0.0)
-    else:
-        failed = pl.DataFrame()
     if failed.height:
         names = ", ".join(
             f"{r[C.FORECAST_PILOT]} ({r[C.FORECAST_PILOT_CONFIG]})" for r in failed.to_dicts()
@@ -200,18 +195,11 @@ def judge(
     rule: Rule | None = None,
     coerced: Sequence[Coerced] = (),
 ) -> Verdict:
-    """The verdict of a summary table; `tops` is `maths.top_groups.top_groups` of the group table
-    (the findings name the worst group of a config from it), `resamples` the first-step diagnostic's
-    bootstrap table (how often each config would be recommended), `coerced` the input's values
-    the trainer coerces (`Rollouts.coerced`; a finding each)."""
+    """The verdict of a summary table; `tops`: `maths.top_groups.top_groups` of the group table,
+    `resamples`: the forecast's bootstrap table, `coerced`: `Rollouts.coerced` (a finding each)."""
     rule = rule or Rule()
     table = recommend(summary, rule, resamples)
-    return Verdict(
-        recommendation=table,
-        findings=findings(summary, tops, rule, coerced),
-        decision=Decision.of(table),
-        rule=rule,
-    )
+    return Verdict(table, findings(summary, tops, rule, coerced), Decision.of(table), rule)
 
 
 def with_input_findings(verdict: Verdict, before: pl.DataFrame) -> Verdict:

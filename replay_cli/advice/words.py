@@ -20,21 +20,14 @@ def num(row: dict[str, Any], key: str) -> float:
     return 0.0 if value is None else float(value)
 
 
-def minutes_shift(x: float, less: str, more: str, per: str = "") -> str:
-    """A change in minutes with its direction as a word, the sign never dropped: '0.34 min
-    sooner' for −0.34 and '0.34 min later' for +0.34 (less='sooner', more='later'; `per`, e.g.
-    ' per step', follows the amount), 'no sooner or later' within MINUTES_EPS."""
-    if abs(x) <= MINUTES_EPS:
-        return f"no {less} or {more}"
-    return f"{minutes_text(x, signed=False)}{per} {less if x < 0 else more}"
-
-
 def sooner_than_off(x: float) -> str:
     """A minute change against shaping off in words, by its sign: '0.34 min sooner than under
     shaping off', '… later …', or 'as soon as under shaping off' within MINUTES_EPS."""
     if abs(x) <= MINUTES_EPS:
         return "as soon as under shaping off"
-    return f"{minutes_shift(x, 'sooner', 'later')} than under shaping off"
+    return (
+        f"{minutes_text(x, signed=False)} {'sooner' if x < 0 else 'later'} than under shaping off"
+    )
 
 
 def param_text(name: str, value: Any) -> str:

@@ -20,21 +20,16 @@ def attribution_configs(base: ReplayConfig) -> list[tuple[str, str, ReplayConfig
         shaping = base.shaping.model_copy(update=changes)
         return ReplayConfig.model_validate({**base.model_dump(), "shaping": shaping.model_dump()})
 
-    steps = [
-        ("nemo-rl", "the PR's semantics", with_shaping(semantics="nemo-rl", internal_items=None))
+    items = [
+        (f"item {i}", ITEM_DESCRIPTIONS[i], with_shaping(semantics="nemo-rl", internal_items=(i,)))
+        for i in INTERNAL_ITEMS
     ]
-    for item in INTERNAL_ITEMS:
-        steps.append(
-            (
-                f"item {item}",
-                ITEM_DESCRIPTIONS[item],
-                with_shaping(semantics="nemo-rl", internal_items=(item,)),
-            )
-        )
-    steps.append(
-        ("internal", "all items together", with_shaping(semantics="internal", internal_items=None))
-    )
-    return steps
+    internal = with_shaping(semantics="internal", internal_items=None)
+    return [
+        ("nemo-rl", "the PR's semantics", with_shaping(semantics="nemo-rl", internal_items=None)),
+        *items,
+        ("internal", "all items together", internal),
+    ]
 
 
 def attribute(rollouts: Rollouts, base: ReplayConfig) -> pl.DataFrame:

@@ -62,19 +62,10 @@ def describe_rollouts(rollouts: Rollouts) -> dict[str, Any]:
         .sort("len")
     ).pipe(collect)
     unparsed = sum(c.count for c in rollouts.coerced if c.column == S.RUN_TIME)
-    stats = _after(stats, "run time missing", {"run time unparsed": unparsed})
+    items, at = list(stats.items()), list(stats).index("run time missing") + 1
+    stats = dict([*items[:at], ("run time unparsed", unparsed), *items[at:]])  # after the missing
     stats["run time missing"] -= unparsed  # nulls in the input; the unparsed are null once read
     stats["group sizes"] = ", ".join(f"{n}×{size}" for size, n in sizes.iter_rows())
     stats["files"] = len(rollouts.files)
     stats["extra columns"] = ", ".join(rollouts.extra_columns) or "-"
     return stats
-
-
-def _after(stats: dict[str, Any], key: str, more: dict[str, Any]) -> dict[str, Any]:
-    """`stats` with `more` inserted right after `key`."""
-    out: dict[str, Any] = {}
-    for k, v in stats.items():
-        out[k] = v
-        if k == key:
-            out.update(more)
-    return out

@@ -125,9 +125,7 @@ def show_change(unit: str, delta: Any) -> str:
 
 def _digits(x: float) -> str:
     """4 significant digits, scientific only far from 1."""
-    if abs(x) >= 1e5 or abs(x) < 1e-3:
-        return f"{x:.3g}"
-    return f"{x:.4g}"
+    return f"{x:.3g}" if abs(x) >= 1e5 or abs(x) < 1e-3 else f"{x:.4g}"
 
 
 def fmt(value: Any) -> str:

@@ -39,8 +39,7 @@ ReportDir = Annotated[
 def plot(report: ReportDir, highlight: HighlightOpt = None) -> None:
     """Re-render the charts of a report into REPORT/charts, and its index.html."""
     with user_errors():
-        paths = api.plot_report(report, highlight_ids(highlight))
-        for path in paths:
+        for path in api.plot_report(report, highlight_ids(highlight)):
             typer.echo(str(path))
 
 
@@ -274,14 +273,12 @@ def verify(
     with user_errors():
         # `--train-data train_data_step*.jsonl` reaches us as one option value and the rest of the
         # shell's expansion as positionals: the dumps go where they belong.
-        sources, dumps = api.split_train_data(sources or [], train_data or [])
-        train_data = dumps
+        sources, train_data = api.split_train_data(sources or [], train_data or [])
         if not train_data:
             raise ConfigError("verify needs --train-data train_data_step*.jsonl.")
-        given = params
         clip = None
-        if "clip_low" in given or "clip_high" in given:  # else inferred from the logged extremes
-            clip = (given.get("clip_low"), given.get("clip_high"))
+        if "clip_low" in params or "clip_high" in params:  # else inferred from the logged extremes
+            clip = (params.get("clip_low"), params.get("clip_high"))
         result = api.verify_run(train_data, group_size=group_size, clip=clip, out=out, force=force)
         rewards = None
         if sources:
@@ -290,6 +287,6 @@ def verify(
             )
             if ignored:
                 typer.echo(f"Ignored trainer overrides: {', '.join(ignored)}", err=True)
-            (config,) = parameters.expand({**base, **given}, {})
+            (config,) = parameters.expand({**base, **params}, {})
             rewards = api.compare_logged_rewards(paths, train_data, config)
         terminal.print_verification(result, rewards)

@@ -190,12 +190,10 @@ def print_report(
     """After a replay: the page to open, the decision, the summary table, then the findings (and
     how to open the TensorBoard and W&B runs, when written)."""
     typer.echo(f"Report: {Path(out) / 'index.html'}")
-    for note in report.result.notes:
-        typer.echo(f"Warning: {note}", err=True)
-    for line in report.result.input_notes:
-        typer.echo(f"Note: {line}", err=True)
-    for line in report.result.computed_by:
-        typer.echo(f"Note: {line}", err=True)
+    r = report.result
+    for prefix, lines in (("Warning", r.notes), ("Note", r.input_notes), ("Note", r.computed_by)):
+        for line in lines:
+            typer.echo(f"{prefix}: {line}", err=True)
     print_decision(report)
     print_forecast(report)
     print_summary(report, out)

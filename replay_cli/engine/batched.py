@@ -91,13 +91,12 @@ def row_frame(b: RowBatch, k: int) -> pl.DataFrame:
     raw = pl.Series(values=b.adv_raw)
     if not c.all_train:
         raw = raw.set(pl.Series(values=c.is_val), None)
-    bonus = np.zeros(len(frame)) if b.bonus is None else pick(b.bonus)
     columns = {
         S.CONFIG_ID: pl.repeat(b.configs[k].config_id, len(frame), eager=True),
         S.REWARD_RAW: frame[S.REWARD],
         S.REWARD_SHAPED: pick(b.reward_shaped),
         S.MINUTES: c.minutes,
-        S.BONUS: bonus,
+        S.BONUS: np.zeros(len(frame)) if b.bonus is None else pick(b.bonus),
         S.DEDUCTION: pick(b.deduction),
         S.CHARGED: pick(b.charged),
         S.FLOORED: pick(b.floored),

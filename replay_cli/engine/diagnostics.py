@@ -172,7 +172,7 @@ def finish(
     # copy, freed before the quantiles take theirs: at 100M rows each is 400-800 MB).
     std = advantages.cast(pl.Float64).std()
     adv = C.ADV_DISTRIBUTION
-    out: dict[str, float | int | None] = {
+    return {
         **group_diagnostics(group_parts),
         adv["mean"]: _ratio(p["sum_adv"], n),
         adv["std"]: std,
@@ -206,13 +206,11 @@ def finish(
         C.RUN_TIME_NEGATIVE: p["n_run_time_negative"],
         C.NEGATIVE_CHARGED: p["n_negative_charged"],
     }
-    return out
 
 
 def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
     """One row of counts over a chunk's group table (the table itself can then be streamed out)."""
     pattern = pl.col(S.G_RESOLVED_PATTERN)
-
     return groups.select(
         pl.len().alias("n_groups"),
         count(pl.col(S.G_HAS_SIGNAL)).alias("n_signal"),
@@ -223,9 +221,7 @@ def group_partials(groups: pl.DataFrame) -> pl.DataFrame:
             count((pl.col(S.G_UNCHARGED_CAUSES) & bit) > 0).alias(f"n_uncharged_{name}")
             for name, bit in S.UNCHARGED_CAUSES.items()
         ),
-        count(pattern == S.ALL_FAIL).alias("n_all_fail"),
-        count(pattern == S.MIXED).alias("n_mixed"),
-        count(pattern == S.ALL_PASS).alias("n_all_pass"),
+        *(count(pattern == p).alias(f"n_{p}") for p in (S.ALL_FAIL, S.MIXED, S.ALL_PASS)),
         count(pl.col(S.G_INVERTED)).alias("n_inverted"),
         pl.col(S.G_PAIRS).sum().cast(pl.Int64).alias(S.G_PAIRS),
         pl.col(S.G_INVERTED_PAIRS).sum().cast(pl.Int64).alias(S.G_INVERTED_PAIRS),

@@ -56,11 +56,10 @@ def effort_levels(
     levels: int,
     forecast: tuple[int, int, int] | None = None,
 ) -> tuple[EffortLevels, pl.DataFrame | None, pl.DataFrame | None]:
-    """The input's effort levels (one pass over the training rows' run times: the start
-    window's, `start_window`, as the caller passes them) and, where rows
-    name their problem (`instance_id`), each problem's length bucket (by the median run time of
-    all its training rollouts, so a problem's groups share their levels), and with `forecast`
-    (problems per bucket, seeds, seed) the problems whose rows the forecast keeps."""
+    """The effort levels of the training rows' run times (the caller passes the start window),
+    where rows name their problem each problem's length bucket (by its median run time, so its
+    groups share their levels), and with `forecast` (problems per bucket, seeds, seed) the
+    problems whose rows the forecast keeps."""
     columns = rollouts_frame.collect_schema().names()
     train = rollouts_frame.filter(pl.col(S.SPLIT) != S.SPLIT_VALIDATION)
     pooled = S.INSTANCE_ID in columns

@@ -9,10 +9,8 @@ from collections.abc import Callable
 from dataclasses import fields
 
 import numpy as np
-import polars as pl
 
 from replay_cli import catalogue as C
-from replay_cli import schema as S
 from replay_cli.config import EffortSettings
 from replay_cli.engine.effort_levels import ConfigLevels
 from replay_cli.maths.bootstrap import interval, measures, summary_value, sums
@@ -37,9 +35,8 @@ def config_block(rows: int, levels: int) -> int:
 
 RESOLVE_EPS = 1e-12
 """A shaping-off resolve change at or below this has nothing to keep: the ratio is null."""
-RESAMPLED = (C.RESOLVE_VS_OFF, C.RESOLVE_VS_OFF_LONG, C.SOLVE_VS_OFF, C.FAIL_VS_OFF)
-"""The measures the bootstrap table holds per resample (what the rule reads)."""
-INTERVALS = (*RESAMPLED, C.SOLVE_VS_OFF_LONG, C.FAIL_VS_OFF_LONG)
+INTERVALS = (C.RESOLVE_VS_OFF, C.RESOLVE_VS_OFF_LONG, C.SOLVE_VS_OFF, C.FAIL_VS_OFF)
+INTERVALS += (C.SOLVE_VS_OFF_LONG, C.FAIL_VS_OFF_LONG)
 """The measures given an interval in the summary (`_low`, `_high`)."""
 
 
@@ -140,13 +137,12 @@ def _named(values: dict[str, np.ndarray], off: dict[str, np.ndarray]) -> dict[st
 
 def diagnose(
     problems: Problems | None, per_config: dict[str, list[ConfigLevels]], settings: EffortSettings
-) -> tuple[dict[str, dict[str, float | None]], pl.DataFrame]:
-    """Per config id, the first-step diagnostic's summary columns, and the bootstrap table (config_id,
-    resample, the measures of `RESAMPLED`); `problems`: the input's (None: it has none)."""
+) -> dict[str, dict[str, float | None]]:
+    """Per config id, the first-step diagnostic's summary columns; `problems`: the input's (None:
+    it has none)."""
     ids = list(per_config)
-    empty = pl.DataFrame(schema={S.CONFIG_ID: pl.String, "resample": pl.Int64})
     if not ids or problems is None:
-        return {cid: {} for cid in ids}, empty
+        return {cid: {} for cid in ids}
     model = problems.model
 
     def gather(name: str, cid: str) -> np.ndarray:
@@ -177,7 +173,6 @@ def diagnose(
         gap = np.abs(exact - (steps.first_p[: len(ids)] * w).sum(-1)) / np.abs(exact)
 
     columns: dict[str, dict[str, float | None]] = {}
-    table = empty
     if boot_sums is not None:
         boot = measures(boot_sums, budget, point=False)
         resampled = _named(
@@ -189,14 +184,6 @@ def diagnose(
             for name in INTERVALS
             for end, q in ends.items()
         }
-        b = settings.resamples
-        table = pl.DataFrame(
-            {
-                S.CONFIG_ID: np.repeat(np.array(ids, dtype=object), b).tolist(),
-                "resample": np.tile(np.arange(b), len(ids)),
-                **{name: resampled[name].T.reshape(-1) for name in RESAMPLED},
-            }
-        )
     for k, cid in enumerate(ids):
         row: dict[str, float | None] = {name: summary_value(v[k]) for name, v in named.items()}
         row[C.TIME_ONLY_SHARE] = float(share[k])
@@ -204,4 +191,4 @@ def diagnose(
         row[C.ETA] = float(steps.eta[k])
         row[C.KL_BUDGET] = budget
         columns[cid] = row
-    return columns, table
+    return columns

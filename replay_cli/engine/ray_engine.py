@@ -185,7 +185,7 @@ def _feed_in_order(
         while fed in results:
             pieces, inputs = results.pop(fed)
             if inputs is not None:
-                acc.add_input(inputs)
+                acc.inputs.append(inputs)
             for piece in pieces:
                 acc.add(piece)
             fed += 1

@@ -80,9 +80,8 @@ def _filter_metric(a: AdvantageParams, reward: str) -> pl.Expr:
 
 def _survivors(a: AdvantageParams, kept: str) -> pl.Expr:
     """Group id of the survivors: advantages are recomputed on the rows the filter kept."""
-    if a.filter == "none":  # every row kept: the groups stay as they are
-        return pl.col(S.GID)
-    return pl.struct(S.GID, kept).rank("dense")
+    # Without a filter every row is kept: the groups stay as they are.
+    return pl.col(S.GID) if a.filter == "none" else pl.struct(S.GID, kept).rank("dense")
 
 
 def _groups(a: AdvantageParams, survivors: str, runs: Runs | None) -> Groups:

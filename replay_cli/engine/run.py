@@ -108,11 +108,7 @@ def input_piece(state: ChunkState, chart_every: int) -> InputPiece:
     chunk = state.arrays
     thinned = pl.Series(S.MINUTES, chunk.minutes[chunk.train][::chart_every])
     # float32 keeps run times to a fraction of a millisecond at half the memory (quantiles only).
-    return InputPiece(
-        minutes=thinned,
-        run_times=chunk.frame[S.RUN_TIME].cast(pl.Float32),
-        levels=state.levels.groups,
-    )
+    return InputPiece(thinned, chunk.frame[S.RUN_TIME].cast(pl.Float32), state.levels.groups)
 
 
 @dataclass
@@ -258,9 +254,6 @@ class Accumulator:
             self.group_sink(piece.groups)
             piece.groups = None
         self.pieces[piece.config_id].append(piece)
-
-    def add_input(self, piece: InputPiece) -> None:
-        self.inputs.append(piece)
 
     def _summary(self, cfg: ReplayConfig, inputs: dict[str, float | None]) -> dict[str, Any]:
         """One config's summary row from its pieces."""
@@ -446,13 +439,10 @@ def run_replay(
 ) -> ReplayResult:
     """Replay every config over the rollouts, chunk by chunk of whole steps, and build the tables.
 
-    Each chunk is read once; its config batches run on `workers` threads (default: up to two, one
-    per core), and their pieces are taken in order. Per-row results go to `row_sink` (e.g. a Parquet
-    writer) when given, else they are kept in memory. Peak memory is about chunk_rows x
-    configs_per_pass rows of results. `with_rows=False` builds no per-row frames (the report's
-    `--rows none`). `settings`: the first-step diagnostic's step budget, levels and bootstrap
-    (defaults: `EffortSettings()`); `forecast`: run the forecast too (replay_cli/forecast/), and
-    backtest each of `pilots` (runs trained with shaping on, loaded) against its own log."""
+    Each chunk is read once; its config batches run on `workers` threads and their pieces are
+    taken in order. Per-row results go to `row_sink` when given, else they are kept in memory; peak
+    memory is about chunk_rows x configs_per_pass rows of results. `forecast`: run the forecast too
+    (replay_cli/forecast/), and backtest each of `pilots` against its own log."""
     settings = settings or EffortSettings()
     if not configs:
         raise ValueError("run_replay needs at least one config")
@@ -478,7 +468,7 @@ def run_replay(
     with ThreadPoolExecutor(max_workers=workers or _workers()) as pool:
         for lo, hi in chunks:
             state = ChunkState.of(read_chunk(rollouts, lo, hi), shape)
-            acc.add_input(input_piece(state, chart_every))
+            acc.inputs.append(input_piece(state, chart_every))
             jobs = [
                 (batch, pool.submit(replay_batch, state, batch, chart_every, with_rows))
                 for batch in groups_of_configs

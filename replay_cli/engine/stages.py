@@ -46,7 +46,7 @@ def outcomes(
     summary (config by config, after the replay's own columns), and each pilot's backtest (the
     pilots table)."""
     phase(progress, "first-step diagnostic")
-    first, _ = diagnose(gathered.problems, gathered.efforts, settings)
+    first = diagnose(gathered.problems, gathered.efforts, settings)
     rows = {r[S.CONFIG_ID]: {**r, **first[r[S.CONFIG_ID]]} for r in result.summary.to_dicts()}
     table, resamples, checked = None, None, None
     if ahead is not None and gathered.problems is not None:

@@ -76,13 +76,9 @@ def read_train_data(paths: Sequence[str | Path]) -> pl.DataFrame:
             where = f"{path}:{number}"
             if isinstance(record, Exception) or not isinstance(record, dict):
                 raise InputFileError(f"{where}: not a JSON object.")
-            step = (
-                _unwrap(record.get("step"))
-                if "step" in record
-                else int(match.group(1))
-                if match
-                else None
-            )
+            step = int(match.group(1)) if match else None
+            if "step" in record:  # the row's own step before the file name's
+                step = _unwrap(record["step"])
             if step is None:
                 raise InputFileError(
                     f"{where}: no step in the row or in the file name (train_data_stepN.jsonl)."
@@ -112,9 +108,7 @@ def read_train_data(paths: Sequence[str | Path]) -> pl.DataFrame:
                 "sample_mask": bool(_unwrap(record.get("sample_loss_mask", 1))),
                 "prompt_key": _prompt_key(tokens, loss),
             }
-            for key in JOIN_KEYS:
-                if key in record:
-                    row[key] = _unwrap(record[key])
+            row |= {key: _unwrap(record[key]) for key in JOIN_KEYS if key in record}
             rows.append(row)
     if not rows:
         raise InputFileError("The training dumps hold no rows.")

@@ -55,7 +55,8 @@ class WandbRun:
             for row in self.history
             if "_step" in row
             for key, value in row.items()
-            if not key.startswith("_") and _is_number(value)
+            if not key.startswith("_") and isinstance(value, int | float)
+            if not isinstance(value, bool)
         ]
         return pl.DataFrame(rows, schema=SCALARS)
 
@@ -76,10 +77,6 @@ def _is_table(value: Any) -> bool:
         and "path" in value
         and str(value.get("_type", "")).startswith("table")
     )
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def is_wandb(path: Path) -> bool:

@@ -19,13 +19,11 @@ from replay_cli.maths.chunk_arrays import ChunkArrays
 Param = float | bool | pl.Expr | None
 
 
-def _lit(value: Param, dtype: pl.DataType | None = None) -> pl.Expr:
-    return value if isinstance(value, pl.Expr) else pl.lit(value, dtype=dtype)
-
-
 def masked(mask_flagged: Param) -> pl.Expr:
     """Loss-masked: Gym flagged the row and env.should_mask_flagged_samples is on."""
-    return pl.col(S.MASK_SAMPLE) & _lit(mask_flagged)
+    return pl.col(S.MASK_SAMPLE) & (
+        mask_flagged if isinstance(mask_flagged, pl.Expr) else pl.lit(mask_flagged)
+    )
 
 
 def charge_key(p: ShapingParams) -> ShapingParams:

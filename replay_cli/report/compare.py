@@ -112,28 +112,23 @@ def read_internal_csv(path: str | Path) -> pl.DataFrame:
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputFileError(f"Cannot read internal metrics {path}: {exc}") from None
     lower = {c.lower(): c for c in raw.columns}
+
+    def rows(run: pl.Expr, metric: pl.Expr, value: pl.Expr) -> pl.DataFrame:
+        step = pl.col(lower["step"])
+        return raw.select(
+            run.alias("run"), step.alias("step"), metric.alias("metric"), value.alias("value")
+        )
+
     if {"step", "metric", "value"} <= lower.keys():
         run = pl.col(lower["run"]) if "run" in lower else pl.lit(path.stem)
-        long = raw.select(
-            run.alias("run"),
-            pl.col(lower["step"]).alias("step"),
-            pl.col(lower["metric"]).alias("metric"),
-            pl.col(lower["value"]).alias("value"),
-        )
+        long = rows(run, pl.col(lower["metric"]), pl.col(lower["value"]))
     elif "step" in lower:
         series = []
         for column in raw.columns:
             match = _WANDB_COLUMN.match(column)
             if column == lower["step"] or column.endswith(("__MIN", "__MAX")) or not match:
                 continue
-            series.append(
-                raw.select(
-                    pl.lit(match["run"]).alias("run"),
-                    pl.col(lower["step"]).alias("step"),
-                    pl.lit(match["metric"]).alias("metric"),
-                    pl.col(column).alias("value"),
-                )
-            )
+            series.append(rows(pl.lit(match["run"]), pl.lit(match["metric"]), pl.col(column)))
         if not series:
             raise InputFileError(f"{path}: no '<run> - <metric>' columns found (W&B panel export).")
         long = pl.concat(series)

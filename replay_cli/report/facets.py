@@ -30,7 +30,6 @@ class Layout:
     """Panels (a title and their configs), and a series name per config_id for the colours."""
 
     facets: tuple[str, ...]
-    colours: tuple[str, ...]
     panels: tuple[tuple[str, pl.DataFrame], ...]
     series: dict[str, str]
 
@@ -96,13 +95,11 @@ def describe(row: dict, params: tuple[str, ...] | list[str]) -> str:
     return " ".join(parts) or "defaults"
 
 
-def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
+def layout(summary: pl.DataFrame) -> Layout:
     """The layout of the shaped configs of a summary (shaping-off configs are drawn as baselines)."""
     shaped = summary.filter(pl.col("enabled")) if "enabled" in summary.columns else summary
     params = varying(shaped)
-    if facet is None:
-        facet = shaped.height > MAX_OVERLAID
-    facets = _pick_facets(shaped, params) if facet and params else ()
+    facets = _pick_facets(shaped, params) if shaped.height > MAX_OVERLAID and params else ()
     colours = tuple(p for p in params if p not in facets)
     series = {row["config_id"]: describe(row, colours) for row in shaped.iter_rows(named=True)}
     panels: list[tuple[str, pl.DataFrame]] = []
@@ -122,4 +119,4 @@ def layout(summary: pl.DataFrame, *, facet: bool | None = None) -> Layout:
             panels.append((title, part))
     if not facets:
         panels = [("", shaped)]
-    return Layout(facets, colours, tuple(panels), series)
+    return Layout(facets, tuple(panels), series)

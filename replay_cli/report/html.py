@@ -79,8 +79,7 @@ def _inputs(report: Report) -> str:
     facts = [(what, shown(*names)) for what, names in L.INPUTS]
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{items}</dl>')
-    for note in manifest.get("notes", []):
-        parts.append(f'<p class="muted">note: {escape(str(note))}</p>')
+    parts += [f'<p class="muted">note: {escape(str(n))}</p>' for n in manifest.get("notes", [])]
     if manifest.get("resolved_derived_from_reward"):
         parts.append('<p class="muted">resolved was derived from reward &gt; 0.</p>')
     parts.append(
@@ -249,11 +248,9 @@ def _frontier(report: Report) -> str:
         "its detail. Right: the resolve rate a config keeps after T steps against shaping off's "
         "(the low end of its interval, the lower of overall and long problems); up: its solve Δ "
         "then, the minutes a success takes minus under shaping off (negative = sooner, so up is "
-        "sooner). The dashed line is the "
-        "rule's "
-        f"{C.pct(line)}; a hollow point is avoided for another criterion "
-        f"(an inversion, an explosion, ...) wherever it sits. Best is top right. {legend} "
-        "The same chart as a PNG for slides: charts/frontier.png.</p>"
+        f"sooner). The dashed line is the rule's {C.pct(line)}; a hollow point is avoided for "
+        "another criterion (an inversion, an explosion, ...) wherever it sits. Best is top right. "
+        f"{legend} The same chart as a PNG for slides: charts/frontier.png.</p>"
     )
 
 

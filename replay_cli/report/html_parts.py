@@ -206,12 +206,9 @@ def frontier_svg(
     hollow: frozenset[str] = frozenset(),
     shown: Callable[[str, float], str] = lambda axis, v: fmt(v),
 ) -> str:
-    """The frontier as inline SVG: one marker per point group (`roles.point_groups`), coloured by
-    its role (hollow where every config it stands for is in `hollow`), labelled with every config
-    number it stands for (nudged apart so labels never overprint); hovering lists their labels, a
-    click opens the first one's detail, and the summary filters hide the groups they hide.
-    `vline`: the rule's line on the x axis; `shown(axis, value)` writes a tick or a value of
-    axis 'x' or 'y', or the rule line's bar (axis 'rule')."""
+    """The frontier as inline SVG: one marker per `roles.point_groups` group, coloured by role
+    (hollow where all its configs are in `hollow`), numbered, linked to the first one's detail;
+    `vline`: the rule's line; `shown(axis, value)` writes a value of axis 'x', 'y' or 'rule'."""
     from replay_cli.report.roles import STYLES
 
     many = sum(len(p["n"]) for p in points) > LABEL_ALL_MAX

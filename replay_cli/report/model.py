@@ -97,9 +97,7 @@ def _read(directory: Path, name: str) -> pl.DataFrame | None:
 
 
 def _same(a: pl.DataFrame | None, b: pl.DataFrame | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a.schema == b.schema and a.equals(b)
+    return a is b if a is None or b is None else a.schema == b.schema and a.equals(b)
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,10 +299,8 @@ def _distributions(directory: Path, summary: pl.DataFrame) -> dict[str, Any]:
     rows = pl.read_parquet(rows_path, columns=cols)
     trainable = rows.filter(pl.col(S.ADVANTAGE).is_not_null() & ~pl.col(S.MASKED))
     charged = rows.filter(pl.col(S.CHARGED))
-    advantages, deductions = {}, {}
-    for cid in summary[S.CONFIG_ID]:
-        advantages[cid] = trainable.filter(pl.col(S.CONFIG_ID) == cid)[S.ADVANTAGE]
-        deductions[cid] = charged.filter(pl.col(S.CONFIG_ID) == cid)[S.DEDUCTION]
-    first = summary[S.CONFIG_ID][0]
-    train = rows.filter((pl.col(S.CONFIG_ID) == first) & (pl.col(S.SPLIT) != S.SPLIT_VALIDATION))
+    ids = summary[S.CONFIG_ID]
+    advantages = {cid: trainable.filter(pl.col(S.CONFIG_ID) == cid)[S.ADVANTAGE] for cid in ids}
+    deductions = {cid: charged.filter(pl.col(S.CONFIG_ID) == cid)[S.DEDUCTION] for cid in ids}
+    train = rows.filter((pl.col(S.CONFIG_ID) == ids[0]) & (pl.col(S.SPLIT) != S.SPLIT_VALIDATION))
     return {"advantages": advantages, "deductions": deductions, "minutes": train[S.MINUTES]}

@@ -234,8 +234,7 @@ def render_all(
     chosen = report.highlighted(highlight)
     paths = []
     for done, (name, draw) in enumerate(shown.items(), start=1):
-        figure = draw(report, chosen)
-        paths += save({name: figure}, out_dir)
+        paths += save({name: draw(report, chosen)}, out_dir)
         if tick is not None:
             tick(done, len(shown))
     return paths

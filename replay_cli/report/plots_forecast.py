@@ -10,7 +10,8 @@ import polars as pl
 
 from replay_cli import catalogue as C
 from replay_cli import schema as S
-from replay_cli.advice.frontier import highlights, shaping_off
+from replay_cli.advice.frontier import highlights
+from replay_cli.advice.rule import shaping_off
 from replay_cli.report.plots_sweep import colours, figure, legend
 
 if TYPE_CHECKING:

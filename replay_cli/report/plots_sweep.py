@@ -68,15 +68,10 @@ def lambda_ticks(ax: Any, lambdas: list[float]) -> None:
         ax.tick_params(axis="x", labelrotation=45, labelsize="x-small")
 
 
-def _grid(n: int) -> tuple[int, int]:
-    cols = min(n, PANEL_COLS)
-    return math.ceil(n / cols), cols
-
-
-def _panel_axes(lay: Layout, width: float = 4.2, height: float = 3.2) -> tuple[Figure, list[Any]]:
-    nrows, ncols = _grid(len(lay.panels))
-    if len(lay.panels) == 1:
-        width, height = 7.5, 4.4
+def _panel_axes(lay: Layout) -> tuple[Figure, list[Any]]:
+    ncols = min(len(lay.panels), PANEL_COLS)
+    nrows = math.ceil(len(lay.panels) / ncols)
+    width, height = (7.5, 4.4) if len(lay.panels) == 1 else (4.2, 3.2)
     fig, axes = figure(width * ncols + 1.5, height * nrows + 0.6, nrows, ncols)
     flat = list(axes.flat)
     for ax in flat[len(lay.panels) :]:
@@ -275,13 +270,9 @@ def place_labels(ax: Any, points: list[dict[str, Any]], x: str, y: str, scale: f
 
 
 def frontier_chart(summary: pl.DataFrame, verdict: pl.DataFrame, rule: Rule) -> Figure:
-    """The rule's own axes: a config's solve Δ after T steps (the minutes a success takes minus
-    under shaping off, negative = sooner, drawn upward: up is better) against the resolve rate it keeps then (the low end
-    of its interval, the lower of overall and long problems; right is better), the rule's line drawn.
-    Coloured by role as in index.html; a config avoided for another criterion (an inversion, an
-    explosion, ...) is drawn hollow wherever it sits. Coincident configs share one point,
-    numbered as in index.html; labels are nudged apart so they do not overprint. `rule`: the
-    rule the verdict was judged by (its line is drawn at its thresholds)."""
+    """index.html's frontier as a PNG: solve Δ after T steps (drawn upward: up is sooner) against
+    the resolve rate kept then, coloured by role, hollow where avoided for another criterion,
+    coincident configs one numbered point, and the line at the bars of the verdict's `rule`."""
     front = frontier(summary, verdict)
     points = point_groups(front, "kept", "gain")
     others = set(front.filter(pl.col("other").fill_null(False))[S.CONFIG_ID].to_list())

@@ -90,11 +90,10 @@ def _write(
     root = writer_class(str(out))
     root.file_writer.add_summary(experiment)
     root.close()
-    runs = []
     names = run_names(summary)
-    for row, hparam, name in zip(summary.iter_rows(named=True), values, names, strict=True):
-        path = out / name
-        writer = writer_class(str(path))
+    rows = zip(summary.iter_rows(named=True), values, names, strict=True)
+    for done, (row, hparam, name) in enumerate(rows, start=1):
+        writer = writer_class(str(out / name))
         for step, scalars in step_scalars(steps, row[S.CONFIG_ID]):
             for tag, value in scalars.items():
                 writer.add_scalar(tag, value, step)
@@ -103,10 +102,9 @@ def _write(
         for column, value in headline(row).items():
             writer.add_scalar(HPARAM_METRICS[column], value, 0)
         writer.close()
-        runs.append(path.name)
         if tick is not None:
-            tick(len(runs), summary.height)
-    return runs
+            tick(done, summary.height)
+    return names
 
 
 def open_commands(out: str | Path) -> list[str]:

@@ -19,11 +19,6 @@ def _names(rollouts: Rollouts) -> list[str]:
     return [c for c in S.CANONICAL if c not in rollouts.absent] + list(rollouts.extra_columns)
 
 
-def _hint(col: str, rollouts: Rollouts) -> str:
-    hint = look_alike_hint(col, _names(rollouts))
-    return f" ({hint})" if hint else ""
-
-
 def check_call_bonus(rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> None:
     """Refuse a config that pays a call bonus on an input without a `calls` column."""
     if S.CALLS not in rollouts.absent:
@@ -77,10 +72,11 @@ def inert_settings(rollouts: Rollouts, configs: Sequence[ReplayConfig]) -> list[
             continue
         named = [labels[c.config_id] for c in {c.config_id: c for c in configs}.values() if sets(c)]
         if named:
+            hint = look_alike_hint(col, _names(rollouts))
             who = ", ".join(f"'{n}'" for n in named[:3])
             more = f" and {len(named) - 3} more" if len(named) > 3 else ""
             out.append(
                 f"{who}{more}: the input has no '{col}' column, so {what} (the setting does "
-                f"nothing here){_hint(col, rollouts)}."
+                f"nothing here){f' ({hint})' if hint else ''}."
             )
     return out
