@@ -368,6 +368,16 @@ class ForecastSettings(_Frozen):
     )
 
 
+class Pilot(_Frozen):
+    """A run trained with shaping on, read as evidence (`--pilot`): its rollout log (any format
+    `api.load` reads) and the config it was trained with. The forecast simulates that config from
+    the pilot's own start over its logged steps and backtests it on its last third
+    (forecast/pilots.py)."""
+
+    path: str = Field(description="the pilot run's rollout log")
+    config: ReplayConfig = Field(description="the config the pilot run was trained with")
+
+
 def unique_labels(configs: list[ReplayConfig]) -> dict[str, str]:
     """Label per config_id, unique within `configs`: configs whose labels coincide (their
     difference is a parameter the label leaves out, e.g. lambda of a disabled config) get the
