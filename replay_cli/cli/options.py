@@ -287,8 +287,9 @@ FitOpt = Annotated[
     typer.Option(
         "--fit/--no-fit",
         help="Forecast: fit what effort buys, skill and the step's size to the logged shaping-off "
-        "run where it identifies them (a log naming its problems over many steps), instead of "
-        "the cautious reading; the backtest then checks the fit.",
+        "run where it identifies them (a run's log naming its problems over many steps; not a "
+        "log from a fixed checkpoint, whose flat steps it would misread), instead of the "
+        "cautious reading; the backtest then checks the fit.",
         rich_help_panel="Decision",
     ),
 ]
