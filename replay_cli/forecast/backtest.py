@@ -306,8 +306,9 @@ def backtest(
     cut = ranks[len(ranks) - len(ranks) // HOLD_OUT]
     early = logged.rank < cut
     one = (grid.cautious, int(np.flatnonzero(SKILLS == 0)[0]))
-    cautious = _inside(grid, logged, early, one)
+    cautious = None  # where the fit is off, the reading checked below is the cautious one
     if fitting:
+        cautious = _inside(grid, logged, early, one)
         choice = choose(grid.table(early), grid)
         picks = [(choice.point, choice.skill), *((int(i), int(j)) for i, j in choice.resampled)]
     else:
@@ -330,7 +331,7 @@ def backtest(
     out[C.FORECAST_BACKTEST_PASS] = float(passed)
     first, last = int(cut) + 1, int(ranks[-1]) + 1
     out[C.FORECAST_BACKTEST] = backtest_text(out, first, last, fitting, subject, run)
-    return out, passed, cautious
+    return out, passed, passed if cautious is None else cautious
 
 
 def backtest_text(
