@@ -55,8 +55,8 @@ GATED = {
     C.FORECAST_BACKTEST_RESOLVE: "resolve rate",
     C.FORECAST_BACKTEST_RESOLVE_LONG: "resolve rate on long problems",
 }
-"""What the backtest passes on (with its words in the backtest's line): the resolve rate overall and on long problems (what the rule's
-bar reads). The minutes and the level shares are shown with their bands but not passed on: the
+"""What the backtest passes on, with its words in the backtest's line: the resolve rate overall
+and on long problems (what the rule's bar reads). The minutes and the level shares are shown with their bands but not passed on: the
 model's shares drift slower than a run's where effort pays or skill grows, at any step budget
 tried (docs/testing.md, "The fit")."""
 
